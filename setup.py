@@ -1,0 +1,5 @@
+"""Build script; metadata and options live in setup.cfg."""
+
+import setuptools
+
+setuptools.setup()
