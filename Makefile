@@ -1,0 +1,48 @@
+# The two commands: `make demo` and `make test`. Both set up `.venv` first.
+PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+PIP := $(VENV_PYTHON) -m pip
+ARGS ?=
+
+.PHONY: setup test-setup demo test benchmark frontend clean
+
+$(VENV_PYTHON):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# Reinstalled whenever the package metadata changes.
+$(VENV)/.installed: $(VENV_PYTHON) setup.cfg setup.py pyproject.toml
+	$(PIP) install --quiet -e ".[tensorflow,profile]"
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install --quiet -e ".[tensorflow,profile,test]"
+	@# Browser tests drive Debian's Chromium; Playwright's own download is not reachable.
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; \
+	fi
+	touch $@
+
+setup: $(VENV)/.installed
+
+test-setup: $(VENV)/.installed-test
+
+demo: setup
+	$(VENV_PYTHON) -m demo $(ARGS)
+
+# pytest exits 5 when it ran no test: that is a failure here, never a pass.
+test: test-setup
+	@$(VENV_PYTHON) -m pytest $(ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \
+	exit $$status
+
+benchmark: setup
+	$(VENV_PYTHON) benchmarks/overhead.py
+
+frontend: setup
+	$(VENV_PYTHON) frontend/build.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,315 @@
+"""DeviceCostCallback on real `model.fit` runs (TensorFlow backend, CPU)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tb_devicecost
+from tb_devicecost import reader
+from tb_devicecost import writer as writer_module
+
+
+def _two_logical_cpus():
+    # Must run before TensorFlow initialises its devices; pytest imports all
+    # test modules before running any test.
+    try:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+    except RuntimeError:
+        pass  # Already initialised (by another module doing the same).
+
+
+_two_logical_cpus()
+
+
+def mlp():
+    model = keras.Sequential(
+        [
+            keras.Input((100,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
+def arrays(samples=640):
+    rng = np.random.default_rng(0)
+    return (
+        rng.random((samples, 100), dtype=np.float32),
+        rng.integers(0, 10, samples),
+    )
+
+
+def fast_dataset(batch_size=32, samples=640):
+    x, y = arrays(samples)
+    return (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(batch_size)
+        .cache()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def delayed_dataset(seconds, batch_size=32, samples=640, per_element=False):
+    """A pipeline that sleeps in Python: per element or per batch."""
+
+    def sleep(*tensors):
+        time.sleep(seconds)
+        return tensors
+
+    def slow(a, b):
+        return tf.py_function(sleep, [a, b], [tf.float32, tf.int64])
+
+    x, y = arrays(samples)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if per_element:
+        return dataset.map(slow).batch(batch_size)
+    return dataset.batch(batch_size).map(slow)
+
+
+def read(logdir):
+    return {record.run: record for record in reader.read_runs(reader.local_provider(str(logdir)))}
+
+
+def steady_share(record, component):
+    components = record.aggregate["components"]
+    return components[component]["sum_ms"] / components["step"]["sum_ms"]
+
+
+def test_input_bound_pipeline_is_mostly_data_wait(tmp_path):
+    model = mlp()
+    dataset = delayed_dataset(0.0005, batch_size=16, samples=320, per_element=True)
+    model.fit(
+        dataset,
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "slow")],
+    )
+    record = read(tmp_path)["slow/train"]
+    assert steady_share(record, "data_wait") > 0.8
+
+
+def test_injected_per_batch_delay_shows_as_median_data_wait(tmp_path):
+    delay_ms = 20.0
+    model = mlp()
+    model.fit(
+        delayed_dataset(delay_ms / 1e3, samples=640),
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "delay")],
+    )
+    record = read(tmp_path)["delay/train"]
+    median_wait = record.aggregate["components"]["data_wait"]["p50_ms"]
+    assert median_wait == pytest.approx(delay_ms, rel=0.15)
+    assert record.aggregate["components"]["compute"]["p50_ms"] < delay_ms / 4
+
+
+class SleepInStep(keras.layers.Layer):
+    """Adds a known delay inside the compiled step."""
+
+    def __init__(self, seconds, **kwargs):
+        super().__init__(**kwargs)
+        self.seconds = seconds
+
+    def call(self, inputs):
+        def sleep(x):
+            time.sleep(self.seconds)
+            return x
+
+        delayed = tf.numpy_function(sleep, [inputs], inputs.dtype)
+        return tf.ensure_shape(delayed, inputs.shape)
+
+
+def test_delay_inside_the_step_counts_as_compute(tmp_path):
+    delay_ms = 15.0
+    model = keras.Sequential(
+        [keras.Input((100,)), SleepInStep(delay_ms / 1e3), keras.layers.Dense(10)]
+    )
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(
+        fast_dataset(samples=480),
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "sleepy")],
+    )
+    components = read(tmp_path)["sleepy/train"].aggregate["components"]
+    assert components["compute"]["p50_ms"] >= delay_ms
+    assert components["data_wait"]["p50_ms"] < delay_ms / 5
+
+
+class PinnedToSecondCpu(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(16)
+
+    def call(self, inputs):
+        with tf.device("/CPU:1"):
+            return self.dense(inputs)
+
+
+def test_placement_shows_ops_on_both_devices_and_the_copies_between_them(tmp_path):
+    assert len(tf.config.list_logical_devices("CPU")) == 2
+    model = keras.Sequential(
+        [keras.Input((100,)), keras.layers.Dense(32), PinnedToSecondCpu(), keras.layers.Dense(10)]
+    )
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(
+        fast_dataset(samples=128),
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "pinned")],
+    )
+    placement = read(tmp_path)["pinned/train"].placement
+    assert placement["step_ops_captured"] is True
+    assert placement["ops"]["CPU:0"] > 0 and placement["ops"]["CPU:1"] > 0
+    assert placement["cross_device_copies"] > 0
+    assert [d["name"] for d in placement["devices"]["logical"]] == ["CPU:0", "CPU:1"]
+    assert sum(placement["variables"].values()) == len(model.variables)
+    # Two float32 arrays of 32 x 100 and int64 labels of 32.
+    assert placement["input_bytes_per_step"] == 32 * 100 * 4 + 32 * 8
+
+
+def test_two_fits_with_one_callback_keep_global_steps_increasing(tmp_path):
+    model = mlp()
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "twice")
+    model.fit(fast_dataset(samples=320), epochs=2, verbose=0, callbacks=[callback])
+    model.fit(fast_dataset(samples=320), epochs=1, verbose=0, callbacks=[callback])
+    record = read(tmp_path)["twice/train"]
+    steps = record.series["step"]
+    assert len(steps) == 30
+    assert np.all(np.diff(steps) > 0)
+    assert record.aggregate["warmup"]["steps"] == [0, 20]
+    assert record.aggregate["sessions"] == 2
+    # The original step function is back after each fit.
+    assert not getattr(model.train_function, "_devicecost_wrapper", False)
+
+
+def test_validation_steps_are_recorded_apart(tmp_path):
+    model = mlp()
+    model.fit(
+        fast_dataset(samples=320),
+        validation_data=fast_dataset(samples=96),
+        epochs=2,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "val")],
+    )
+    records = read(tmp_path)
+    assert records["val/train"].aggregate["steps"] == 20
+    validation = records["val/validation"].aggregate
+    assert validation["steps"] == 6
+    assert validation["warmup"]["steps"] == [0]
+
+
+def test_steps_per_execution_records_one_entry_per_execution(tmp_path):
+    model = mlp()
+    model.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=4,
+    )
+    model.fit(
+        fast_dataset(samples=512),
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "spe")],
+    )
+    record = read(tmp_path)["spe/train"]
+    assert record.aggregate["steps"] == 4  # 16 batches in 4 executions
+    assert record.info["steps_per_record"] == 4
+    assert record.info["fetch_in_graph"] is True
+
+
+def test_a_failing_writer_does_not_change_training(tmp_path, monkeypatch):
+    def train(callbacks):
+        keras.utils.set_random_seed(7)
+        model = mlp()
+        history = model.fit(
+            fast_dataset(samples=320), epochs=2, verbose=0, callbacks=callbacks
+        )
+        return history.history["loss"], model.get_weights()
+
+    expected_loss, expected_weights = train([])
+
+    def broken(self, rows):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(writer_module.SummaryWriter, "write_steps", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss, weights = train(
+            [tb_devicecost.DeviceCostCallback(tmp_path / "broken", flush_steps=4)]
+        )
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-6)
+    for actual, wanted in zip(weights, expected_weights):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-6)
+    ours = [w for w in caught if "No space left on device" in str(w.message)]
+    assert len(ours) == 1
+
+
+def test_keyboard_interrupt_mid_epoch_leaves_readable_event_files(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import keras, numpy as np, tensorflow as tf
+        import tb_devicecost
+
+        class Interrupt(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                if batch == 40:
+                    os.kill(os.getpid(), signal.SIGINT)
+
+        model = keras.Sequential([keras.Input((100,)), keras.layers.Dense(10)])
+        model.compile("sgd", "mse")
+        x = np.zeros((32 * 500, 100), "float32"); y = np.zeros((32 * 500, 10), "float32")
+        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+        model.fit(dataset, epochs=1, verbose=0, callbacks=[
+            tb_devicecost.DeviceCostCallback({str(tmp_path / "stopped")!r}), Interrupt()])
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert "KeyboardInterrupt" in completed.stderr
+    assert completed.returncode != 0
+    record = read(tmp_path)["stopped/train"]
+    assert record.aggregate["status"] == "interrupted"
+    assert 40 <= record.aggregate["steps"] < 500
+    assert len(record.series["step"]) == record.aggregate["steps"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"log_dir": ""}, r"`log_dir` must be a non-empty path.*Received: log_dir=''"),
+        ({"log_dir": None}, r"Received: log_dir=None"),
+        ({"log_dir": "x", "capture_placement": "yes"}, r"Received: capture_placement='yes'"),
+        ({"log_dir": "x", "flush_steps": -1}, r"Received: flush_steps=-1"),
+    ],
+)
+def test_invalid_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tb_devicecost.DeviceCostCallback(**kwargs)
+
+
+def test_constructing_the_callback_writes_nothing(tmp_path):
+    tb_devicecost.DeviceCostCallback(tmp_path / "lazy")
+    assert not (tmp_path / "lazy").exists()
