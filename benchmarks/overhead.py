@@ -1,0 +1,105 @@
+"""What DeviceCostCallback costs a training run.
+
+The seeds' MLP (100 -> 128 -> 10), batch 32, about 2000 steps per fit on
+the CPU. Fits with and without the callback alternate in one process, for
+several rounds, so machine noise hits both alike; the figure is the median
+of the per-round ratios. For reference, the same is measured for
+`keras.callbacks.TensorBoard(update_freq="batch")`.
+
+Target: ratio with/without at most 1.02.
+
+Usage: python benchmarks/overhead.py [--rounds 7] [--steps 2000]
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tb_devicecost  # noqa: E402
+
+TARGET = 1.02
+
+
+def build_model():
+    model = keras.Sequential(
+        [
+            keras.Input((100,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
+def timed_fit(model, dataset, callbacks):
+    started = time.perf_counter()
+    model.fit(dataset, epochs=1, verbose=0, callbacks=callbacks)
+    return time.perf_counter() - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--keras-tensorboard", action="store_true",
+                        help="also measure keras.callbacks.TensorBoard(update_freq='batch')")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    x = rng.random((args.steps * 32, 100), dtype=np.float32)
+    y = rng.integers(0, 10, args.steps * 32)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+    scratch = tempfile.mkdtemp(prefix="devicecost-bench-")
+
+    # One model per variant, warmed up once, so tracing is not measured.
+    variants = {
+        "without": (build_model(), lambda: []),
+        "devicecost": (
+            build_model(),
+            lambda: [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch))],
+        ),
+    }
+    if args.keras_tensorboard:
+        variants["keras_tensorboard"] = (
+            build_model(),
+            lambda: [keras.callbacks.TensorBoard(tempfile.mkdtemp(dir=scratch), update_freq="batch")],
+        )
+    for model, callbacks in variants.values():
+        timed_fit(model, dataset.take(20), callbacks())
+
+    seconds = {name: [] for name in variants}
+    for round_index in range(args.rounds):
+        for name, (model, callbacks) in variants.items():
+            seconds[name].append(timed_fit(model, dataset, callbacks()))
+        print(
+            f"round {round_index + 1}: "
+            + ", ".join(f"{name} {values[-1] * 1e3 / args.steps:.3f} ms/step" for name, values in seconds.items())
+        )
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    for name in variants:
+        if name == "without":
+            continue
+        ratios = [a / b for a, b in zip(seconds[name], seconds["without"])]
+        print(f"{name}: median ratio {statistics.median(ratios):.3f} (per round: "
+              + ", ".join(f"{r:.3f}" for r in ratios) + ")")
+    ratios = [a / b for a, b in zip(seconds["devicecost"], seconds["without"])]
+    print(f"median step without callback: {statistics.median(seconds['without']) * 1e3 / args.steps:.3f} ms")
+    print(f"target: ratio <= {TARGET}")
+    print(f"overhead ratio with/without DeviceCostCallback: {statistics.median(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
