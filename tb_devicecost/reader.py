@@ -90,7 +90,7 @@ def read_runs(
         ctx: The request context (`None` outside a request).
         experiment_id: Experiment to read; `""` for a single logdir.
         runs: Optional iterable of run names to read.
-        series_points: Points per per-step series.
+        series_points: Points per per-step series; 0 reads no series.
 
     Returns:
         A list of `RunRecord`, sorted by run name. Runs whose JSON documents
@@ -137,6 +137,9 @@ def read_runs(
                 continue
             setattr(record(run), fields[tag], document)
 
+    if not series_points:
+        # The caller needs only the documents (e.g. the runs overview).
+        return [records[run] for run in sorted(records)]
     scalars = provider.read_scalars(
         ctx,
         experiment_id=experiment_id,

@@ -1,0 +1,245 @@
+"""The Device Cost tab: TensorBoard routes serving the analysis as JSON.
+
+Routes only parse and check their parameters, then call a `*_impl` method
+that returns plain data built by `reader` and `analysis`: the same code the
+`tb-devicecost report` command runs, so the tab and the report agree.
+"""
+
+import mimetypes
+import os
+import posixpath
+import urllib.parse
+
+from tensorboard import errors
+from tensorboard import plugin_util
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from tb_devicecost import analysis
+from tb_devicecost import metadata
+from tb_devicecost import reader
+
+_STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+# Run names are paths; anything longer is not one of ours.
+_MAX_RUN_NAME = 1024
+_MAX_COMPARED_RUNS = 100
+# Profile directories are searched this deep under the logdir for is_active.
+_PROFILE_SEARCH_DEPTH = 6
+
+
+class DeviceCostPlugin(base_plugin.TBPlugin):
+    """Serves per-run step breakdowns, verdicts and comparisons."""
+
+    plugin_name = metadata.PLUGIN_NAME
+
+    def __init__(self, context):
+        self._data_provider = context.data_provider
+        self._logdir = context.logdir
+
+    def get_plugin_apps(self):
+        return {
+            "/runs": self._serve_runs,
+            "/run": self._serve_run,
+            "/compare": self._serve_compare,
+            "/static/*": self._serve_static,
+        }
+
+    def is_active(self):
+        # Runs with our summaries activate the tab through the data
+        # provider's plugin listing; this covers runs holding only traces.
+        return _has_profile_captures(self._logdir)
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(
+            es_module_path="/static/index.js", tab_name="Device Cost"
+        )
+
+    # Routes: parse and check, then call the matching `*_impl`.
+
+    @wrappers.Request.application
+    def _serve_runs(self, request):
+        ctx = plugin_util.context(request.environ)
+        experiment = plugin_util.experiment_id(request.environ)
+        baseline = _optional_run_parameter(request, "baseline")
+        body = self.runs_impl(ctx, experiment, baseline)
+        return http_util.Respond(request, body, "application/json")
+
+    @wrappers.Request.application
+    def _serve_run(self, request):
+        ctx = plugin_util.context(request.environ)
+        experiment = plugin_util.experiment_id(request.environ)
+        run = _optional_run_parameter(request, "run")
+        if run is None:
+            raise errors.InvalidArgumentError(
+                "Missing query parameter `run`: the run to show, e.g. "
+                "`run?run=gpu/train`."
+            )
+        body = self.run_impl(ctx, experiment, run)
+        return http_util.Respond(request, body, "application/json")
+
+    @wrappers.Request.application
+    def _serve_compare(self, request):
+        ctx = plugin_util.context(request.environ)
+        experiment = plugin_util.experiment_id(request.environ)
+        runs_parameter = request.args.get("runs")
+        if not runs_parameter:
+            raise errors.InvalidArgumentError(
+                "Missing query parameter `runs`: two or more run names "
+                "separated by commas, e.g. `compare?runs=cpu/train,gpu/train`."
+            )
+        runs = [run for run in runs_parameter.split(",") if run]
+        if not 2 <= len(set(runs)) <= _MAX_COMPARED_RUNS:
+            raise errors.InvalidArgumentError(
+                f"`runs` must name 2 to {_MAX_COMPARED_RUNS} different runs. "
+                f"Received {len(set(runs))}: {runs_parameter[:200]!r}"
+            )
+        for run in runs:
+            _check_run_name(run, "runs")
+        baseline = _optional_run_parameter(request, "baseline")
+        body = self.compare_impl(ctx, experiment, runs, baseline)
+        return http_util.Respond(request, body, "application/json")
+
+    @wrappers.Request.application
+    def _serve_static(self, request):
+        path = _static_file(request.path)
+        if path is None:
+            raise errors.NotFoundError(f"No static file {request.path!r}")
+        content_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        if path.endswith(".js"):
+            content_type = "text/javascript"
+        with open(path, "rb") as static_file:
+            contents = static_file.read()
+        return http_util.Respond(request, contents, content_type)
+
+    # Implementations: plain data in, plain data out.
+
+    def runs_impl(self, ctx, experiment, baseline=None):
+        records = reader.read_runs(
+            self._data_provider, ctx, experiment_id=experiment, series_points=0
+        )
+        known = {record.run for record in records}
+        if baseline is not None and baseline not in known:
+            raise errors.NotFoundError(
+                f"No run {baseline!r} with tb-devicecost data to use as the "
+                f"baseline. Runs with data: {sorted(known)[:20]}"
+            )
+        report = analysis.build_report(records, baseline=baseline)
+        for run in report["runs"]:
+            run["profile"] = self._profile_links(run["run"])
+        report["profile_only"] = self._profile_only_runs(ctx, experiment, known)
+        return report
+
+    def run_impl(self, ctx, experiment, run):
+        records = reader.read_runs(
+            self._data_provider, ctx, experiment_id=experiment, runs=[run]
+        )
+        if not records:
+            raise errors.NotFoundError(f"No tb-devicecost data for run {run!r}")
+        record = records[0]
+        result = analysis.analyze_run(record)
+        result["profile"] = self._profile_links(run)
+        result["series"] = {
+            key: [None if value != value else value for value in values.tolist()]
+            for key, values in record.series.items()
+        }
+        aggregate = record.aggregate or {}
+        result["warmup_steps"] = (aggregate.get("warmup") or {}).get("steps", [])
+        result["spike_steps"] = (aggregate.get("spikes") or {}).get("steps", [])
+        result["info"] = record.info
+        return result
+
+    def compare_impl(self, ctx, experiment, runs, baseline=None):
+        records = reader.read_runs(
+            self._data_provider, ctx, experiment_id=experiment, runs=runs, series_points=0
+        )
+        missing = sorted(set(runs) - {record.run for record in records})
+        if missing:
+            raise errors.NotFoundError(f"No tb-devicecost data for runs {missing}")
+        if baseline is not None and baseline not in runs:
+            raise errors.InvalidArgumentError(
+                f"The baseline {baseline!r} must be one of the compared runs {runs}."
+            )
+        results = [analysis.analyze_run(record) for record in records]
+        comparison = analysis.compare_runs(results, baseline=baseline) or {}
+        return {
+            "baseline": comparison.get("baseline"),
+            "runs": results,
+            "rows": comparison.get("rows", []),
+        }
+
+    def _profile_links(self, run):
+        links = []
+        for capture in reader.list_profile_captures(self._logdir, run):
+            query = urllib.parse.urlencode(
+                {
+                    "run": f"{run}/{capture['capture']}",
+                    "tool": "overview_page",
+                    "host": capture["host"],
+                }
+            )
+            # Relative to the plugin's base (`<root>/data/plugin/devicecost/`),
+            # so it also works when TensorBoard runs under a path prefix.
+            links.append(dict(capture, url=f"../../../?{query}#profile"))
+        return links
+
+    def _profile_only_runs(self, ctx, experiment, known):
+        runs = self._data_provider.list_runs(ctx, experiment_id=experiment)
+        return sorted(
+            run.run_name
+            for run in runs
+            if run.run_name not in known
+            and reader.list_profile_captures(self._logdir, run.run_name)
+        )
+
+
+def _optional_run_parameter(request, name):
+    value = request.args.get(name)
+    if value is None or value == "":
+        return None
+    _check_run_name(value, name)
+    return value
+
+
+def _check_run_name(value, name):
+    if len(value) > _MAX_RUN_NAME or "\x00" in value:
+        raise errors.InvalidArgumentError(
+            f"`{name}` must be a run name of at most {_MAX_RUN_NAME} "
+            f"characters without NUL bytes. Received {len(value)} characters."
+        )
+
+
+def _static_file(request_path):
+    """The file under `static/` for a request path, or `None`.
+
+    Refuses anything that would leave the static directory, encoded or not.
+    """
+    prefix = "/data/plugin/%s/static/" % metadata.PLUGIN_NAME
+    index = request_path.find(prefix)
+    if index < 0:
+        return None
+    relative = urllib.parse.unquote(request_path[index + len(prefix):])
+    if not relative or "\\" in relative or "\x00" in relative:
+        return None
+    normalized = posixpath.normpath(relative)
+    if normalized.startswith(("..", "/")) or normalized == ".":
+        return None
+    path = os.path.realpath(os.path.join(_STATIC_DIR, *normalized.split("/")))
+    if os.path.commonpath([path, os.path.realpath(_STATIC_DIR)]) != os.path.realpath(
+        _STATIC_DIR
+    ):
+        return None
+    return path if os.path.isfile(path) else None
+
+
+def _has_profile_captures(logdir):
+    if not logdir or not os.path.isdir(logdir):
+        return False
+    root_depth = logdir.rstrip(os.sep).count(os.sep)
+    for directory, subdirectories, _ in os.walk(logdir):
+        if directory.rstrip(os.sep).endswith(os.path.join("plugins", "profile")):
+            if subdirectories:
+                return True
+        if directory.count(os.sep) - root_depth >= _PROFILE_SEARCH_DEPTH:
+            subdirectories[:] = []
+    return False

@@ -1,0 +1,65 @@
+"""A log directory of real short fits for the plugin, server and browser tests."""
+
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+# A run name that would run script if it were ever inserted as HTML.
+XSS_RUN_DIR = "<img src=x onerror=alert(1)>"
+
+
+def make_plugin_logdir(logdir):
+    """Writes three runs into `logdir` and returns their run names.
+
+    `cpu/train` is fed by a cached, prefetched pipeline and holds a real
+    profiler trace of steps 3 to 5; `slow/train` waits on a Python pipeline;
+    the third run has a name made of HTML.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tb_devicecost
+
+    rng = np.random.default_rng(0)
+    x = rng.random((640, 100), dtype=np.float32)
+    y = rng.integers(0, 10, 640)
+
+    def model():
+        network = keras.Sequential(
+            [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
+        )
+        network.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return network
+
+    fast = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+
+    def sleep(a, b):
+        time.sleep(0.004)
+        return a, b
+
+    slow = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(32)
+        .map(lambda a, b: tf.py_function(sleep, [a, b], [tf.float32, tf.int64]))
+    )
+    cpu_dir = os.path.join(logdir, "cpu")
+    model().fit(
+        fast,
+        epochs=2,
+        verbose=0,
+        callbacks=[
+            tb_devicecost.DeviceCostCallback(cpu_dir),
+            keras.callbacks.TensorBoard(cpu_dir, profile_batch=(3, 5)),
+        ],
+    )
+    model().fit(
+        slow, epochs=1, verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(logdir, "slow"))],
+    )
+    model().fit(
+        fast, epochs=1, verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(logdir, XSS_RUN_DIR))],
+    )
+    return ["cpu/train", "slow/train", f"{XSS_RUN_DIR}/train"]

@@ -1,0 +1,214 @@
+"""The plugin through TensorBoard's real WSGI app, and a real TensorBoard."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from tensorboard.backend import application
+from tensorboard.backend.event_processing import data_provider
+from tensorboard.backend.event_processing import plugin_event_multiplexer
+from tensorboard.plugins import base_plugin
+from werkzeug import test as werkzeug_test
+
+from tb_devicecost import analysis
+from tb_devicecost import plugin as plugin_module
+from tb_devicecost import plugin_loader
+from tb_devicecost import reader
+
+import plugin_runs
+
+PREFIX = "/data/plugin/devicecost"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("plugin_logs")
+    plugin_runs.make_plugin_logdir(str(directory))
+    # A run that holds nothing of ours and one that holds only a trace.
+    os.makedirs(directory / "other" / "plugins" / "profile" / "2026_01_02_03_04_05")
+    (directory / "other" / "plugins" / "profile" / "2026_01_02_03_04_05" / "h.xplane.pb").write_bytes(b"")
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def client(logdir):
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(logdir)
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, logdir)
+    context = base_plugin.TBContext(logdir=logdir, data_provider=provider)
+    plugin = plugin_loader.DeviceCostPluginLoader().load(context)
+    app = application.TensorBoardWSGI([plugin], data_provider=provider)
+    return werkzeug_test.Client(app)
+
+
+def get_json(client, path):
+    response = client.get(PREFIX + path)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return json.loads(response.get_data(as_text=True))
+
+
+def test_runs_route_serves_the_same_analysis_as_the_report(client, logdir):
+    body = get_json(client, "/runs")
+    names = [run["run"] for run in body["runs"]]
+    assert names == sorted(["cpu/train", "slow/train", f"{plugin_runs.XSS_RUN_DIR}/train"])
+    expected = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    for served, reported in zip(body["runs"], expected["runs"]):
+        assert served["verdict"] == reported["verdict"]
+        assert served["step_ms"] == reported["step_ms"]
+        assert served["shares"] == reported["shares"]
+    verdicts = {run["run"]: run["verdict"] for run in body["runs"]}
+    assert verdicts["slow/train"] == "input_bound"
+    assert verdicts["cpu/train"] != "input_bound"
+    assert body["comparison"]["baseline"] in names
+    assert body["profile_only"] == ["other"]
+
+
+def test_runs_route_takes_a_baseline_and_rejects_an_unknown_one(client):
+    body = get_json(client, "/runs?baseline=slow/train")
+    assert body["comparison"]["baseline"] == "slow/train"
+    response = client.get(PREFIX + "/runs?baseline=nope")
+    assert response.status_code == 404
+    assert "nope" in response.get_data(as_text=True)
+
+
+def test_run_route_serves_series_and_profile_links(client):
+    body = get_json(client, "/run?run=cpu/train")
+    series = body["series"]
+    assert len(series["step"]) == 40
+    assert series["step"] == sorted(series["step"])
+    assert len(series["compute_ms"]) == len(series["step"])
+    assert body["warmup_steps"] == [0, 20][: len(body["warmup_steps"])]
+    assert body["info"]["backend"] == "tensorflow"
+    [link] = body["profile"]
+    assert link["url"].startswith("../../../?")
+    query = urllib.parse.parse_qs(link["url"].split("?", 1)[1].split("#")[0])
+    assert query["run"] == [f"cpu/train/{link['capture']}"]
+    assert query["tool"] == ["overview_page"]
+    assert link["url"].endswith("#profile")
+
+
+def test_compare_route_rows_for_each_run(client):
+    body = get_json(client, "/compare?runs=cpu/train,slow/train&baseline=cpu/train")
+    assert body["baseline"] == "cpu/train"
+    rows = {row["run"]: row for row in body["rows"]}
+    assert rows["cpu/train"]["speedup"] == pytest.approx(1.0)
+    assert rows["slow/train"]["speedup"] < 1.0
+    assert "slow/train" in rows["slow/train"]["explanation"]
+
+
+@pytest.mark.parametrize(
+    "path, status, message",
+    [
+        ("/run", 400, "Missing query parameter `run`"),
+        ("/run?run=missing/train", 404, "missing/train"),
+        ("/compare", 400, "Missing query parameter `runs`"),
+        ("/compare?runs=cpu/train", 400, "2 to 100 different runs"),
+        ("/compare?runs=cpu/train,ghost", 404, "ghost"),
+        ("/compare?runs=cpu/train,slow/train&baseline=ghost", 400, "must be one of"),
+        ("/run?run=" + "x" * 2000, 400, "at most 1024 characters"),
+    ],
+)
+def test_bad_requests_get_a_clear_4xx(client, path, status, message):
+    response = client.get(PREFIX + path)
+    assert response.status_code == status
+    assert message in response.get_data(as_text=True)
+
+
+def test_static_route_serves_the_frontend(client):
+    response = client.get(PREFIX + "/static/index.js")
+    assert response.status_code == 200
+    assert "javascript" in response.headers["Content-Type"]
+    assert b"export" in response.get_data()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../plugin.py",
+        "/static/..%2fplugin.py",
+        "/static/..%2F..%2Fsetup.cfg",
+        "/static/%2e%2e/plugin.py",
+        "/static/views/../../plugin.py",
+        "/static/..\\plugin.py",
+        "/static/%2fetc%2fpasswd",
+        "/static/",
+        "/static/nothing.js",
+    ],
+)
+def test_static_route_refuses_traversal(client, path):
+    response = client.get(PREFIX + path)
+    assert response.status_code == 404
+
+
+def test_static_file_resolution_stays_inside_the_package():
+    assert plugin_module._static_file(PREFIX + "/static/index.js").endswith(
+        os.path.join("static", "index.js")
+    )
+    assert plugin_module._static_file(PREFIX + "/static/%2e%2e%2fplugin.py") is None
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tensorboard_server(logdir):
+    """A real `tensorboard` process on a free port, with its default loader."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/data/plugins_listing", timeout=5) as response:
+                listing = json.load(response)
+            if listing.get("devicecost", {}).get("enabled"):
+                break
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("TensorBoard did not start: " + process.stderr.read().decode()[-2000:])
+        time.sleep(0.5)
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):
+    with urllib.request.urlopen(tensorboard_server + "/data/plugins_listing") as response:
+        listing = json.load(response)
+    entry = listing["devicecost"]
+    assert entry["tab_name"] == "Device Cost"
+    assert entry["loading_mechanism"]["module_path"].endswith(
+        "/data/plugin/devicecost/static/index.js"
+    )
+    # Data must be complete under the default (Rust) loader too; it may
+    # still be loading, so wait for every run.
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(tensorboard_server + PREFIX + "/runs") as response:
+            body = json.load(response)
+        if len(body["runs"]) == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    verdicts = {run["run"]: run["verdict"] for run in body["runs"]}
+    assert verdicts["slow/train"] == "input_bound"
+    steps = {run["run"]: run["steps"] for run in body["runs"]}
+    assert steps["cpu/train"] == 40
