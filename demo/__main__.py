@@ -1,0 +1,118 @@
+"""`python -m demo`: the seeds' scenarios, measured, then the Device Cost tab.
+
+Runs each scenario on every visible device (`/CPU:0` always, each GPU when
+present) with `DeviceCostCallback`, prints the report, then starts
+TensorBoard on 127.0.0.1 and prints the URL of the tab. Ctrl-C stops it.
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def parse_args(argv):
+    # Names only: importing the scenarios would start TensorFlow.
+    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord"]
+    parser = argparse.ArgumentParser(
+        prog="python -m demo",
+        description="Reproduce the seeds' 'slower on GPU' scenarios with tb-devicecost.",
+    )
+    parser.add_argument("--logdir", default="runs", help="where runs are written (default: runs)")
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(names),
+        help=f"comma-separated subset of: {', '.join(names)} (default: all)",
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller runs (about a minute)")
+    parser.add_argument("--no-serve", action="store_true", help="do not start TensorBoard")
+    parser.add_argument("--port", type=int, default=6006, help="first port to try (default: 6006)")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.scenarios.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(names))
+    if unknown or not chosen:
+        parser.error(f"unknown scenario(s) {unknown}; expected a comma-separated subset of {names}")
+    args.scenarios = chosen
+    return args
+
+
+def free_port(first):
+    for port in range(first, first + 100):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise SystemExit(f"No free port in {first}-{first + 99}; pass --port.")
+
+
+def serve(logdir, port):
+    """Starts TensorBoard, prints the tab's URL and waits for Ctrl-C."""
+    port = free_port(port)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                urllib.request.urlopen(base + "/data/plugins_listing", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        if process.poll() is not None:
+            raise SystemExit("TensorBoard exited while starting; run it yourself: "
+                             f"tensorboard --logdir {logdir}")
+        print(f"\nDevice Cost tab: {base}/#devicecost", flush=True)
+        print("Press Ctrl-C to stop TensorBoard.", flush=True)
+        process.wait()
+    except KeyboardInterrupt:
+        print("\nStopping TensorBoard.")
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        # Two logical CPUs, so the placement scenario still crosses devices.
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from demo import scenarios
+    from tb_devicecost import cli
+
+    devices = ["/CPU:0"] + [device.name.replace("/device:", "/") for device in tf.config.list_logical_devices("GPU")]
+    print(f"Devices: {', '.join(devices)}")
+    for index, name in enumerate(args.scenarios, start=1):
+        # Re-running replaces this scenario's runs instead of mixing with them.
+        shutil.rmtree(os.path.join(args.logdir, name), ignore_errors=True)
+        for device in devices:
+            print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {scenarios.SCENARIOS[name].__doc__}", flush=True)
+            scenarios.SCENARIOS[name](args.logdir, device, args.quick)
+    print()
+    status = cli.main(["report", args.logdir])
+    if args.no_serve:
+        return status
+    return serve(args.logdir, args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""The seeds' scenarios: each reason a GPU can be slower than a CPU, as a fit.
+
+Every scenario is a function `(logdir, device, quick) -> None` that trains
+small real models with `DeviceCostCallback`, one run per variant, into
+`<logdir>/<scenario>/<variant>-<device>`.
+"""
+
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import tb_devicecost
+
+
+def run_dir(logdir, scenario, variant, device):
+    tag = device.strip("/").replace(":", "").lower()  # "/CPU:0" -> "cpu0"
+    return os.path.join(logdir, scenario, f"{variant}-{tag}")
+
+
+def _fit(model, dataset, directory, device, epochs=1, verbose=1, **kwargs):
+    with tf.device(device):
+        model.fit(
+            dataset,
+            epochs=epochs,
+            verbose=verbose,
+            callbacks=[tb_devicecost.DeviceCostCallback(directory)],
+            **kwargs,
+        )
+
+
+def _mlp():
+    """The seeds' MLP: 100 -> 128 -> 10."""
+    model = keras.Sequential(
+        [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
+    )
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _tabular(samples):
+    rng = np.random.default_rng(0)
+    return rng.random((samples, 100), dtype=np.float32), rng.integers(0, 10, samples)
+
+
+def small_work(logdir, device, quick):
+    """Too little work per step: the same MLP at batch 10 and at batch 1024."""
+    samples = 20_000 if quick else 60_000
+    x, y = _tabular(samples)
+    for batch_size in (10, 1024):
+        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size).cache().prefetch(tf.data.AUTOTUNE)
+        epochs = 1 if batch_size == 10 else 5
+        with tf.device(device):
+            model = _mlp()
+        _fit(model, dataset, run_dir(logdir, "small_work", f"batch{batch_size}", device), device, epochs=epochs)
+
+
+def _images(samples):
+    rng = np.random.default_rng(1)
+    return rng.integers(0, 255, (samples, 32, 32, 3), dtype=np.uint8), rng.integers(0, 10, samples)
+
+
+def _conv_model(augment_in_model=False):
+    layers = [keras.Input((32, 32, 3))]
+    if augment_in_model:
+        layers += [keras.layers.Rescaling(1 / 255.0), keras.layers.RandomFlip("horizontal")]
+    layers += [
+        keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Flatten(),
+        keras.layers.Dense(10),
+    ]
+    model = keras.Sequential(layers)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _python_augment(image):
+    # Per-element Python work, as in the seeds: decode and augment in NumPy.
+    image = image.numpy().astype(np.float32) / 255.0
+    time.sleep(0.0004)  # stands in for decoding a JPEG in Python
+    return image[:, ::-1, :] if np.random.rand() < 0.5 else image
+
+
+def input_pipeline(logdir, device, quick):
+    """A CPU-bound input pipeline, the same optimised, and augmentation in the model."""
+    samples = 1_600 if quick else 6_400
+    images, labels = _images(samples)
+
+    def py_augment(image, label):
+        result = tf.py_function(_python_augment, [image], tf.float32)
+        result.set_shape((32, 32, 3))
+        return result, label
+
+    base = tf.data.Dataset.from_tensor_slices((images, labels))
+    naive = base.map(py_augment).batch(64)
+    optimized = (
+        base.map(py_augment, num_parallel_calls=tf.data.AUTOTUNE)
+        .cache()
+        .batch(64)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    in_model = base.batch(64).cache().prefetch(tf.data.AUTOTUNE)
+    for variant, dataset, augment_in_model, epochs in (
+        ("naive", naive, False, 2),
+        ("optimized", optimized, False, 2),
+        ("augment_in_model", in_model, True, 2),
+    ):
+        with tf.device(device):
+            model = _conv_model(augment_in_model)
+        _fit(model, dataset, run_dir(logdir, "input_pipeline", variant, device), device, epochs=epochs)
+
+
+def warmup(logdir, device, quick):
+    """A short fit where tracing and compilation dominate, against a long one."""
+    x, y = _tabular(40_000 if quick else 120_000)
+    for variant, samples in (("short", 320), ("long", len(x))):
+        dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+        with tf.device(device):
+            model = _mlp()
+        _fit(model, dataset, run_dir(logdir, "warmup", variant, device), device)
+
+
+class PinnedDense(keras.layers.Layer):
+    """A Dense layer whose computation is forced onto another device."""
+
+    def __init__(self, units, pinned_device, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(units, activation="relu")
+        self.pinned_device = pinned_device
+
+    def call(self, inputs):
+        with tf.device(self.pinned_device):
+            return self.dense(inputs)
+
+
+def placement(logdir, device, quick):
+    """A layer forced onto the CPU (a second logical CPU on CPU-only machines)."""
+    cpus = tf.config.list_logical_devices("CPU")
+    gpus = tf.config.list_logical_devices("GPU")
+    pinned = "/CPU:0" if gpus else (cpus[1].name if len(cpus) > 1 else cpus[0].name)
+    if not gpus and device != "/CPU:0":
+        return
+    x, y = _tabular(20_000 if quick else 60_000)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).cache().prefetch(tf.data.AUTOTUNE)
+    with tf.device(device):
+        model = keras.Sequential(
+            [keras.Input((100,)), keras.layers.Dense(256, activation="relu"),
+             PinnedDense(256, pinned), keras.layers.Dense(10)]
+        )
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    _fit(model, dataset, run_dir(logdir, "placement", "pinned_layer", device), device, epochs=2)
+
+
+def tfrecord(logdir, device, quick):
+    """Seed 004's TFRecord pipeline, done right: parallel reads and parse, prefetch."""
+    samples = 2_000 if quick else 8_000
+    images, labels = _images(samples)
+    directory = os.path.join(logdir, "tfrecord", "_data")
+    os.makedirs(directory, exist_ok=True)
+    shards = []
+    for shard in range(4):
+        path = os.path.join(directory, f"images-{shard}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for index in range(shard, samples, 4):
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "image": tf.train.Feature(
+                                bytes_list=tf.train.BytesList(value=[tf.io.encode_png(images[index]).numpy()])
+                            ),
+                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[labels[index]])),
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+        shards.append(path)
+
+    features = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def parse(record):
+        parsed = tf.io.parse_single_example(record, features)
+        image = tf.io.decode_png(parsed["image"], channels=3)
+        image.set_shape((32, 32, 3))
+        return tf.cast(image, tf.float32) / 255.0, parsed["label"]
+
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(shards)
+        .interleave(tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE)
+        .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(64)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    with tf.device(device):
+        model = _conv_model()
+    _fit(model, dataset, run_dir(logdir, "tfrecord", "parallel_prefetch", device), device, epochs=2)
+
+
+SCENARIOS = {
+    "small_work": small_work,
+    "input_pipeline": input_pipeline,
+    "warmup": warmup,
+    "placement": placement,
+    "tfrecord": tfrecord,
+}
