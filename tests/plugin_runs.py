@@ -63,3 +63,62 @@ def make_plugin_logdir(logdir):
         callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(logdir, XSS_RUN_DIR))],
     )
     return ["cpu/train", "slow/train", f"{XSS_RUN_DIR}/train"]
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_tensorboard(logdir, expected_runs):
+    """Starts a real `tensorboard` on a free port; returns (process, url).
+
+    Waits until the Device Cost tab is listed and `expected_runs` runs are
+    served (the default Rust loader reads the logdir in the background).
+    """
+    import json
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/data/plugins_listing", timeout=5) as response:
+                listing = json.load(response)
+            if listing.get("devicecost", {}).get("enabled"):
+                with urllib.request.urlopen(url + "/data/plugin/devicecost/runs", timeout=10) as response:
+                    if len(json.load(response)["runs"]) >= expected_runs:
+                        return process, url
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(
+                "TensorBoard did not serve the runs in time: "
+                + process.stderr.read().decode(errors="replace")[-2000:]
+            )
+        time.sleep(0.5)
+
+
+def stop_tensorboard(process):
+    import subprocess
+
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -2,11 +2,6 @@
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -155,40 +150,12 @@ def test_static_file_resolution_stays_inside_the_package():
     assert plugin_module._static_file(PREFIX + "/static/%2e%2e%2fplugin.py") is None
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tensorboard_server(logdir):
     """A real `tensorboard` process on a free port, with its default loader."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
-         "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/data/plugins_listing", timeout=5) as response:
-                listing = json.load(response)
-            if listing.get("devicecost", {}).get("enabled"):
-                break
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("TensorBoard did not start: " + process.stderr.read().decode()[-2000:])
-        time.sleep(0.5)
+    process, url = plugin_runs.start_tensorboard(logdir, expected_runs=3)
     yield url
-    process.terminate()
-    process.wait(timeout=30)
+    plugin_runs.stop_tensorboard(process)
 
 
 def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):
@@ -199,15 +166,9 @@ def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):
     assert entry["loading_mechanism"]["module_path"].endswith(
         "/data/plugin/devicecost/static/index.js"
     )
-    # Data must be complete under the default (Rust) loader too; it may
-    # still be loading, so wait for every run.
-    deadline = time.monotonic() + 60
-    while True:
-        with urllib.request.urlopen(tensorboard_server + PREFIX + "/runs") as response:
-            body = json.load(response)
-        if len(body["runs"]) == 3 or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    # Served through the default (Rust) loader, not the multiplexer.
+    with urllib.request.urlopen(tensorboard_server + PREFIX + "/runs") as response:
+        body = json.load(response)
     verdicts = {run["run"]: run["verdict"] for run in body["runs"]}
     assert verdicts["slow/train"] == "input_bound"
     steps = {run["run"]: run["steps"] for run in body["runs"]}
