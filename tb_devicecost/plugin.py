@@ -24,8 +24,6 @@ _STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 # Run names are paths; anything longer is not one of ours.
 _MAX_RUN_NAME = 1024
 _MAX_COMPARED_RUNS = 100
-# Profile directories are searched this deep under the logdir for is_active.
-_PROFILE_SEARCH_DEPTH = 6
 
 
 class DeviceCostPlugin(base_plugin.TBPlugin):
@@ -48,7 +46,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     def is_active(self):
         # Runs with our summaries activate the tab through the data
         # provider's plugin listing; this covers runs holding only traces.
-        return _has_profile_captures(self._logdir)
+        return bool(reader.find_profile_runs(self._logdir))
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(
@@ -127,7 +125,9 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         report = analysis.build_report(records, baseline=baseline)
         for run in report["runs"]:
             run["profile"] = self._profile_links(run["run"])
-        report["profile_only"] = self._profile_only_runs(ctx, experiment, known)
+        report["profile_only"] = [
+            run for run in reader.find_profile_runs(self._logdir) if run not in known
+        ]
         return report
 
     def run_impl(self, ctx, experiment, run):
@@ -183,15 +183,6 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             links.append(dict(capture, url=f"../../../?{query}#profile"))
         return links
 
-    def _profile_only_runs(self, ctx, experiment, known):
-        runs = self._data_provider.list_runs(ctx, experiment_id=experiment)
-        return sorted(
-            run.run_name
-            for run in runs
-            if run.run_name not in known
-            and reader.list_profile_captures(self._logdir, run.run_name)
-        )
-
 
 def _optional_run_parameter(request, name):
     value = request.args.get(name)
@@ -230,16 +221,3 @@ def _static_file(request_path):
     ):
         return None
     return path if os.path.isfile(path) else None
-
-
-def _has_profile_captures(logdir):
-    if not logdir or not os.path.isdir(logdir):
-        return False
-    root_depth = logdir.rstrip(os.sep).count(os.sep)
-    for directory, subdirectories, _ in os.walk(logdir):
-        if directory.rstrip(os.sep).endswith(os.path.join("plugins", "profile")):
-            if subdirectories:
-                return True
-        if directory.count(os.sep) - root_depth >= _PROFILE_SEARCH_DEPTH:
-            subdirectories[:] = []
-    return False

@@ -198,3 +198,27 @@ def list_profile_captures(logdir, run):
             if match:
                 captures.append({"capture": name, "host": match.group("host")})
     return captures
+
+
+def find_profile_runs(logdir, max_depth=6):
+    """Runs under `logdir` that hold profiler captures, as run names.
+
+    A run holds captures when `<run>/plugins/profile/<timestamp>/` exists
+    with a trace in it; the search stops `max_depth` levels down.
+    """
+    if not logdir or not os.path.isdir(logdir):
+        return []
+    root = os.path.realpath(logdir)
+    runs = []
+    for directory, subdirectories, _ in os.walk(root):
+        relative = os.path.relpath(directory, root)
+        depth = 0 if relative == "." else relative.count(os.sep) + 1
+        if "plugins" in subdirectories:
+            run = "." if relative == "." else relative.replace(os.sep, "/")
+            if list_profile_captures(logdir, run):
+                runs.append(run)
+        # Never descend into a run's plugin data, nor too deep.
+        subdirectories[:] = [] if depth >= max_depth else sorted(
+            name for name in subdirectories if name != "plugins"
+        )
+    return sorted(runs)

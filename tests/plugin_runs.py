@@ -13,7 +13,7 @@ def make_plugin_logdir(logdir):
     """Writes three runs into `logdir` and returns their run names.
 
     `cpu/train` is fed by a cached, prefetched pipeline and holds a real
-    profiler trace of steps 3 to 5; `slow/train` waits on a Python pipeline;
+    profiler trace of steps 3 to 5; `slow/train` waits on a Python pipeline (10 ms a batch);
     the third run has a name made of HTML.
     """
     import keras
@@ -36,12 +36,13 @@ def make_plugin_logdir(logdir):
     fast = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
 
     def sleep(a, b):
-        time.sleep(0.004)
+        time.sleep(0.01)
         return a, b
 
+    # Long enough that its steady state outweighs its warm-up.
     slow = (
         tf.data.Dataset.from_tensor_slices((x, y))
-        .batch(32)
+        .batch(16)
         .map(lambda a, b: tf.py_function(sleep, [a, b], [tf.float32, tf.int64]))
     )
     cpu_dir = os.path.join(logdir, "cpu")
@@ -55,7 +56,7 @@ def make_plugin_logdir(logdir):
         ],
     )
     model().fit(
-        slow, epochs=1, verbose=0,
+        slow, epochs=2, verbose=0,
         callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(logdir, "slow"))],
     )
     model().fit(
