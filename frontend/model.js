@@ -16,16 +16,18 @@
  * the server's own text/plain message when it sent one.
  *
  * @param {string} route e.g. 'runs'
- * @param {Object<string, (string|null|undefined)>} [params] empty values are
- *     left out.
+ * @param {Object<string, (string|Array<string>|null|undefined)>} [params]
+ *     empty values are left out; an array repeats the parameter.
  * @param {{signal?: AbortSignal}} [options]
  * @return {Promise<Result>}
  */
 export async function fetchJSON(route, params = {}, options = {}) {
   const url = new URL(route, document.baseURI);
   for (const [key, value] of Object.entries(params)) {
-    if (value !== null && value !== undefined && value !== '') {
-      url.searchParams.set(key, String(value));
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== null && item !== undefined && item !== '') {
+        url.searchParams.append(key, String(item));
+      }
     }
   }
   let response;
@@ -54,7 +56,12 @@ export async function fetchJSON(route, params = {}, options = {}) {
     text = '';
   }
   if (!response.ok) {
-    const message = text.trim().slice(0, 2000) || response.statusText || 'request failed';
+    // The plugin's errors are text/plain; anything else (an HTML error page
+    // from a proxy or a crash) is summarised rather than shown as markup.
+    const type = response.headers.get('Content-Type') || '';
+    const message = (!/html/i.test(type) && text.trim().slice(0, 2000)) ||
+        ('The server answered ' + response.status + ' ' + (response.statusText || '') +
+         '. The TensorBoard console may say more.').replace(' .', '.');
     return {ok: false, status: response.status, data: null, error: message, text: null};
   }
   try {
@@ -80,9 +87,9 @@ export function getRun(run, options) {
   return fetchJSON('run', {run}, options);
 }
 
-/** GET compare?runs=a,b&baseline=a */
+/** GET compare?run=a&run=b&baseline=a (repeated: run names may hold commas) */
 export function getCompare(runs, baseline, options) {
-  return fetchJSON('compare', {runs: runs.join(','), baseline}, options);
+  return fetchJSON('compare', {run: runs, baseline}, options);
 }
 
 /**

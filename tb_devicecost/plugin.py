@@ -80,20 +80,21 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     def _serve_compare(self, request):
         ctx = plugin_util.context(request.environ)
         experiment = plugin_util.experiment_id(request.environ)
-        runs_parameter = request.args.get("runs")
-        if not runs_parameter:
+        # Repeated rather than comma-separated: run names are paths and may
+        # hold commas.
+        runs = list(dict.fromkeys(request.args.getlist("run")))
+        if not runs:
             raise errors.InvalidArgumentError(
-                "Missing query parameter `runs`: two or more run names "
-                "separated by commas, e.g. `compare?runs=cpu/train,gpu/train`."
+                "Missing query parameter `run`: name two or more runs, "
+                "repeating the parameter, e.g. `compare?run=cpu/train&run=gpu/train`."
             )
-        runs = [run for run in runs_parameter.split(",") if run]
-        if not 2 <= len(set(runs)) <= _MAX_COMPARED_RUNS:
+        if not 2 <= len(runs) <= _MAX_COMPARED_RUNS:
             raise errors.InvalidArgumentError(
-                f"`runs` must name 2 to {_MAX_COMPARED_RUNS} different runs. "
-                f"Received {len(set(runs))}: {runs_parameter[:200]!r}"
+                f"Name 2 to {_MAX_COMPARED_RUNS} different runs to compare. "
+                f"Received {len(runs)}: {runs[:5]!r}"
             )
         for run in runs:
-            _check_run_name(run, "runs")
+            _check_run_name(run, "run")
         baseline = _optional_run_parameter(request, "baseline")
         body = self.compare_impl(ctx, experiment, runs, baseline)
         return http_util.Respond(request, body, "application/json")

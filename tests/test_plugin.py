@@ -91,7 +91,7 @@ def test_run_route_serves_series_and_profile_links(client):
 
 
 def test_compare_route_rows_for_each_run(client):
-    body = get_json(client, "/compare?runs=cpu/train,slow/train&baseline=cpu/train")
+    body = get_json(client, "/compare?run=cpu/train&run=slow/train&baseline=cpu/train")
     assert body["baseline"] == "cpu/train"
     rows = {row["run"]: row for row in body["rows"]}
     assert rows["cpu/train"]["speedup"] == pytest.approx(1.0)
@@ -104,10 +104,10 @@ def test_compare_route_rows_for_each_run(client):
     [
         ("/run", 400, "Missing query parameter `run`"),
         ("/run?run=missing/train", 404, "missing/train"),
-        ("/compare", 400, "Missing query parameter `runs`"),
-        ("/compare?runs=cpu/train", 400, "2 to 100 different runs"),
-        ("/compare?runs=cpu/train,ghost", 404, "ghost"),
-        ("/compare?runs=cpu/train,slow/train&baseline=ghost", 400, "must be one of"),
+        ("/compare", 400, "Missing query parameter `run`"),
+        ("/compare?run=cpu/train&run=cpu/train", 400, "2 to 100 different runs"),
+        ("/compare?run=cpu/train&run=ghost", 404, "ghost"),
+        ("/compare?run=cpu/train&run=slow/train&baseline=ghost", 400, "must be one of"),
         ("/run?run=" + "x" * 2000, 400, "at most 1024 characters"),
     ],
 )

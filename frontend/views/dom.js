@@ -77,13 +77,14 @@ export function hashLink(hash, options = {}, children = []) {
 }
 
 /**
- * Returns `url` when it is an http(s) URL (relative ones resolve against the
- * document), else null: data must never become a `javascript:` link.
+ * Returns `url` when it is an http(s) URL, else null: data must never become
+ * a `javascript:` link. Relative URLs resolve, as a link's href does, against
+ * the document's base URL (the plugin's route prefix).
  */
 export function safeHref(url) {
   if (typeof url !== 'string' || url === '') return null;
   try {
-    const resolved = new URL(url, window.location.href);
+    const resolved = new URL(url, document.baseURI);
     return resolved.protocol === 'http:' || resolved.protocol === 'https:'
       ? url
       : null;

@@ -1,0 +1,265 @@
+// Overview: one row per run, the baseline picker, run selection for Compare,
+// and a plain-words summary of the run that needs attention most.
+
+import {el, hashLink, fmtMs, fmtRate, fmtInt, fmtSpeedup, isNum, DASH} from './dom.js';
+import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
+import {
+  VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
+  skippedList, profileOnlyList,
+} from './common.js';
+
+/**
+ * @param {Object} data the `runs` route's JSON.
+ * @param {{hashFor: function(Object): string, navigate: function(Object),
+ *          picks: Set<string>, state: Object}} app
+ * @return {HTMLElement}
+ */
+export function buildOverview(data, app) {
+  const runs = Array.isArray(data && data.runs) ? data.runs.filter((r) => r && r.run != null) : [];
+  const root = el('div', {class: 'dc-overview'});
+  if (runs.length === 0) {
+    root.appendChild(emptyState(data || {}));
+    return root;
+  }
+  const comparison = data.comparison && typeof data.comparison === 'object' ? data.comparison : null;
+  const baseline = comparison && comparison.baseline != null ? String(comparison.baseline) : null;
+  const rowsByRun = new Map();
+  if (comparison && Array.isArray(comparison.rows)) {
+    for (const row of comparison.rows) if (row && row.run != null) rowsByRun.set(String(row.run), row);
+  }
+
+  // Forget picks of runs that went away.
+  const names = new Set(runs.map((r) => String(r.run)));
+  for (const p of Array.from(app.picks)) if (!names.has(p)) app.picks.delete(p);
+
+  root.appendChild(summary(runs, app));
+
+  const running = runs.filter((r) => r.status === 'running');
+  if (running.length) {
+    root.appendChild(el('p', {class: 'dc-running-note'}, [
+      el('span', {class: 'dc-running', text: 'running'}),
+      ' ',
+      el('span', {
+        text: (running.length === 1 ? running[0].run + ' is' : running.length + ' runs are') +
+          ' still being written: their numbers will change as training goes on.',
+      }),
+    ]));
+  }
+
+  // Toolbar: baseline, compare, legend.
+  const toolbar = el('div', {class: 'dc-toolbar'});
+  if (runs.length >= 2) {
+    const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
+    for (const r of runs) {
+      const name = String(r.run);
+      const option = el('option', {text: name, attrs: {value: name}});
+      if (name === baseline) option.selected = true;
+      select.appendChild(option);
+    }
+    select.addEventListener('change', () => {
+      app.navigate({view: 'overview', baseline: select.value});
+    });
+    toolbar.appendChild(el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]));
+  }
+  const compareButton = el('button', {
+    class: 'dc-button dc-button-primary dc-compare-button', attrs: {type: 'button'},
+  });
+  const updateCompareButton = () => {
+    const n = app.picks.size;
+    compareButton.textContent = n ? 'Compare selected (' + n + ')' : 'Compare selected';
+    compareButton.disabled = n < 2;
+    compareButton.title = n < 2 ? 'Tick at least two runs to compare them' : '';
+  };
+  compareButton.addEventListener('click', () => {
+    const picked = runs.map((r) => String(r.run)).filter((name) => app.picks.has(name));
+    if (picked.length < 2) return;
+    const base = baseline && picked.includes(baseline) ? baseline : picked[0];
+    app.navigate({view: 'compare', runs: picked, baseline: base});
+  });
+  toolbar.appendChild(compareButton);
+  toolbar.appendChild(el('span', {class: 'dc-spacer'}));
+  toolbar.appendChild(componentLegend([{label: 'warm-up (share of wall time)', color: WARMUP_COLOR}]));
+  root.appendChild(toolbar);
+
+  // The table.
+  const table = el('table', {class: 'dc-table dc-runs'});
+  const pickAll = el('input', {attrs: {type: 'checkbox', 'aria-label': 'Select all runs'}, class: 'dc-pick-all'});
+  table.appendChild(el('thead', {}, [el('tr', {}, [
+    el('th', {class: 'dc-col-pick'}, [pickAll]),
+    el('th', {text: 'Run'}),
+    el('th', {text: 'Device'}),
+    el('th', {text: 'Backend'}),
+    el('th', {class: 'dc-num', text: 'Batch'}),
+    el('th', {class: 'dc-num', text: 'Median step (ms)'}),
+    el('th', {class: 'dc-num', text: 'Samples/s'}),
+    el('th', {text: 'Steady-state step time'}),
+    el('th', {text: 'Warm-up'}),
+    el('th', {text: 'Verdict'}),
+    el('th', {class: 'dc-num', text: 'Speedup vs baseline', title: baseline ? 'Baseline: ' + baseline : ''}),
+  ])]));
+  const tbody = el('tbody');
+  for (const run of runs) tbody.appendChild(runRow(run, rowsByRun.get(String(run.run)), baseline, app));
+  table.appendChild(tbody);
+
+  const syncPickAll = () => {
+    pickAll.checked = app.picks.size === runs.length;
+    pickAll.indeterminate = app.picks.size > 0 && app.picks.size < runs.length;
+  };
+  // One delegated listener for all row checkboxes.
+  tbody.addEventListener('change', (event) => {
+    const box = event.target;
+    if (!(box instanceof HTMLInputElement) || !box.classList.contains('dc-pick')) return;
+    const name = box.closest('tr').getAttribute('data-run');
+    if (box.checked) app.picks.add(name); else app.picks.delete(name);
+    updateCompareButton();
+    syncPickAll();
+  });
+  pickAll.addEventListener('change', () => {
+    for (const box of tbody.querySelectorAll('input.dc-pick')) {
+      box.checked = pickAll.checked;
+      const name = box.closest('tr').getAttribute('data-run');
+      if (pickAll.checked) app.picks.add(name); else app.picks.delete(name);
+    }
+    updateCompareButton();
+    syncPickAll();
+  });
+  updateCompareButton();
+  syncPickAll();
+
+  root.appendChild(el('div', {class: 'dc-table-wrap'}, [table]));
+  root.appendChild(el('p', {
+    class: 'dc-footnote',
+    text: 'Shares are of steady-state steps: warm-up (the first step of each fit: tracing and ' +
+      'compilation) is kept apart and shown as its share of the whole fit\u2019s wall time. ' +
+      'Click a run for its per-step chart, placement and findings.',
+  }));
+
+  const skipped = skippedList(data.skipped);
+  const profileOnly = profileOnlyList(data.profile_only);
+  if (skipped || profileOnly) {
+    root.appendChild(el('div', {class: 'dc-side-lists'}, [skipped, profileOnly]));
+  }
+  return root;
+}
+
+function runRow(run, cmp, baseline, app) {
+  const name = String(run.run);
+  const tr = el('tr', {class: 'dc-run-row', attrs: {'data-run': name, 'data-verdict': run.verdict || 'no_data'}});
+  if (run.status === 'running') tr.classList.add('dc-row-running');
+
+  const box = el('input', {class: 'dc-pick', attrs: {type: 'checkbox', 'aria-label': 'Select ' + name}});
+  box.checked = app.picks.has(name);
+  tr.appendChild(el('td', {class: 'dc-col-pick'}, [box]));
+
+  tr.appendChild(el('td', {class: 'dc-col-run'}, [
+    hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
+      class: 'dc-run-link', text: name, title: 'Open ' + name,
+    }),
+    run.status === 'running' ? el('span', {class: 'dc-running', text: 'running', title: 'still being written'}) : null,
+  ]));
+
+  const devices = run.placement && Array.isArray(run.placement.devices) ? run.placement.devices.map(String) : [];
+  const primary = run.device != null ? String(run.device) : (devices[0] || DASH);
+  const others = devices.filter((d) => d !== primary);
+  tr.appendChild(el('td', {class: 'dc-col-device'}, [
+    el('span', {class: 'dc-device', text: primary}),
+    others.length ? el('span', {class: 'dc-muted dc-device-more', text: ' + ' + others.join(', ')}) : null,
+  ]));
+  tr.appendChild(el('td', {text: run.backend != null ? String(run.backend) : DASH}));
+  tr.appendChild(el('td', {class: 'dc-num', text: fmtInt(run.batch_size)}));
+  tr.appendChild(el('td', {class: 'dc-num dc-step-ms', text: fmtMs(run.step_ms && run.step_ms.p50)}));
+  tr.appendChild(el('td', {class: 'dc-num', text: fmtRate(run.samples_per_s)}));
+  tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares)]));
+  tr.appendChild(el('td', {class: 'dc-col-warmup'}, [warmupBar(run.warmup_share_of_wall, run.warmup_ms)]));
+  tr.appendChild(el('td', {}, [verdictBadge(run.verdict)]));
+
+  const cell = el('td', {class: 'dc-num dc-speedup'});
+  if (baseline !== null && name === baseline) {
+    cell.textContent = fmtSpeedup(1) + ' (baseline)';
+    cell.classList.add('dc-speedup-baseline');
+  } else if (cmp && isNum(cmp.speedup)) {
+    cell.appendChild(el('span', {
+      class: cmp.speedup >= 1 ? 'dc-faster' : 'dc-slower', text: fmtSpeedup(cmp.speedup),
+    }));
+    if (cmp.same_batch_size === false && isNum(cmp.speedup_samples_per_s)) {
+      cell.appendChild(el('div', {
+        class: 'dc-muted dc-small', text: fmtSpeedup(cmp.speedup_samples_per_s) + ' in samples/s',
+      }));
+    }
+    if (cmp.explanation) cell.title = String(cmp.explanation);
+  } else {
+    cell.textContent = DASH;
+  }
+  tr.appendChild(cell);
+  return tr;
+}
+
+/**
+ * The "what this means" paragraph: the worst run, its top finding in plain
+ * words and the fix; or a word that all runs are healthy.
+ */
+function summary(runs, app) {
+  const scored = runs.map((run) => {
+    const f = topFinding(run);
+    const verdict = VERDICTS[run.verdict] ? VERDICTS[run.verdict].rank : 1;
+    const sev = f ? (SEVERITY_RANK[f.severity] || 0) : 0;
+    const bad = (run.verdict && run.verdict !== 'compute_bound' && run.verdict !== 'no_data') ||
+        (f && sev >= 2);
+    return {run, finding: f, bad, key: [bad ? 1 : 0, sev, verdict, isNum(run.step_ms && run.step_ms.p50) ? run.step_ms.p50 : 0]};
+  });
+  const cmpKeys = (a, b) => {
+    for (let i = 0; i < a.key.length; i++) if (a.key[i] !== b.key[i]) return b.key[i] - a.key[i];
+    return 0;
+  };
+  scored.sort(cmpKeys);
+  const worst = scored[0];
+  const box = el('div', {class: 'dc-summary', attrs: {role: 'note'}});
+  box.appendChild(el('div', {class: 'dc-summary-label', text: 'What this means'}));
+  const p = el('p', {class: 'dc-summary-text'});
+  box.appendChild(p);
+
+  if (!worst.bad) {
+    const healthy = runs.every((r) => r.verdict === 'compute_bound');
+    p.append(
+      healthy
+        ? (runs.length === 1 ? 'This run is ' : 'Every run is ')
+        : 'No run has a bottleneck to fix. ',
+    );
+    if (healthy) {
+      p.append(
+        verdictBadge('compute_bound'),
+        ': steps are spent in the model\u2019s own work, not waiting for data or in host overhead. ' +
+        'To go faster, give each step more work (a larger batch) or use a faster device.',
+      );
+    }
+    return box;
+  }
+
+  const run = worst.run;
+  const name = String(run.run);
+  p.append(
+    hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
+      class: 'dc-run-link dc-summary-run', text: name,
+    }),
+    ' is ',
+    verdictBadge(run.verdict),
+    '. ',
+  );
+  if (worst.finding) {
+    if (worst.finding.message) p.append(el('span', {class: 'dc-summary-message', text: String(worst.finding.message) + ' '}));
+    if (worst.finding.fix) {
+      p.append(el('strong', {text: 'What to change: '}), el('span', {class: 'dc-summary-fix', text: String(worst.finding.fix) + ' '}));
+    }
+  } else {
+    p.append('Open the run for its per-step chart and findings. ');
+  }
+  const others = scored.slice(1).filter((s) => s.bad).map((s) => s.run);
+  if (others.length) {
+    const shown = others.slice(0, 3).map((r) => String(r.run) + ' (' + verdictLabel(r.verdict) + ')');
+    p.append(el('span', {
+      class: 'dc-muted',
+      text: 'Also worth a look: ' + shown.join(', ') + (others.length > 3 ? ' and ' + (others.length - 3) + ' more' : '') + '.',
+    }));
+  }
+  return box;
+}

@@ -1,0 +1,346 @@
+// Entry point of the Device Cost tab.
+//
+// TensorBoard loads this ES module in an iframe whose <base href> is the
+// plugin's route prefix and calls render(). The view lives in the iframe's
+// URL hash, so a link reopens the same view:
+//   (empty) or #baseline=cpu%2Ftrain          overview
+//   #view=detail&run=gpu%2Ftrain              one run
+//   #view=compare&runs=a,b&baseline=a         chosen runs side by side
+// Each value is encodeURIComponent-encoded; in `runs` the names are encoded
+// one by one and joined with commas.
+
+import {getRuns, getRun, getCompare, RequestGuard} from './model.js';
+import {el} from './views/dom.js';
+import {errorState} from './views/common.js';
+import {buildOverview} from './views/overview.js';
+import {buildDetail} from './views/detail.js';
+import {buildCompare} from './views/compare.js';
+
+const PLUGIN_NAME = 'devicecost';
+const AUTO_REFRESH_MS = 30000;
+const VIEWS = new Set(['overview', 'detail', 'compare']);
+
+// ---------------------------------------------------------------------------
+// Hash state.
+
+function decode(raw) {
+  try {
+    return decodeURIComponent(raw);
+  } catch (e) {
+    return raw;
+  }
+}
+
+/**
+ * @param {string} hash location.hash, with or without '#'.
+ * @return {{view: string, run: ?string, runs: string[], baseline: ?string}}
+ */
+export function parseHash(hash) {
+  const raw = {};
+  for (const part of String(hash || '').replace(/^#/, '').split('&')) {
+    if (!part) continue;
+    const i = part.indexOf('=');
+    const key = decode(i < 0 ? part : part.slice(0, i));
+    raw[key] = i < 0 ? '' : part.slice(i + 1);
+  }
+  const run = raw.run ? decode(raw.run) : null;
+  const runs = raw.runs ? raw.runs.split(',').map(decode).filter((s) => s !== '') : [];
+  let view = raw.view ? decode(raw.view) : '';
+  if (!VIEWS.has(view)) view = run ? 'detail' : runs.length ? 'compare' : 'overview';
+  return {view, run, runs, baseline: raw.baseline ? decode(raw.baseline) : null};
+}
+
+/** The hash (without '#') for a state; the inverse of parseHash. */
+export function hashFor(state) {
+  const parts = [];
+  if (state.view === 'detail') {
+    parts.push('view=detail', 'run=' + encodeURIComponent(state.run || ''));
+  } else if (state.view === 'compare') {
+    parts.push('view=compare', 'runs=' + (state.runs || []).map(encodeURIComponent).join(','));
+  }
+  if (state.baseline) parts.push('baseline=' + encodeURIComponent(state.baseline));
+  return parts.join('&');
+}
+
+// ---------------------------------------------------------------------------
+// The app.
+
+class App {
+  constructor(main, updated) {
+    this.main = main;
+    this.updated = updated;
+    this.guard = new RequestGuard();
+    this.picks = new Set();
+    this.state = parseHash(window.location.hash);
+    this.lastKey = null;
+    this.lastText = null;
+    this.lastLoadAt = 0;
+    this.inFlight = false;
+    this.hashFor = hashFor;
+  }
+
+  /** Changes the view by changing the hash (so Back works and links are shareable). */
+  navigate(state) {
+    const hash = hashFor(state);
+    if (('#' + hash) === window.location.hash || (hash === '' && window.location.hash === '')) {
+      this.load({quiet: false});
+    } else {
+      window.location.hash = hash;
+    }
+  }
+
+  chartWidth() {
+    const w = (this.main.clientWidth || document.documentElement.clientWidth || 1000) - 40;
+    return Math.max(560, Math.min(1400, Math.round(w)));
+  }
+
+  /**
+   * Fetches the current view's data and draws it.
+   * @param {{quiet?: boolean, force?: boolean}} opts quiet: keep the current
+   *     content (and scroll position) until the new data is in, and skip the
+   *     redraw when nothing changed, unless `force`.
+   */
+  async load({quiet = false, force = false} = {}) {
+    const state = parseHash(window.location.hash);
+    this.state = state;
+    const {token, signal} = this.guard.begin();
+    this.inFlight = true;
+    let spinner = null;
+    if (!quiet) {
+      spinner = setTimeout(() => {
+        if (this.guard.isCurrent(token)) {
+          this.main.replaceChildren(el('div', {class: 'dc-loading', text: 'Loading\u2026'}));
+        }
+      }, 150);
+    }
+    document.body.classList.add('dc-busy');
+
+    let result;
+    let what;
+    if (state.view === 'detail') {
+      what = 'run \u201c' + (state.run || '') + '\u201d';
+      result = state.run
+        ? await getRun(state.run, {signal})
+        : {ok: false, status: 0, error: 'No run named in the link.'};
+    } else if (state.view === 'compare') {
+      what = 'the comparison';
+      result = state.runs.length >= 2
+        ? await getCompare(state.runs, state.baseline, {signal})
+        : {ok: false, status: 0, error: 'Pick at least two runs on the overview to compare them.'};
+    } else {
+      what = 'the runs';
+      result = await getRuns(state.baseline, {signal});
+    }
+    if (spinner) clearTimeout(spinner);
+    // Stale-response guard: a newer load started while this one waited.
+    if (!this.guard.isCurrent(token)) return;
+    this.inFlight = false;
+    document.body.classList.remove('dc-busy');
+    this.lastLoadAt = Date.now();
+    this.updated.textContent = 'Updated ' + new Date(this.lastLoadAt).toLocaleTimeString();
+
+    const key = hashFor(state);
+    if (quiet && !force && result.ok && key === this.lastKey && result.text === this.lastText) {
+      return; // Nothing changed: keep the DOM (and whatever the user is doing with it).
+    }
+    this.lastKey = key;
+    this.lastText = result.ok ? result.text : null;
+
+    let node;
+    if (!result.ok) {
+      node = errorState({
+        what,
+        status: result.status,
+        message: result.error,
+        onRetry: () => this.load({quiet: false}),
+        backHash: window.location.hash.replace(/^#/, '') ? '' : null,
+      });
+    } else {
+      try {
+        const ctx = {
+          state, picks: this.picks, hashFor,
+          navigate: (s) => this.navigate(s), chartWidth: this.chartWidth(),
+        };
+        node = state.view === 'detail' ? buildDetail(result.data, ctx)
+          : state.view === 'compare' ? buildCompare(result.data, ctx)
+          : buildOverview(result.data, ctx);
+      } catch (e) {
+        console.error('tb-devicecost: could not draw the view', e);
+        node = errorState({
+          what, status: 0,
+          message: 'The tab could not draw this data: ' + String(e && e.message || e),
+          onRetry: () => this.load({quiet: false}),
+          backHash: '',
+        });
+      }
+    }
+    const scrollY = quiet ? window.scrollY : 0;
+    this.main.replaceChildren(node);
+    window.scrollTo(0, scrollY);
+  }
+
+  /** A background refresh, unless the user is in the middle of something. */
+  autoRefresh() {
+    if (this.inFlight) return;
+    const active = document.activeElement;
+    if (active && active.tagName === 'SELECT' && this.main.contains(active)) return;
+    this.load({quiet: true});
+  }
+
+  visible() {
+    // The iframe stays visible to the Page Visibility API while TensorBoard
+    // shows another tab; it then has no size.
+    return document.visibilityState === 'visible' && window.innerWidth > 0 && window.innerHeight > 0;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// TensorBoard's plugin messaging (tensorboard/components/experimental/
+// plugin_lib): a MessageChannel handshake, then JSON messages
+// {type, id, payload, error, isReply}. Optional: every step is guarded so
+// that the tab works the same outside TensorBoard.
+
+function connectToTensorBoard(onReload) {
+  try {
+    if (!window.parent || window.parent === window || typeof MessageChannel !== 'function') return null;
+    const channel = new MessageChannel();
+    const port = channel.port1;
+    const waits = new Map();
+    let nextId = 0;
+    port.onmessage = (event) => {
+      let message;
+      try {
+        message = JSON.parse(event.data);
+      } catch (e) {
+        return;
+      }
+      if (!message || typeof message !== 'object') return;
+      if (message.isReply) {
+        const wait = waits.get(message.id);
+        if (!wait) return;
+        waits.delete(message.id);
+        if (message.error) wait.reject(new Error(String(message.error)));
+        else wait.resolve(message.payload);
+        return;
+      }
+      if (message.type === 'experimental.DataReloaded') {
+        try {
+          onReload();
+        } catch (e) {
+          // Never let a reload notice break the host's channel.
+        }
+      }
+      try {
+        port.postMessage(JSON.stringify({
+          type: message.type, id: message.id, payload: null, error: null, isReply: true,
+        }));
+      } catch (e) {
+        // The host went away.
+      }
+    };
+    window.parent.postMessage('experimental.bootstrap', '*', [channel.port2]);
+    return {
+      send(type, payload, timeoutMs = 2000) {
+        return new Promise((resolve, reject) => {
+          const id = nextId++;
+          waits.set(id, {resolve, reject});
+          setTimeout(() => {
+            if (waits.delete(id)) reject(new Error('no reply'));
+          }, timeoutMs);
+          try {
+            port.postMessage(JSON.stringify({type, id, payload, error: null, isReply: false}));
+          } catch (e) {
+            waits.delete(id);
+            reject(e);
+          }
+        });
+      },
+    };
+  } catch (e) {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+function loadStylesheet() {
+  const href = new URL('./style.css', import.meta.url).href;
+  if (document.querySelector('link[data-dc-style]')) return Promise.resolve();
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = href;
+  link.setAttribute('data-dc-style', '');
+  const done = new Promise((resolve) => {
+    link.addEventListener('load', resolve);
+    link.addEventListener('error', resolve);
+    setTimeout(resolve, 1500);
+  });
+  (document.head || document.documentElement).appendChild(link);
+  return done;
+}
+
+let app = null;
+
+/** Called by TensorBoard once the iframe has loaded this module. */
+export async function render() {
+  if (app) {
+    await app.load({quiet: true, force: true});
+    return;
+  }
+  await loadStylesheet();
+  document.body.classList.add('dc-body');
+
+  const refresh = el('button', {
+    class: 'dc-button dc-refresh', text: 'Refresh',
+    attrs: {type: 'button', title: 'Reload the data (also every 30 s while this tab is open)'},
+  });
+  const updated = el('span', {class: 'dc-updated', attrs: {'aria-live': 'polite'}});
+  const main = el('main', {class: 'dc-main'});
+  const header = el('header', {class: 'dc-header'}, [
+    el('div', {class: 'dc-title-block'}, [
+      el('h1', {class: 'dc-title', text: 'Device Cost'}),
+      el('span', {
+        class: 'dc-subtitle',
+        text: 'Where each training step\u2019s time went: data wait, compute, host overhead, warm-up',
+      }),
+    ]),
+    el('span', {class: 'dc-spacer'}),
+    updated,
+    refresh,
+  ]);
+  document.body.append(el('div', {class: 'dc-app'}, [header, main]));
+
+  app = new App(main, updated);
+  refresh.addEventListener('click', () => app.load({quiet: true, force: true}));
+  window.addEventListener('hashchange', () => app.load({quiet: false}));
+
+  // Auto-refresh every 30 s while the tab is visible; catch up on return.
+  setInterval(() => {
+    if (app.visible() && Date.now() - app.lastLoadAt >= AUTO_REFRESH_MS) app.autoRefresh();
+  }, 5000);
+  document.addEventListener('visibilitychange', () => {
+    if (app.visible() && Date.now() - app.lastLoadAt >= AUTO_REFRESH_MS) app.autoRefresh();
+  });
+
+  // TensorBoard's reload button (and its own auto-reload) broadcast
+  // DataReloaded; TensorBoard's deep links may carry our state as
+  // #devicecost&p.devicecost.run=... on the parent page.
+  const host = connectToTensorBoard(() => {
+    if (Date.now() - app.lastLoadAt > 2000) app.autoRefresh();
+  });
+
+  const first = app.load({quiet: false});
+  if (host && !window.location.hash) {
+    host.send('experimental.GetURLPluginData', {pluginName: PLUGIN_NAME}).then((data) => {
+      if (!data || typeof data !== 'object' || window.location.hash) return;
+      const state = parseHash(Object.entries(data)
+        .filter(([k]) => ['view', 'run', 'runs', 'baseline'].includes(k))
+        .map(([k, v]) => k + '=' + (k === 'runs' ? String(v) : encodeURIComponent(String(v))))
+        .join('&'));
+      const hash = hashFor(state);
+      // Resolve against the document, not the <base href>.
+      if (hash) window.location.replace(new URL('#' + hash, window.location.href).href);
+    }, () => {});
+  }
+  await first;
+}
