@@ -1,17 +1,479 @@
-"""The `tb-devicecost` command."""
+"""The `tb-devicecost` command: `tb-devicecost report LOGDIR`.
+
+Prints, for every run under LOGDIR that holds tb-devicecost summaries, where
+each step's time went, the verdict with its fixes, and how the runs compare:
+as a table for the terminal (default), `--json` (the stable machine
+interface, documented in `docs/CLI.md`) or `--markdown`.
+
+Exit status: 0 on success; 2, with a one-line reason on stderr, when LOGDIR
+does not exist, holds no run with our data, or an option is wrong.
+"""
 
 import argparse
+import json
+import os
 import sys
+import textwrap
 
+from tb_devicecost import analysis
 from tb_devicecost import version
+
+PROG = "tb-devicecost"
+WIDTH = 80
+_USAGE = "tb-devicecost report LOGDIR [--baseline RUN] [--json | --markdown]"
+# Character bars for the shares: data wait, compute, host overhead.
+_BARS = ("█", "▓", "░")
+_ASCII_BARS = ("#", "=", "-")
+_BAR_WIDTH = 26
+_RUN_WIDTH = 22
+
+
+class UsageError(Exception):
+    """A wrong command line or log directory: exit 2 with one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors that `main` turns into exit 2."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (usage: {_USAGE})")
+
+
+def _build_parser():
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Where each Keras training step's time went (data wait, compute, "
+            "host overhead, warm-up), with a verdict, fixes and a comparison "
+            "of runs."
+        ),
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version.__version__}"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    report = commands.add_parser(
+        "report",
+        help="report every run under a log directory",
+        description=(
+            "Report every run under LOGDIR (any depth) recorded by "
+            "DeviceCostCallback or StepRecorder."
+        ),
+    )
+    report.add_argument(
+        "logdir", metavar="LOGDIR", help="the directory given to tensorboard --logdir"
+    )
+    report.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help=(
+            "run to compare the others against, e.g. cpu/train (default: the "
+            "first CPU training run, else the first run)"
+        ),
+    )
+    output = report.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="print the report as JSON (docs/CLI.md)"
+    )
+    output.add_argument(
+        "--markdown", action="store_true", help="print the report as Markdown"
+    )
+    return parser
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="tb-devicecost")
-    parser.add_argument("--version", action="version", version=version.__version__)
-    parser.parse_args(argv)
-    print(f"tb-devicecost {version.__version__}")
+    """Runs the command; returns the exit status (0, or 2 on a usage error)."""
+    parser = _build_parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit_:  # --help and --version
+            return exit_.code if isinstance(exit_.code, int) else 0
+        if args.command is None:
+            raise UsageError(
+                f"choose a command, e.g. 'tb-devicecost report logs' (usage: {_USAGE})"
+            )
+        return _report(args)
+    except UsageError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _load_records(logdir):
+    if not os.path.exists(logdir):
+        raise UsageError(
+            f"log directory {logdir!r} does not exist; pass the directory that "
+            "holds your runs (the parent of DeviceCostCallback's log_dir), e.g. 'logs'"
+        )
+    if not os.path.isdir(logdir):
+        raise UsageError(
+            f"{logdir!r} is a file, not a log directory; pass the directory that "
+            "holds your runs, e.g. 'logs'"
+        )
+    _avoid_tensorflow_import()
+    from tb_devicecost import reader  # Loads TensorBoard's event reading.
+
+    try:
+        provider = reader.local_provider(logdir)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return reader.read_runs(provider)
+
+
+def _avoid_tensorflow_import():
+    """Lets TensorBoard read local event files without importing TensorFlow.
+
+    TensorBoard imports TensorFlow when it is installed, which takes seconds
+    and logs to stderr; its own stub reads local files just as well. Only
+    done when TensorFlow is not loaded already (as inside a training process).
+    """
+    if "tensorflow" in sys.modules or "tensorboard.compat.notf" in sys.modules:
+        return
+    import types
+
+    sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
+
+
+def _report(args):
+    records = _load_records(args.logdir)
+    if not records:
+        raise UsageError(
+            f"no run under {args.logdir!r} holds tb-devicecost data; record one "
+            "with model.fit(..., callbacks=[tb_devicecost.DeviceCostCallback("
+            "'logs/cpu')]) and pass 'logs'"
+        )
+    try:
+        report = analysis.build_report(records, baseline=args.baseline)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    known = {record.run for record in records}
+    report["skipped"].extend(
+        {
+            "run": run,
+            "reason": "Its event files hold no readable tb-devicecost summaries "
+            "(only other summaries, or the files are unreadable).",
+        }
+        for run in _event_file_runs(args.logdir)
+        if run not in known
+    )
+    if not report["runs"]:
+        reasons = "; ".join(
+            f"{item['run']}: {item['reason']}" for item in report["skipped"]
+        )
+        raise UsageError(
+            f"no run under {args.logdir!r} could be reported ({_one_line(reasons)})"
+        )
+    if args.json:
+        for item in report["skipped"]:
+            print(
+                f"{PROG}: skipped {item['run']}: {_one_line(item['reason'])}",
+                file=sys.stderr,
+            )
+        text = json.dumps(report, indent=2, allow_nan=False)
+    elif args.markdown:
+        text = render_markdown(report)
+    else:
+        bars = _bar_characters()
+        text = render_text(report, args.logdir, bars=bars)
+        if bars == _ASCII_BARS:
+            text = text.replace("Δ", "d").replace("…", "~")
+    _write(text)
     return 0
+
+
+def _event_file_runs(logdir):
+    """Run names (as TensorBoard names them) of directories with event files."""
+    runs = []
+    for directory, subdirectories, files in os.walk(logdir):
+        subdirectories.sort()
+        if any("tfevents" in name for name in files):
+            relative = os.path.relpath(directory, logdir)
+            runs.append("." if relative == os.curdir else relative.replace(os.sep, "/"))
+    return runs
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+def _write(text):
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except UnicodeEncodeError:
+        encoding = sys.stdout.encoding or "ascii"
+        sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding))
+        sys.stdout.write("\n")
+
+
+def _bar_characters(stream=None):
+    encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
+    try:
+        "".join(_BARS).encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return _ASCII_BARS
+    return _BARS
+
+
+# Shared formatting.
+
+
+def _ms(value, unit=" ms"):
+    return "-" if value is None else analysis.fmt_ms(value) + unit
+
+
+def _share(value):
+    return "-" if value is None else analysis.fmt_share(value)
+
+
+def _count(value):
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _signed_ms(value):
+    if value is None:
+        return "-"
+    sign = "+" if value >= 0 else "-"
+    return sign + analysis.fmt_ms(abs(value))
+
+
+def _speedup(row):
+    return "-" if row["speedup"] is None else f"{row['speedup']:.2f}x"
+
+
+def share_bar(shares, width=_BAR_WIDTH, characters=_BARS):
+    """A bar of `width` characters split by the steady-state shares."""
+    values = [shares.get(name) or 0.0 for name in analysis.COMPONENTS]
+    total = sum(values)
+    if total <= 0:
+        return " " * width
+    # Largest remainders, so the bar is always exactly `width` long.
+    exact = [value / total * width for value in values]
+    cells = [int(value) for value in exact]
+    order = sorted(range(len(exact)), key=lambda i: exact[i] - cells[i], reverse=True)
+    for index in order[: width - sum(cells)]:
+        cells[index] += 1
+    return "".join(char * cell for char, cell in zip(characters, cells))
+
+
+def _wrap(text, indent, width=WIDTH):
+    return textwrap.fill(
+        _one_line(text),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+
+
+# The terminal table.
+
+
+def render_text(report, logdir=None, bars=_BARS):
+    """The default output: fits an 80-column terminal."""
+    runs = report["runs"]
+    lines = []
+    title = f"tb-devicecost report: {len(runs)} run{'s' if len(runs) != 1 else ''}"
+    if logdir:
+        title += f" under {logdir}"
+    lines.append(_fit(title))
+    lines.append("")
+    header = (
+        f"{'RUN':<{_RUN_WIDTH}} {'DEVICE':<7} {'BATCH':>6} {'STEP p50':>10} "
+        f"{'SAMPLES/S':>10} VERDICT"
+    )
+    lines.append(header)
+    for run in runs:
+        name = run["run"]
+        cell = name
+        if len(name) > _RUN_WIDTH:
+            lines.append(_fit(name))
+            cell = ""
+        lines.append(
+            _fit(
+                f"{cell:<{_RUN_WIDTH}} {(run['device'] or '-'):<7} "
+                f"{_count(run['batch_size']):>6} {_ms(run['step_ms']['p50']):>10} "
+                f"{_count(run['samples_per_s']):>10} {run['verdict'] or '-'}"
+            )
+        )
+        shares = run["shares"]
+        detail = (
+            f"wait {_share(shares['data_wait'])} compute {_share(shares['compute'])} "
+            f"host {_share(shares['host_overhead'])}"
+        )
+        if run["warmup_share_of_wall"] is not None:
+            detail += f"  warm-up {_share(run['warmup_share_of_wall'])}"
+        lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
+    lines.append(
+        _fit(
+            f"  {bars[0]} data wait  {bars[1]} compute  {bars[2]} host overhead, "
+            "steady state; warm-up: % of wall time"
+        )
+    )
+
+    lines.append("")
+    lines.append("FINDINGS")
+    for run in runs:
+        lines.append("")
+        heading = f"{run['run']}: {run['verdict'] or 'no verdict'}"
+        if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
+            heading += f" (steady state: {run['steady_verdict']})"
+        if run["status"] in ("running", "interrupted"):
+            heading += f" [{run['status']}]"
+        lines.append(_fit(heading))
+        for finding in run["findings"]:
+            lines.append(f"  [{finding['severity']}] {finding['id']}")
+            lines.append(_wrap(finding["message"], "    "))
+            lines.append(_wrap("Fix: " + finding["fix"], "    "))
+        for problem in run["problems"]:
+            lines.append(_wrap("Note: " + problem, "  "))
+
+    comparison = report["comparison"]
+    if comparison:
+        lines.append("")
+        lines.append(_fit(f"COMPARISON against {comparison['baseline']}"))
+        lines.append(
+            f"{'RUN':<{_RUN_WIDTH}} {'SPEEDUP':>8} {'PER':>10} {'Δ WAIT':>10} "
+            f"{'Δ COMPUTE':>10} {'Δ HOST':>10}"
+        )
+        for row in comparison["rows"]:
+            per_sample = row["basis"] == "samples_per_s"
+            deltas = row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
+            cell = row["run"]
+            if len(cell) > _RUN_WIDTH:
+                lines.append(_fit(cell))
+                cell = ""
+            lines.append(
+                _fit(
+                    f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8} "
+                    f"{('1k samples' if per_sample else 'step'):>10} "
+                    + " ".join(
+                        f"{_signed_ms(deltas[name]):>10}" for name in analysis.COMPONENTS
+                    )
+                )
+            )
+        lines.append(
+            _fit(
+                "  speedup: baseline median step / run's (samples/s if batches "
+                "differ); Δ: ms"
+            )
+        )
+        for row in comparison["rows"]:
+            if row["explanation"] != "baseline":
+                lines.append(_wrap("- " + row["explanation"], "  ").replace("  - ", "- ", 1))
+
+    if report["skipped"]:
+        lines.append("")
+        lines.append("SKIPPED")
+        for item in report["skipped"]:
+            lines.append(_wrap(f"{item['run']}: {item['reason']}", "  "))
+    return "\n".join(lines) + "\n"
+
+
+def _fit(line, width=WIDTH):
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+# Markdown.
+
+
+def _md_cell(text):
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(text):
+    text = str(text)
+    if "`" in text:
+        return _md_cell(text)
+    return f"`{_md_cell(text)}`"
+
+
+def render_markdown(report):
+    """The report as GitHub-flavoured Markdown, for pull requests and CI."""
+    lines = ["## tb-devicecost report", ""]
+    lines.append(
+        "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
+        "| Host overhead | Warm-up | Verdict |"
+    )
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for run in report["runs"]:
+        shares = run["shares"]
+        warmup = "-"
+        if run["warmup_ms"] is not None:
+            warmup = f"{_ms(run['warmup_ms'])} ({_share(run['warmup_share_of_wall'])})"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _md_code(run["run"]),
+                    _md_cell(run["device"] or "-"),
+                    _count(run["batch_size"]),
+                    _ms(run["step_ms"]["p50"]),
+                    _count(run["samples_per_s"]),
+                    _share(shares["data_wait"]),
+                    _share(shares["compute"]),
+                    _share(shares["host_overhead"]),
+                    warmup,
+                    f"**{run['verdict'] or '-'}**",
+                ]
+            )
+            + " |"
+        )
+    lines.append("")
+    lines.append("Shares are of the steady-state step; warm-up is the first step of each fit and its share of the fit's wall time.")
+    lines.append("")
+    lines.append("### Findings")
+    for run in report["runs"]:
+        lines.append("")
+        heading = f"#### {_md_code(run['run'])}: {run['verdict'] or 'no verdict'}"
+        if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
+            heading += f" (steady state: {run['steady_verdict']})"
+        lines.append(heading)
+        lines.append("")
+        for finding in run["findings"]:
+            lines.append(
+                f"- **{finding['severity']}** `{finding['id']}`: "
+                f"{_md_cell(finding['message'])}  "
+            )
+            lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
+        for problem in run["problems"]:
+            lines.append(f"- *Note:* {_md_cell(problem)}")
+    comparison = report["comparison"]
+    if comparison:
+        lines.append("")
+        lines.append(f"### Comparison against {_md_code(comparison['baseline'])}")
+        lines.append("")
+        lines.append(
+            "| Run | Speedup | Basis | Δ data wait | Δ compute | Δ host overhead |"
+        )
+        lines.append("|---|---:|---|---:|---:|---:|")
+        for row in comparison["rows"]:
+            per_sample = row["basis"] == "samples_per_s"
+            deltas = row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        _md_code(row["run"]),
+                        _speedup(row),
+                        "ms per 1000 samples" if per_sample else "ms per step",
+                    ]
+                    + [_signed_ms(deltas[name]) for name in analysis.COMPONENTS]
+                )
+                + " |"
+            )
+        lines.append("")
+        for row in comparison["rows"]:
+            if row["explanation"] != "baseline":
+                lines.append(f"- {_md_cell(row['explanation'])}")
+    if report["skipped"]:
+        lines.append("")
+        lines.append("### Skipped")
+        lines.append("")
+        for item in report["skipped"]:
+            lines.append(f"- {_md_code(item['run'])}: {_md_cell(_one_line(item['reason']))}")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,341 @@
+"""`tb-devicecost report`: through `main(argv)` and `python -m tb_devicecost`."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import cli
+from tb_devicecost import version
+
+# Keys of the JSON report that DESIGN.md section 4 and docs/CLI.md promise,
+# with their types (None allowed where a number can be unknown).
+NUMBER = (int, float)
+RUN_KEYS = {
+    "run": str,
+    "steps": int,
+    "device": str,
+    "backend": str,
+    "batch_size": int,
+    "step_ms": dict,
+    "data_wait_ms": dict,
+    "compute_ms": dict,
+    "host_overhead_ms": dict,
+    "shares": dict,
+    "warmup_ms": NUMBER,
+    "warmup_share_of_wall": NUMBER,
+    "spikes": int,
+    "samples_per_s": NUMBER,
+    "placement": dict,
+    "verdict": str,
+    "findings": list,
+    "status": str,
+    "fetch_floor_ms": NUMBER,
+    "starved_data_wait_ms": NUMBER,
+    "steps_per_record": int,
+    "problems": list,
+}
+PLACEMENT_KEYS = {
+    "devices": list,
+    "variables": dict,
+    "ops": dict,
+    "cpu_ops_on_accelerator_run": list,
+    "cross_device_copies": int,
+    "input_bytes_per_step": int,
+}
+ROW_KEYS = {
+    "run": str,
+    "speedup": NUMBER,
+    "speedup_samples_per_s": NUMBER,
+    "same_batch_size": bool,
+    "step_ms": NUMBER,
+    "per_step_ms": dict,
+    "per_1000_samples_ms": dict,
+    "delta_ms": dict,
+    "explanation": str,
+}
+
+
+def run_main(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_module(*argv, env=None):
+    environment = dict(os.environ, **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "tb_devicecost", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+
+
+def assert_type(value, expected, where):
+    assert isinstance(value, expected) and not (
+        expected is int and isinstance(value, bool)
+    ), f"{where}: {value!r} is not {expected}"
+
+
+# The three formats.
+
+
+def test_text_report(fit_logdir, capsys):
+    code, out, err = run_main(capsys, "report", fit_logdir)
+    assert code == 0, err
+    lines = out.splitlines()
+    too_wide = [line for line in lines if len(line) > cli.WIDTH]
+    assert not too_wide
+    for run in ("compute/train", "input/train", "pinned/train"):
+        assert any(line.startswith(run) for line in lines), run
+    input_row = next(line for line in lines if line.startswith("input/train"))
+    assert input_row.rstrip().endswith("input_bound")
+    # Shares as a bar of characters, 26 wide, right under each run.
+    bar_line = lines[lines.index(input_row) + 1]
+    bar = bar_line.split()[0]
+    assert len(bar) == 26 and set(bar) <= set(cli._BARS)
+    assert "FINDINGS" in lines and any(line.startswith("COMPARISON") for line in lines)
+    assert "Fix: Make the pipeline parallel" in out
+    assert "- input/train is" in out
+
+
+def test_json_report_has_every_documented_key(fit_logdir, capsys):
+    code, out, err = run_main(capsys, "report", fit_logdir, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["schema"] == 1
+    assert report["skipped"] == []
+    assert len(report["runs"]) == 3
+    for run in report["runs"]:
+        for key, expected in RUN_KEYS.items():
+            assert key in run, key
+            assert_type(run[key], expected, f"{run['run']}.{key}")
+        for key in ("step_ms", "data_wait_ms", "compute_ms", "host_overhead_ms"):
+            for stat in ("p50", "p90", "p99", "mean"):
+                assert_type(run[key][stat], NUMBER, f"{key}.{stat}")
+        assert set(run["shares"]) == {"data_wait", "compute", "host_overhead"}
+        assert sum(run["shares"].values()) == pytest.approx(1.0)
+        for key, expected in PLACEMENT_KEYS.items():
+            assert_type(run["placement"][key], expected, f"placement.{key}")
+        assert run["verdict"] in analysis.VERDICTS
+        for finding in run["findings"]:
+            assert set(finding) == {"id", "severity", "message", "fix"}
+            assert all(isinstance(value, str) for value in finding.values())
+    comparison = report["comparison"]
+    assert comparison["baseline"] == "compute/train"  # The first CPU run.
+    assert len(comparison["rows"]) == 3
+    for row in comparison["rows"]:
+        for key, expected in ROW_KEYS.items():
+            assert_type(row[key], expected, f"row {row['run']}.{key}")
+        for key in ("per_step_ms", "per_1000_samples_ms", "delta_ms"):
+            assert set(row[key]) == {"data_wait", "compute", "host_overhead"}
+
+
+def test_json_matches_the_analysis(fit_logdir, fit_records, capsys):
+    code, out, _ = run_main(capsys, "report", fit_logdir, "--json")
+    assert code == 0
+    expected = analysis.build_report(list(fit_records.values()))
+    assert json.loads(out) == json.loads(json.dumps(expected))
+
+
+def test_markdown_report(fit_logdir, capsys):
+    code, out, err = run_main(capsys, "report", fit_logdir, "--markdown")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| Run | Device"))
+    columns = lines[header].count("|")
+    assert lines[header + 1].startswith("|---")
+    assert lines[header + 1].count("|") == columns
+    rows = lines[header + 2 : header + 5]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "`compute/train`", "`input/train`", "`pinned/train`"
+    ]
+    assert all(row.count("|") == columns for row in rows)
+    assert "**input_bound**" in rows[1]
+    assert "### Comparison against `compute/train`" in out
+    assert "*Fix:*" in out
+
+
+def test_baseline_option(fit_logdir, capsys):
+    code, out, _ = run_main(capsys, "report", fit_logdir, "--json", "--baseline", "input/train")
+    assert code == 0
+    comparison = json.loads(out)["comparison"]
+    assert comparison["baseline"] == "input/train"
+    row = {row["run"]: row for row in comparison["rows"]}["compute/train"]
+    assert row["speedup"] > 1
+    assert row["explanation"].startswith("compute/train is")
+
+
+def documented_keys(section):
+    """Backticked names in the first column of a table of docs/CLI.md."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "CLI.md")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    keys, in_table = [], False
+    for line in text[text.index(section):].splitlines()[1:]:
+        if line.startswith("|"):
+            in_table = True
+            if line.startswith("| `"):
+                keys.extend(re.findall(r"`([a-z_0-9]+)`", line.split("|")[1]))
+        elif in_table:
+            break  # The first table after the heading has ended.
+    assert keys, section
+    return keys
+
+
+def test_docs_list_exactly_the_json_keys(fit_logdir, capsys):
+    code, out, _ = run_main(capsys, "report", fit_logdir, "--json")
+    report = json.loads(out)
+    run = report["runs"][0]
+    row = report["comparison"]["rows"][0]
+    assert sorted(documented_keys("### Top level")) == sorted(report)
+    assert sorted(documented_keys("### Run object")) == sorted(run)
+    assert sorted(documented_keys("`placement`:")) == sorted(run["placement"])
+    assert sorted(documented_keys("### Comparison")) == sorted(row)
+
+
+def test_markdown_escapes_table_cells():
+    run = {
+        "run": "a|b", "device": "CPU:0", "batch_size": 1, "step_ms": {"p50": 1.0},
+        "samples_per_s": 1.0, "shares": dict.fromkeys(analysis.COMPONENTS, 1 / 3),
+        "warmup_ms": None, "warmup_share_of_wall": None, "verdict": "compute_bound",
+        "steady_verdict": "compute_bound", "findings": [], "problems": [],
+    }
+    out = cli.render_markdown({"runs": [run], "comparison": None, "skipped": []})
+    assert "`a\\|b`" in out
+
+
+def test_ascii_bars_when_the_terminal_cannot_show_blocks(fit_logdir, fit_records):
+    report = analysis.build_report(list(fit_records.values()))
+    out = cli.render_text(report, fit_logdir, bars=cli._ASCII_BARS)
+    assert "#" in out and "█" not in out
+
+    class Latin1:
+        encoding = "latin-1"
+
+    assert cli._bar_characters(Latin1()) == cli._ASCII_BARS
+
+
+def test_share_bar_is_always_full_width():
+    for shares in (
+        {"data_wait": 1 / 3, "compute": 1 / 3, "host_overhead": 1 / 3},
+        {"data_wait": 0.0, "compute": 1.0, "host_overhead": 0.0},
+        {"data_wait": 0.005, "compute": 0.99, "host_overhead": 0.005},
+    ):
+        bar = cli.share_bar(shares, width=26)
+        assert len(bar) == 26
+    assert cli.share_bar({"data_wait": 0.5, "compute": 0.25, "host_overhead": 0.25}, 8) == (
+        "████▓▓░░"
+    )
+
+
+# Bad input: what was skipped, and the rest reported.
+
+
+def test_skipped_runs_are_reported(edge_logdir, capsys):
+    code, out, err = run_main(capsys, "report", edge_logdir)
+    assert code == 0, err
+    skipped = out[out.index("SKIPPED"):]
+    assert "newer/train: devicecost/aggregate: Written with schema version 2" in skipped
+    assert "info_only/train" in skipped
+    assert "garbage/train" in skipped
+    for run in ("good/train", "running/train", "nan/train", "truncated/train"):
+        assert any(line.startswith(run) for line in out.splitlines()), run
+    assert "running/train: input_bound [running]" in out
+    assert "Note: The aggregate holds invalid numbers" in out
+
+
+def test_skipped_runs_in_json_and_on_stderr(edge_logdir, capsys):
+    code, out, err = run_main(capsys, "report", edge_logdir, "--json")
+    assert code == 0
+    report = json.loads(out)
+    skipped = {item["run"] for item in report["skipped"]}
+    assert skipped == {"newer/train", "info_only/train", "garbage/train"}
+    assert sorted(line.split(":")[1].split()[-1] for line in err.splitlines()) == sorted(skipped)
+
+
+def test_only_unreadable_runs_exit_2(tmp_path, helpers, capsys):
+    helpers.write_run(str(tmp_path / "a" / "train"), info={"schema": 1})
+    code, out, err = run_main(capsys, "report", str(tmp_path))
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "could be reported" in err and "a/train" in err
+
+
+# Errors: exit 2 with one line on stderr saying what was wrong.
+
+
+def error_cases(tmp_path, fit_logdir):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("not a log directory")
+    return [
+        (["report", str(tmp_path / "missing")], "does not exist"),
+        (["report", str(a_file)], "is a file, not a log directory"),
+        (["report", str(empty)], "no run under"),
+        (["report", fit_logdir, "--baseline", "gpu/train"], "Unknown baseline run 'gpu/train'"),
+        (["report", fit_logdir, "--json", "--markdown"], "not allowed with argument --json"),
+        (["report", fit_logdir, "--jsn"], "unrecognized arguments: --jsn"),
+        (["report"], "required: LOGDIR"),
+        (["report", fit_logdir, "--baseline"], "expected one argument"),
+        ([], "choose a command"),
+        (["reprot", fit_logdir], "invalid choice: 'reprot'"),
+    ]
+
+
+def test_errors_through_main(tmp_path, fit_logdir, capsys):
+    for argv, reason in error_cases(tmp_path, fit_logdir):
+        code, out, err = run_main(capsys, *argv)
+        assert code == 2, argv
+        assert out == "", argv
+        assert len(err.splitlines()) == 1, (argv, err)
+        assert err.startswith("tb-devicecost: error: "), err
+        assert reason in err, (argv, err)
+        if "usage" in err:
+            assert "tb-devicecost report LOGDIR" in err
+
+
+def test_errors_through_python_m(tmp_path, fit_logdir):
+    for argv, reason in error_cases(tmp_path, fit_logdir):
+        completed = run_module(*argv)
+        assert completed.returncode == 2, (argv, completed.stderr)
+        assert completed.stdout == "", argv
+        assert len(completed.stderr.splitlines()) == 1, (argv, completed.stderr)
+        assert reason in completed.stderr, (argv, completed.stderr)
+
+
+def test_python_m_report(fit_logdir):
+    completed = run_module("report", fit_logdir, "--json")
+    assert completed.returncode == 0, completed.stderr
+    # TensorFlow is never loaded to read the logs, so nothing is logged.
+    assert completed.stderr == ""
+    report = json.loads(completed.stdout)
+    verdicts = {run["run"]: run["verdict"] for run in report["runs"]}
+    assert verdicts["input/train"] == "input_bound"
+    text = run_module("report", fit_logdir, env={"PYTHONIOENCODING": "utf-8"})
+    assert text.returncode == 0
+    assert "COMPARISON against compute/train" in text.stdout
+    assert "█" in text.stdout
+    # A terminal that cannot show blocks gets plain characters, not '?'.
+    ascii_text = run_module("report", fit_logdir, env={"PYTHONIOENCODING": "ascii"})
+    assert ascii_text.returncode == 0
+    assert ascii_text.stdout.isascii()
+    assert "?" not in ascii_text.stdout
+    assert "#" in ascii_text.stdout
+
+
+def test_version_and_help(capsys):
+    code, out, _ = run_main(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"tb-devicecost {version.__version__}"
+    code, out, _ = run_main(capsys, "report", "--help")
+    assert code == 0
+    assert "--baseline RUN" in out and "--markdown" in out
