@@ -1,6 +1,7 @@
 """`DeviceCostCallback`: per-step cost accounting for `model.fit`."""
 
 import atexit
+import collections
 import os
 import time
 import warnings
@@ -12,9 +13,14 @@ from tb_devicecost import placement
 from tb_devicecost import recorder as recorder_module
 from tb_devicecost import run_info
 
-# Batches timed to measure the fetch floor, after a few to fill the buffer.
+# The fetch floor is sampled while training, under the same load as the
+# real fetches: a few samples after the first step, then one every
+# `_FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
+# the records), keeping the latest `_FLOOR_SAMPLES`.
 _FLOOR_WARM_BATCHES = 3
-_FLOOR_TIMED_BATCHES = 15
+_FLOOR_FIRST_SAMPLES = 5
+_FLOOR_SAMPLE_EVERY = 50
+_FLOOR_SAMPLES = 101
 
 
 class DeviceCostCallback(keras.callbacks.Callback):
@@ -94,8 +100,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._original_functions = {}
         self._first_batch = None
         self._first_step_placement = None
-        self._placement_pending = False
-        self._placement_done = False
+        self._first_step_pending = False
+        self._placement_written = False
+        self._steps_to_probe = 1
+        self._floor_iterator = None
+        self._floor_samples = collections.deque(maxlen=_FLOOR_SAMPLES)
         self._spe = 1
         self._run_info = {}
         self._registered_exit = False
@@ -129,9 +138,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._run_info["steps_per_record"] = self._spe
             self._train.begin_session(self._run_info)
             self._first_batch = None
-            # Once per callback: later fits reuse the instantiated function,
-            # which no longer reports its placement.
-            self._placement_pending = not self._placement_done
+            self._steps_to_probe = 1
+            self._floor_iterator = None
+            self._first_step_pending = True
             self._wrap("train_function", self._train, first_step_probes=True)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
@@ -141,8 +150,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # so the step's device work is complete.
         if self._train is not None:
             self._train.end_compute()
-            if self._first_batch is not None:
-                self._after_first_step()
+            self._steps_to_probe -= 1
+            if self._steps_to_probe <= 0:
+                self._probe_between_steps()
 
     def on_test_begin(self, logs=None):
         if not self._enabled or self._validation is None:
@@ -227,7 +237,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 raise
             recorder.end_fetch(recorder_module._leading_dimension(data))
             try:
-                if first_step_probes and self._placement_pending:
+                if first_step_probes and self._first_step_pending:
                     return self._run_first_step(original, data)
                 return original((data,))
             except BaseException as error:
@@ -254,10 +264,15 @@ class DeviceCostCallback(keras.callbacks.Callback):
         return timed_execution_function
 
     def _run_first_step(self, original, data):
-        self._placement_pending = False
-        self._placement_done = True
+        self._first_step_pending = False
         self._first_batch = data
-        if not self.capture_placement or self._model.run_eagerly:
+        # Once per callback: later fits reuse the instantiated function,
+        # which no longer reports its placement.
+        if (
+            self._placement_written
+            or not self.capture_placement
+            or self._model.run_eagerly
+        ):
             return original((data,))
         try:
             result, self._first_step_placement = placement.capture_step_placement(
@@ -268,20 +283,28 @@ class DeviceCostCallback(keras.callbacks.Callback):
             result = original((data,))
         return result
 
-    def _after_first_step(self):
-        """Placement and fetch floor, once, kept out of the step's time."""
+    def _probe_between_steps(self):
+        """Placement after the first step, fetch-floor samples after others.
+
+        Their time is kept out of the step being recorded.
+        """
         started = time.perf_counter()
-        data, self._first_batch = self._first_batch, None
+        self._steps_to_probe = _FLOOR_SAMPLE_EVERY
         try:
-            self._train.write_placement(self._placement_document(data))
-            floor_ms = self._measure_fetch_floor(data)
-            self._train.set_fetch_floor(floor_ms)
-            self._train.update_info(
-                {
-                    "batch_size": recorder_module._leading_dimension(data),
-                    "fetch_floor_ms": floor_ms,
-                }
-            )
+            if self._first_batch is not None:
+                data, self._first_batch = self._first_batch, None
+                if not self._placement_written:
+                    self._placement_written = True
+                    self._train.write_placement(self._placement_document(data))
+                self._start_fetch_floor(data)
+                self._train.update_info(
+                    {
+                        "batch_size": recorder_module._leading_dimension(data),
+                        "fetch_floor_ms": self._fetch_floor_ms(),
+                    }
+                )
+            elif self._floor_iterator is not None:
+                self._sample_fetch_floor(1)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         self._train.exclude(time.perf_counter() - started)
@@ -320,29 +343,47 @@ class DeviceCostCallback(keras.callbacks.Callback):
             document.update(step)
         return document
 
-    def _measure_fetch_floor(self, data):
-        """Median cost of `next()` on an iterator whose batches are ready.
-
-        An eager fetch has a fixed cost even when the pipeline is far
-        ahead; data wait above this floor is real starvation.
+    def _start_fetch_floor(self, data):
+        """Opens an iterator whose batches are always ready: `next()` on it
+        costs what handing over a prefetched batch costs. An eager fetch has
+        this fixed cost even when the pipeline is far ahead; data wait above
+        the floor is real starvation.
         """
         import tensorflow as tf
 
         try:
-            dataset = tf.data.Dataset.from_tensors(data).repeat().prefetch(2)
+            # Fresh batches assembled in the background, as a prefetched
+            # pipeline hands them over (reusing one tensor would be cheaper).
+            dataset = (
+                tf.data.Dataset.from_tensors(data)
+                .repeat()
+                .unbatch()
+                .batch(recorder_module._leading_dimension(data), drop_remainder=True)
+                .prefetch(2)
+            )
             strategy = self._model.distribute_strategy
-            iterator = iter(strategy.experimental_distribute_dataset(dataset))
+            self._floor_iterator = iter(
+                strategy.experimental_distribute_dataset(dataset)
+            )
             for _ in range(_FLOOR_WARM_BATCHES):
-                next(iterator)
-            durations = []
-            for _ in range(_FLOOR_TIMED_BATCHES):
-                started = time.perf_counter()
-                next(iterator)
-                durations.append(time.perf_counter() - started)
+                next(self._floor_iterator)
         except Exception:  # pylint: disable=broad-except
-            return None  # e.g. per-replica batches; the floor is optional
-        durations.sort()
-        return durations[len(durations) // 2] * 1e3
+            self._floor_iterator = None  # e.g. per-replica batches: optional
+            return
+        self._sample_fetch_floor(_FLOOR_FIRST_SAMPLES)
+
+    def _sample_fetch_floor(self, count):
+        for _ in range(count):
+            started = time.perf_counter()
+            next(self._floor_iterator)
+            self._floor_samples.append(time.perf_counter() - started)
+        self._train.set_fetch_floor(self._fetch_floor_ms())
+
+    def _fetch_floor_ms(self):
+        if not self._floor_samples:
+            return None
+        ordered = sorted(self._floor_samples)
+        return ordered[len(ordered) // 2] * 1e3
 
     # Lifecycle and failure handling.
 
@@ -365,6 +406,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def _end_fit(self, status):
         self._in_fit = False
         self._first_batch = None
+        self._floor_iterator = None
         self._unwrap("train_function")
         self._unwrap("test_function")
         for recorder in (self._train, self._validation):
