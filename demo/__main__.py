@@ -6,6 +6,7 @@ TensorBoard on 127.0.0.1 and prints the URL of the tab. Ctrl-C stops it.
 """
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -63,13 +64,17 @@ def serve(logdir, port):
     )
     base = f"http://127.0.0.1:{port}"
     try:
+        # Print the URL once the tab has data: TensorBoard loads in the
+        # background, and an empty tab would be a poor first sight.
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                urllib.request.urlopen(base + "/data/plugins_listing", timeout=5).close()
-                break
-            except OSError:
-                time.sleep(0.5)
+                with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=10) as response:
+                    if json.load(response)["runs"]:
+                        break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.5)
         if process.poll() is not None:
             raise SystemExit("TensorBoard exited while starting; run it yourself: "
                              f"tensorboard --logdir {logdir}")

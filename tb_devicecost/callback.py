@@ -18,7 +18,7 @@ from tb_devicecost import run_info
 # `_FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
 # the records), keeping the latest `_FLOOR_SAMPLES`.
 _FLOOR_WARM_BATCHES = 3
-_FLOOR_FIRST_SAMPLES = 5
+_FLOOR_FIRST_SAMPLES = 15
 _FLOOR_SAMPLE_EVERY = 50
 _FLOOR_SAMPLES = 101
 

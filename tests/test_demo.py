@@ -1,0 +1,148 @@
+"""The demo: every scenario's runs get the verdict its story predicts."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import reader
+
+import plugin_runs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+
+
+def run_demo(*args, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "demo", *args],
+        cwd=REPO, env=ENV, capture_output=True, text=True, **kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    logdir = str(tmp_path_factory.mktemp("demo"))
+    completed = run_demo("--quick", "--no-serve", "--logdir", logdir, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    runs = {run["run"]: run for run in report["runs"]}
+    return completed.stdout, runs
+
+
+def test_every_scenario_writes_a_run_per_variant(demo_report):
+    stdout, runs = demo_report
+    assert sorted(runs) == sorted(
+        f"{name}-cpu0/train"
+        for name in [
+            "input_pipeline/naive",
+            "input_pipeline/parallel_cache_prefetch",
+            "input_pipeline/tf_ops",
+            "input_pipeline/augment_in_model",
+            "placement/pinned_layer",
+            "small_work/batch10",
+            "small_work/batch1024",
+            "tfrecord/parallel_prefetch",
+            "warmup/long",
+            "warmup/short",
+        ]
+    )
+    # The report is printed at the end, one line per run.
+    for run in runs:
+        assert run in stdout
+
+
+def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report):
+    _, runs = demo_report
+    naive = runs["input_pipeline/naive-cpu0/train"]
+    assert naive["verdict"] == "input_bound"
+    for fixed in ("tf_ops", "augment_in_model"):
+        run = runs[f"input_pipeline/{fixed}-cpu0/train"]
+        assert run["steady_verdict"] != "input_bound", run["findings"]
+        assert run["samples_per_s"] > 3 * naive["samples_per_s"]
+    # Parallel calls barely help Python work (the GIL); the cache does.
+    seeds_fix = runs["input_pipeline/parallel_cache_prefetch-cpu0/train"]
+    assert seeds_fix["shares"]["data_wait"] < naive["shares"]["data_wait"]
+
+
+def test_short_fit_is_warmup_dominated_and_long_fit_is_not(demo_report):
+    _, runs = demo_report
+    assert runs["warmup/short-cpu0/train"]["verdict"] == "warmup_dominated"
+    assert runs["warmup/long-cpu0/train"]["verdict"] != "warmup_dominated"
+
+
+def test_pinned_layer_shows_cross_device_copies(demo_report):
+    _, runs = demo_report
+    placement = runs["placement/pinned_layer-cpu0/train"]["placement"]
+    assert placement["cross_device_copies"] > 0
+    assert set(placement["ops"]) == {"CPU:0", "CPU:1"}
+
+
+def test_a_bigger_batch_does_more_work_per_second(demo_report):
+    _, runs = demo_report
+    small = runs["small_work/batch10-cpu0/train"]
+    large = runs["small_work/batch1024-cpu0/train"]
+    assert large["samples_per_s"] > 5 * small["samples_per_s"]
+    assert large["step_ms"]["p50"] < 20 * small["step_ms"]["p50"]
+
+
+def test_tfrecord_pipeline_done_right_is_not_input_bound(demo_report):
+    _, runs = demo_report
+    assert runs["tfrecord/parallel_prefetch-cpu0/train"]["steady_verdict"] != "input_bound"
+
+
+def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
+    port = plugin_runs.free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "demo", "--quick", "--scenarios", "warmup",
+         "--logdir", str(tmp_path), "--port", str(port)],
+        cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 600
+        while url is None and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line and process.poll() is not None:
+                break
+            if line.startswith("Device Cost tab: "):
+                url = line.split(": ", 1)[1].strip()
+        assert url == f"http://127.0.0.1:{port}/#devicecost", process.stderr.read()[-2000:]
+        base = url.split("/#")[0]
+        with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=30) as response:
+            body = json.load(response)
+        assert {run["run"] for run in body["runs"]} == {
+            "warmup/short-cpu0/train", "warmup/long-cpu0/train"
+        }
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_rerunning_replaces_the_previous_runs(tmp_path):
+    stale = tmp_path / "warmup" / "old-cpu0" / "train"
+    stale.mkdir(parents=True)
+    (stale / "events.out.tfevents.0.x").write_bytes(b"")
+    completed = run_demo("--quick", "--no-serve", "--scenarios", "warmup",
+                         "--logdir", str(tmp_path), timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert not stale.exists()
+    assert sorted(os.listdir(tmp_path / "warmup")) == ["long-cpu0", "short-cpu0"]
+
+
+def test_help_and_bad_options():
+    completed = run_demo("--help", timeout=60)
+    assert completed.returncode == 0
+    for option in ("--logdir", "--scenarios", "--quick", "--no-serve", "--port"):
+        assert option in completed.stdout
+    completed = run_demo("--scenarios", "nope", timeout=60)
+    assert completed.returncode == 2
+    assert "unknown scenario" in completed.stderr
