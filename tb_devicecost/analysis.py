@@ -64,6 +64,12 @@ SAME_COMPONENT_RATIO = 0.10
 WARMUP_NOTE_RATIO = 2.0
 WARMUP_NOTE_MS = 100.0
 
+# Our data wait and the trace's input wait for the same steps disagree when
+# they differ by more than this share of the larger one (and by more than
+# TRACE_DISAGREE_MIN_MS, below which both are noise).
+TRACE_DISAGREE_RATIO = 0.20
+TRACE_DISAGREE_MIN_MS = 0.05
+
 SCHEMA = 1
 COMPONENTS = ("data_wait", "compute", "host_overhead")
 SEVERITIES = ("high", "moderate", "info")
@@ -437,6 +443,99 @@ def _device_busy_fraction(trace):
     return None
 
 
+def _mean_of(entries, key):
+    values = [_number(entry.get(key)) for entry in entries if isinstance(entry, dict)]
+    values = [value for value in values if value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def trace_windows(trace):
+    """Traced windows set beside our own numbers for the same steps.
+
+    Args:
+        trace: The `devicecost/trace` document (or `None`).
+
+    Returns:
+        A list of windows: `start_step`, `stop_step`, `source`, `capture`,
+        `host`, `profile_run_dir`, `trace_bytes`, `error`,
+        `has_device_plane`, `summary` (the trace's means per step), `ours`
+        (our means for the same steps), `steps` (per step: `step`, `ours`,
+        `trace`), and `data_wait_agreement` with `disagree` set when our
+        data wait and the trace's input wait differ by more than
+        `TRACE_DISAGREE_RATIO`.
+    """
+    if not isinstance(trace, dict):
+        return []
+    windows = []
+    for window in trace.get("windows") or []:
+        if not isinstance(window, dict):
+            continue
+        recorded = [e for e in window.get("recorded_steps") or [] if isinstance(e, dict)]
+        traced = [e for e in window.get("steps") or [] if isinstance(e, dict)]
+        ours_by_step = {entry.get("step"): entry for entry in recorded}
+        steps = [
+            {
+                "step": entry.get("step"),
+                "trace": {k: _number(v) for k, v in entry.items() if k != "step"},
+                "ours": {
+                    k: _number(v)
+                    for k, v in (ours_by_step.get(entry.get("step")) or {}).items()
+                    if k != "step"
+                },
+            }
+            for entry in traced
+        ]
+        ours = {
+            f"{name}_ms": _mean_of(recorded, f"{name}_ms") for name in COMPONENTS
+        }
+        summary = window.get("summary") if isinstance(window.get("summary"), dict) else {}
+        ours_wait, trace_wait = ours["data_wait_ms"], _number(summary.get("mean_input_wait_ms"))
+        agreement = None
+        if ours_wait is not None and trace_wait is not None:
+            larger = max(ours_wait, trace_wait)
+            difference = abs(ours_wait - trace_wait)
+            relative = difference / larger if larger > 0 else 0.0
+            disagree = relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS
+            agreement = {
+                "ours_ms": ours_wait,
+                "trace_ms": trace_wait,
+                "relative_difference": relative,
+                "disagree": disagree,
+                "message": (
+                    f"Our data wait for these steps ({fmt_ms(ours_wait)} ms per step) "
+                    f"and the trace's input wait ({fmt_ms(trace_wait)} ms) differ by "
+                    f"{fmt_share(relative)}. "
+                    + (
+                        "They measure the same wait from two sides, so a gap this "
+                        "large means the traced steps were not typical (the "
+                        "profiler slows the host) or the input runs outside "
+                        "tf.data (a Python generator), which the trace does "
+                        "not mark as input."
+                        if disagree
+                        else "They agree."
+                    )
+                ),
+            }
+        windows.append(
+            {
+                "start_step": window.get("start_step"),
+                "stop_step": window.get("stop_step"),
+                "source": window.get("source"),
+                "capture": window.get("capture"),
+                "host": window.get("host"),
+                "profile_run_dir": window.get("profile_run_dir"),
+                "trace_bytes": window.get("trace_bytes"),
+                "error": window.get("error"),
+                "has_device_plane": bool(window.get("has_device_plane")),
+                "summary": {k: _number(v) for k, v in summary.items()},
+                "ours": ours,
+                "steps": steps,
+                "data_wait_agreement": agreement,
+            }
+        )
+    return windows
+
+
 # The run object.
 
 
@@ -540,6 +639,7 @@ def analyze_run(record):
         "spike_steps": numbers["spike_steps"],
         "samples_per_s": samples_per_s,
         "device_busy_fraction": _device_busy_fraction(_get(record, "trace")),
+        "trace_windows": trace_windows(_get(record, "trace")),
         "placement": {
             key: placement[key]
             for key in (

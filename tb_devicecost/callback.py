@@ -2,6 +2,7 @@
 
 import atexit
 import collections
+import inspect
 import os
 import time
 import warnings
@@ -9,7 +10,9 @@ import weakref
 
 import keras
 
+from tb_devicecost import metadata
 from tb_devicecost import placement
+from tb_devicecost import profiling
 from tb_devicecost import recorder as recorder_module
 from tb_devicecost import run_info
 
@@ -54,6 +57,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
             extra time in the warm-up step). Defaults to `True`.
         flush_steps: Number of steps buffered before they are written to
             disk. Defaults to `256`.
+        profile_steps: Optional `(start, stop)` pair of global steps to
+            capture a profiler trace of, into `log_dir/train` where the
+            Profile tab finds it. Each traced step carries the profiler's step
+            marker, and the trace is digested into our own breakdown of those
+            steps (which the Profile tab cannot give for CPU runs). When
+            `keras.callbacks.TensorBoard(profile_batch=...)` traces the same
+            fit, its trace is used instead of starting a second profiler.
+            Defaults to `None` (no trace).
 
     Example:
 
@@ -67,7 +78,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
     ```
     """
 
-    def __init__(self, log_dir, capture_placement=True, flush_steps=256):
+    def __init__(
+        self, log_dir, capture_placement=True, flush_steps=256, profile_steps=None
+    ):
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
             raise ValueError(
@@ -88,7 +101,22 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 "`flush_steps` must be a positive integer, e.g. 256. "
                 f"Received: flush_steps={flush_steps!r}"
             )
+        if profile_steps is not None and not (
+            isinstance(profile_steps, (tuple, list))
+            and len(profile_steps) == 2
+            and all(
+                isinstance(step, int) and not isinstance(step, bool)
+                for step in profile_steps
+            )
+            and 0 <= profile_steps[0] < profile_steps[1]
+        ):
+            raise ValueError(
+                "`profile_steps` must be None or a (start, stop) pair of "
+                "global steps with 0 <= start < stop, e.g. (10, 15). "
+                f"Received: profile_steps={profile_steps!r}"
+            )
         self.log_dir = os.fspath(log_dir)
+        self.profile_steps = None if profile_steps is None else tuple(profile_steps)
         self.capture_placement = capture_placement
         self.flush_steps = flush_steps
         # Lazily created, so constructing the callback writes nothing.
@@ -108,6 +136,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._spe = 1
         self._run_info = {}
         self._registered_exit = False
+        self._window = None
+        self._windows_to_digest = []
+        self._trace_entries = []
+        self._own_window_done = False
+        self._said_external_trace = False
 
     # Hooks. Each is guarded: an error here must not reach `fit`.
 
@@ -141,6 +174,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._steps_to_probe = 1
             self._floor_iterator = None
             self._first_step_pending = True
+            self._window = self._trace_window()
+            if self._window is not None:
+                self._train.watch_steps(range(self._window.start, self._window.stop))
             self._wrap("train_function", self._train, first_step_probes=True)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
@@ -150,6 +186,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # so the step's device work is complete.
         if self._train is not None:
             self._train.end_compute()
+            if self._window is not None:
+                self._window.after_step()
             self._steps_to_probe -= 1
             if self._steps_to_probe <= 0:
                 self._probe_between_steps()
@@ -187,6 +225,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             return
         try:
             self._train.boundary()
+            self._digest_windows()
             self._train.flush()
             if self._validation_started:
                 self._validation.flush()
@@ -228,6 +267,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         def timed_step_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
+            if first_step_probes and self._window is not None:
+                self._advance_window(recorder)
             recorder.begin_step()
             try:
                 data = next(iterator)
@@ -253,6 +294,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         def timed_execution_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
+            if recorder is self._train and self._window is not None:
+                self._advance_window(recorder)
             recorder.begin_step()
             try:
                 return original(iterator)
@@ -385,6 +428,72 @@ class DeviceCostCallback(keras.callbacks.Callback):
         ordered = sorted(self._floor_samples)
         return ordered[len(ordered) // 2] * 1e3
 
+    # Profiler trace windows.
+
+    def _trace_window(self):
+        """The window to trace in this fit, if any."""
+        first_step = self._train.upcoming_step()
+        external = profiling.keras_tensorboard_window(
+            _sibling_callbacks(), first_step
+        )
+        if external is not None:
+            if not self._said_external_trace:
+                self._said_external_trace = True
+                warnings.warn(
+                    "DeviceCostCallback: keras.callbacks.TensorBoard("
+                    "profile_batch=...) traces this fit, so no second profiler "
+                    "is started: its trace is marked and digested instead.",
+                    stacklevel=3,
+                )
+            return external
+        if self.profile_steps is None or self._own_window_done:
+            return None
+        start, stop = self.profile_steps
+        if stop <= first_step:
+            return None
+        return profiling.TraceWindow(start, stop, self._train.run_dir)
+
+    def _advance_window(self, recorder):
+        """Starts or stops the profiler before a step, outside its time."""
+        started = time.perf_counter()
+        window = self._window
+        try:
+            window.before_step(recorder.upcoming_step())
+        except Exception as error:  # pylint: disable=broad-except
+            window.error = f"Tracing failed: {type(error).__name__}: {error}"
+            window.state = "done"
+        if window.state == "done":
+            self._retire_window()
+        recorder.exclude(time.perf_counter() - started)
+
+    def _retire_window(self):
+        window, self._window = self._window, None
+        if window is None:
+            return
+        window.finish()
+        if window.owns_profiler:
+            self._own_window_done = True
+        self._windows_to_digest.append(window)
+
+    def _digest_windows(self):
+        """Reads finished windows' traces into the `devicecost/trace` document."""
+        if not self._windows_to_digest:
+            return
+        windows, self._windows_to_digest = self._windows_to_digest, []
+        ours = {entry["step"]: entry for entry in self._train.watched_steps()}
+        for window in windows:
+            entry = window.document()
+            # Our own numbers for the same steps, to set beside the trace's.
+            entry["recorded_steps"] = [
+                ours[step] for step in range(window.start, window.stop) if step in ours
+            ]
+            self._trace_entries.append(entry)
+        # A few windows per run are useful; keep the document small.
+        del self._trace_entries[:-20]
+        self._train.write_document(
+            metadata.TAG_TRACE, {"windows": list(self._trace_entries)}
+        )
+
     # Lifecycle and failure handling.
 
     def _create_recorders(self):
@@ -407,6 +516,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._in_fit = False
         self._first_batch = None
         self._floor_iterator = None
+        if self._train is not None:
+            self._train.boundary()
+            self._retire_window()
+            try:
+                self._digest_windows()
+            except Exception as error:  # pylint: disable=broad-except
+                self._disable(error)
         self._unwrap("train_function")
         self._unwrap("test_function")
         for recorder in (self._train, self._validation):
@@ -449,3 +565,21 @@ def _close_at_exit(reference):
     callback = reference()
     if callback is not None and callback._in_fit:
         callback._end_fit(status="interrupted")
+
+
+def _sibling_callbacks():
+    """The callbacks of the `fit` being run, found from the call stack.
+
+    Keras gives a callback no handle on its siblings; the `CallbackList`
+    calling `on_train_begin` is on the stack. Returns `[]` when not found.
+    """
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, keras.callbacks.CallbackList):
+                return list(candidate.callbacks)
+            frame = frame.f_back
+    finally:
+        del frame
+    return []

@@ -140,6 +140,8 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         record = records[0]
         result = analysis.analyze_run(record)
         result["profile"] = self._profile_links(run)
+        for window in result["trace_windows"]:
+            window["url"] = self._capture_link(window)
         result["series"] = {
             key: [None if value != value else value for value in values.tolist()]
             for key, values in record.series.items()
@@ -170,19 +172,38 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         }
 
     def _profile_links(self, run):
-        links = []
-        for capture in reader.list_profile_captures(self._logdir, run):
-            query = urllib.parse.urlencode(
-                {
-                    "run": f"{run}/{capture['capture']}",
-                    "tool": "overview_page",
-                    "host": capture["host"],
-                }
-            )
-            # Relative to the plugin's base (`<root>/data/plugin/devicecost/`),
-            # so it also works when TensorBoard runs under a path prefix.
-            links.append(dict(capture, url=f"../../../?{query}#profile"))
-        return links
+        return [
+            dict(capture, url=_profile_url(run, capture["capture"], capture["host"]))
+            for capture in reader.list_profile_captures(self._logdir, run)
+        ]
+
+    def _capture_link(self, window):
+        """The Profile tab's URL for a trace window's capture, or `None`.
+
+        The window names the directory its trace went to (ours, or the Keras
+        TensorBoard callback's); only one inside the logdir has a run name.
+        """
+        directory = window.pop("profile_run_dir", None)
+        if not (directory and window.get("capture") and window.get("host") and self._logdir):
+            return None
+        root = os.path.realpath(self._logdir)
+        directory = os.path.realpath(directory)
+        if os.path.commonpath([root, directory]) != root or directory == root:
+            return None
+        run = os.path.relpath(directory, root).replace(os.sep, "/")
+        return _profile_url(run, window["capture"], window["host"])
+
+
+def _profile_url(run, capture, host):
+    """The Profile tab's Overview page on one capture of `run`.
+
+    Relative to the plugin's base (`<root>/data/plugin/devicecost/`), so it
+    also works when TensorBoard runs under a path prefix.
+    """
+    query = urllib.parse.urlencode(
+        {"run": f"{run}/{capture}", "tool": "overview_page", "host": host}
+    )
+    return f"../../../?{query}#profile"
 
 
 def _optional_run_parameter(request, name):

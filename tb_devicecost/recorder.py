@@ -108,9 +108,15 @@ class StepRecorder:
         self._batch_sizes = set()
         self._info = {}
         self._fetch_floor_ms = None
+        self._watched_steps = None
+        self._watched_rows = {}
 
     # The hot path: three calls per step, a clock read each, no allocation
     # beyond one tuple per step.
+
+    def upcoming_step(self):
+        """The global step that the next `begin_step` starts."""
+        return self._global_step + (1 if self._open is not None else 0)
 
     def begin_step(self, now=None):
         """Marks the start of a step: its batch is being requested."""
@@ -141,6 +147,24 @@ class StepRecorder:
             self._open[3] = self._clock() if now is None else now
             if batch_size is not None:
                 self._open[4] = batch_size
+
+    def watch_steps(self, steps):
+        """Keeps the components of `steps` (a range) for `watched_steps`."""
+        self._watched_steps = steps
+        self._watched_rows = {}
+
+    def watched_steps(self):
+        """`[{"step", "data_wait_ms", "compute_ms", "host_overhead_ms"}]` of
+        the watched steps recorded so far."""
+        return [
+            {
+                "step": step,
+                "data_wait_ms": row[2],
+                "compute_ms": row[3],
+                "host_overhead_ms": row[4],
+            }
+            for step, row in sorted(self._watched_rows.items())
+        ]
 
     def abort_step(self):
         """Forgets the open step (its batch never came: end of data)."""
@@ -176,6 +200,8 @@ class StepRecorder:
                 1.0 if self._next_is_warmup else 0.0,
             )
         )
+        if self._watched_steps is not None and self._global_step in self._watched_steps:
+            self._watched_rows[self._global_step] = self._rows[-1]
         self._global_step += 1
         self._next_is_warmup = False
         if len(self._rows) >= self.flush_steps:
