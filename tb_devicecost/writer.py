@@ -1,10 +1,17 @@
 """Writes tb-devicecost summaries into TensorBoard event files.
 
-Uses TensorBoard's own `EventFileWriter` and protos; nothing here imports
-TensorFlow or Keras, so any Keras backend (and a custom loop) can use it.
+Builds TensorBoard's own protos and writes them in its event-file format
+(the file name, the `brain.Event:2` header and TFRecord framing that
+`EventFileWriter` uses) through TensorBoard's file-system layer. Records are
+framed and checksummed a batch at a time (`records.py`), which keeps the
+per-step cost to a few microseconds. Nothing here imports TensorFlow or
+Keras, so any Keras backend (and a custom loop) can use it.
 """
 
+import itertools
 import os
+import socket
+import time
 
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.proto import summary_pb2
@@ -13,48 +20,61 @@ from tensorboard.compat.proto import tensor_shape_pb2
 from tensorboard.compat.proto import types_pb2
 
 from tb_devicecost import metadata
+from tb_devicecost import records
 
 # Column layout of the per-step rows handed to `write_steps`.
 ROW_STEP, ROW_WALL_TIME = 0, 1
 ROW_VALUES = slice(2, 2 + len(metadata.STEP_TAGS))
 ROW_WIDTH = 2 + len(metadata.STEP_TAGS)
 
+# Distinguishes files opened by one process in the same second.
+_file_counter = itertools.count()
+
 
 class SummaryWriter:
     """Appends per-step scalars and JSON documents to one run directory.
 
     The event file is created on the first write, so a writer that never
-    writes leaves no file behind. Not thread-safe: one owner calls it.
+    writes leaves no file behind. Each call writes straight to the file; it
+    is flushed after every batch of steps and every document. Not
+    thread-safe: one owner calls it.
 
     Args:
         run_dir: Directory of the TensorBoard run (created when needed).
-        flush_secs: How often TensorBoard's writer thread flushes to disk.
-            Defaults to `10`.
     """
 
-    def __init__(self, run_dir, flush_secs=10):
+    def __init__(self, run_dir):
         self.run_dir = str(run_dir)
-        self._flush_secs = flush_secs
-        self._writer = None
+        self._file = None
         self._tags_with_metadata = set()
         self._step_event = None
 
-    def _event_writer(self):
-        if self._writer is None:
-            # Imported here: the writer module pulls in TensorBoard's file
-            # system layer, which is not needed until something is written.
-            from tensorboard.summary.writer.event_file_writer import (
-                EventFileWriter,
-            )
+    def _event_file(self):
+        if self._file is None:
+            # TensorBoard's file-system layer (local paths, gs://...), loaded
+            # on first use: it pulls in TensorFlow when that is installed.
+            from tensorboard.compat import tf
 
-            os.makedirs(self.run_dir, exist_ok=True)
-            self._writer = EventFileWriter(
-                self.run_dir,
-                max_queue_size=1024,
-                flush_secs=self._flush_secs,
-                filename_suffix=".devicecost",
+            tf.io.gfile.makedirs(self.run_dir)
+            name = "events.out.tfevents.%010d.%s.%s.%s.devicecost" % (
+                time.time(),
+                socket.gethostname(),
+                os.getpid(),
+                next(_file_counter),
             )
-        return self._writer
+            self._file = tf.io.gfile.GFile(os.path.join(self.run_dir, name), "wb")
+            header = event_pb2.Event(
+                wall_time=time.time(),
+                file_version="brain.Event:2",
+                source_metadata=event_pb2.SourceMetadata(writer="tb_devicecost"),
+            )
+            self._file.write(records.frame_records([header.SerializeToString()]))
+        return self._file
+
+    def _write(self, payloads):
+        event_file = self._event_file()
+        event_file.write(records.frame_records(payloads))
+        event_file.flush()
 
     def _value_metadata(self, tag, data_class):
         # TensorBoard keeps the metadata of a tag's first value; later values
@@ -83,27 +103,30 @@ class SummaryWriter:
         """
         if len(rows) == 0:
             return
-        writer = self._event_writer()
+        payloads = []
         if self._step_event is None:
             first = self._new_step_event()
             for value in first.summary.value:
                 value.metadata.CopyFrom(self._value_metadata(value.tag, "scalar"))
-            self._write_rows(writer, first, rows[:1])
+            payloads.extend(self._serialize_rows(first, rows[:1]))
             rows = rows[1:]
             self._step_event = self._new_step_event()
         # One template event is refilled per row: allocation dominates the
         # cost of building protos, and this path runs once per step.
-        self._write_rows(writer, self._step_event, rows)
+        payloads.extend(self._serialize_rows(self._step_event, rows))
+        self._write(payloads)
 
     @staticmethod
-    def _write_rows(writer, event, rows):
+    def _serialize_rows(event, rows):
         tensors = [value.tensor for value in event.summary.value]
+        payloads = []
         for row in rows.tolist():
             event.step = int(row[ROW_STEP])
             event.wall_time = row[ROW_WALL_TIME]
             for tensor, number in zip(tensors, row[ROW_VALUES]):
                 tensor.float_val[0] = number
-            writer.add_event(event)
+            payloads.append(event.SerializeToString())
+        return payloads
 
     def write_json(self, tag, step, wall_time, document):
         """Writes a JSON document as a rank-0 string tensor at `step`."""
@@ -119,16 +142,16 @@ class SummaryWriter:
         value_metadata = self._value_metadata(tag, "tensor")
         if value_metadata is not None:
             value.metadata.CopyFrom(value_metadata)
-        self._event_writer().add_event(event)
+        self._write([event.SerializeToString()])
 
     def flush(self):
-        if self._writer is not None:
-            self._writer.flush()
+        if self._file is not None:
+            self._file.flush()
 
     def close(self):
         """Flushes and closes the file; a later write opens a new one."""
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
+        if self._file is not None:
+            event_file, self._file = self._file, None
             self._tags_with_metadata.clear()
             self._step_event = None
-            writer.close()
+            event_file.close()
