@@ -54,8 +54,12 @@ def free_port(first):
     raise SystemExit(f"No free port in {first}-{first + 99}; pass --port.")
 
 
-def serve(logdir, port):
-    """Starts TensorBoard, prints the tab's URL and waits for Ctrl-C."""
+def start_tensorboard(logdir, port):
+    """Starts TensorBoard on 127.0.0.1 and waits until the tab has data.
+
+    Returns `(process, base_url)`. TensorBoard loads runs in the background,
+    and an empty tab would be a poor first sight.
+    """
     port = free_port(port)
     process = subprocess.Popen(
         [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
@@ -63,33 +67,39 @@ def serve(logdir, port):
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=10) as response:
+                if json.load(response)["runs"]:
+                    return process, base
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    stop_tensorboard(process)
+    raise SystemExit(f"TensorBoard did not serve the runs; run it yourself: tensorboard --logdir {logdir}")
+
+
+def stop_tensorboard(process):
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def serve(logdir, port):
+    """Starts TensorBoard, prints the tab's URL and waits for Ctrl-C."""
+    process, base = start_tensorboard(logdir, port)
     try:
-        # Print the URL once the tab has data: TensorBoard loads in the
-        # background, and an empty tab would be a poor first sight.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=10) as response:
-                    if json.load(response)["runs"]:
-                        break
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.5)
-        if process.poll() is not None:
-            raise SystemExit("TensorBoard exited while starting; run it yourself: "
-                             f"tensorboard --logdir {logdir}")
         print(f"\nDevice Cost tab: {base}/#devicecost", flush=True)
         print("Press Ctrl-C to stop TensorBoard.", flush=True)
         process.wait()
     except KeyboardInterrupt:
         print("\nStopping TensorBoard.")
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_tensorboard(process)
     return 0
 
 
