@@ -71,6 +71,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--keep-logs", metavar="DIR",
+                        help="write the callback's runs into DIR (one per round) and keep them")
     parser.add_argument("--keras-tensorboard", action="store_true",
                         help="also measure keras.callbacks.TensorBoard(update_freq='batch')")
     args = parser.parse_args()
@@ -80,6 +82,13 @@ def main():
     y = rng.integers(0, 10, args.steps * 32)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
     scratch = tempfile.mkdtemp(prefix="devicecost-bench-")
+    kept = iter(range(10**6))
+
+    def devicecost_dir():
+        if args.keep_logs:
+            return os.path.join(args.keep_logs, f"round{next(kept)}")
+        return tempfile.mkdtemp(dir=scratch)
+
 
     # One model per variant, warmed up once, so tracing is not measured.
     variants = {
@@ -87,7 +96,7 @@ def main():
         "eager_fetch_only": (build_model(), lambda: [EagerFetchOnly()]),
         "devicecost": (
             build_model(),
-            lambda: [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch))],
+            lambda: [tb_devicecost.DeviceCostCallback(devicecost_dir())],
         ),
     }
     if args.keras_tensorboard:

@@ -13,6 +13,8 @@ export const COMPONENTS = [
 ];
 export const WARMUP_COLOR = '#7b1fa2';
 export const SPIKE_COLOR = '#c62828';
+/** Profiler-traced step ranges on the step chart (a translucent band). */
+export const TRACE_COLOR = '#00897b';
 
 // ---------------------------------------------------------------------------
 // Legend (HTML, so it wraps and reads well).
@@ -41,6 +43,7 @@ function swatchStyle(item) {
   // Colours are constants from this module, never data.
   if (item.kind === 'line') return 'border-left-color:' + item.color;
   if (item.kind === 'marker') return 'border-top-color:' + item.color;
+  if (item.kind === 'band') return 'border-color:' + item.color;
   return 'background:' + item.color;
 }
 
@@ -228,11 +231,16 @@ export function stackedBars(rows, {width = 860, unit = 'ms per step'} = {}) {
  * @param {{step: number[], data_wait_ms: Array<?number>, compute_ms: Array<?number>,
  *          host_overhead_ms: Array<?number>}} series
  * @param {{warmupSteps?: number[], spikeSteps?: number[], width?: number,
- *          height?: number}} [opts]
+ *          height?: number,
+ *          traceWindows?: Array<{start: number, stop: number, label?: string}>}} [opts]
+ *     traceWindows: profiler-traced step ranges [start, stop), drawn as
+ *     translucent bands behind the bars.
  * @return {HTMLElement} a wrapper holding the <svg class="dc-chart">, its
  *     hover read-out and a note when the y axis is cut.
  */
-export function stepChart(series, {warmupSteps = [], spikeSteps = [], width = 900, height = 300} = {}) {
+export function stepChart(series, {
+  warmupSteps = [], spikeSteps = [], traceWindows = [], width = 900, height = 300,
+} = {}) {
   const steps = (series && Array.isArray(series.step)) ? series.step : [];
   const n = steps.length;
   const wrapper = el('div', {class: 'dc-chart-wrap'});
@@ -314,6 +322,30 @@ export function stepChart(series, {warmupSteps = [], spikeSteps = [], width = 90
   children.push(svg('text', {
     class: 'dc-axis-title', x: m.left + plotW / 2, y: height - 6, 'text-anchor': 'middle',
   }, ['step']));
+
+  // Traced step ranges: a translucent band behind the bars, each step of
+  // the window [start, stop) covered whole (step s spans sx(s)..sx(s + 1)).
+  const windows = (Array.isArray(traceWindows) ? traceWindows : [])
+    .filter((w) => w && isNum(w.start) && isNum(w.stop) && w.stop > w.start);
+  for (const w of windows) {
+    const a = Math.max(first, w.start);
+    const b = Math.min(last, w.stop);
+    if (!(b > a)) continue;
+    const x0 = sx(a);
+    const x1 = sx(b);
+    const label = w.label ? String(w.label) : 'traced steps ' + w.start + '\u2013' + (w.stop - 1);
+    children.push(svg('g', {class: 'dc-trace-band'}, [
+      svg('rect', {
+        class: 'dc-trace-window', x: x0.toFixed(1), y: m.top, width: Math.max(1, x1 - x0).toFixed(1),
+        height: plotH, fill: TRACE_COLOR, 'fill-opacity': 0.13, 'data-start': w.start, 'data-stop': w.stop,
+      }, [svg('title', {}, [label])]),
+      svg('rect', {
+        class: 'dc-trace-window-edge', x: x0.toFixed(1), y: m.top + plotH, width: Math.max(1, x1 - x0).toFixed(1),
+        height: 3, fill: TRACE_COLOR,
+      }),
+    ]));
+  }
+  const tracedAt = (s) => windows.some((w) => s >= w.start && s < w.stop);
 
   // Short runs: one stacked bar per step (each step at least 3 px wide).
   // Long runs: one area path per component.
@@ -422,7 +454,8 @@ export function stepChart(series, {warmupSteps = [], spikeSteps = [], width = 90
     hoverLine.setAttribute('visibility', 'visible');
     const lines = [
       el('div', {class: 'dc-tooltip-title', text: 'step ' + steps[i] +
-        (warmupOf.has(steps[i]) ? ' \u00b7 warm-up' : '') + (spikeOf.has(steps[i]) ? ' \u00b7 spike' : '')}),
+        (warmupOf.has(steps[i]) ? ' \u00b7 warm-up' : '') + (spikeOf.has(steps[i]) ? ' \u00b7 spike' : '') +
+        (tracedAt(steps[i]) ? ' \u00b7 traced' : '')}),
     ];
     COMPONENTS.forEach((c, k) => {
       lines.push(el('div', {}, [

@@ -4,7 +4,9 @@
 import {
   el, safeHref, fmtMs, fmtMsUnit, fmtPct, fmtRate, fmtInt, fmtBytes, isNum, DASH,
 } from './dom.js';
-import {stepChart, componentLegend, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR} from './charts.js';
+import {
+  stepChart, componentLegend, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR, TRACE_COLOR,
+} from './charts.js';
 import {verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK} from './common.js';
 
 /**
@@ -30,19 +32,27 @@ export function buildDetail(data, app) {
   root.appendChild(statStrip(run));
   root.appendChild(findingsPanel(run.findings));
 
+  const windows = Array.isArray(run.trace_windows)
+    ? run.trace_windows.filter((w) => w && typeof w === 'object') : [];
   const chartPanel = panel('Where each step\u2019s time went', [
     componentLegend([
       {label: 'warm-up step', color: WARMUP_COLOR, kind: 'line'},
       {label: 'spike', color: SPIKE_COLOR, kind: 'marker'},
-    ]),
+      windows.length ? {label: 'traced steps', color: TRACE_COLOR, kind: 'band'} : null,
+    ].filter(Boolean)),
     stepChart(run.series || {}, {
       warmupSteps: Array.isArray(run.warmup_steps) ? run.warmup_steps : [],
       spikeSteps: Array.isArray(run.spike_steps) ? run.spike_steps : [],
+      traceWindows: windows.map((w) => ({
+        start: w.start_step, stop: w.stop_step,
+        label: stepRangeText(w.start_step, w.stop_step) + ' traced, ' + sourceText(w.source),
+      })),
       width: app.chartWidth || 900,
       height: 300,
     }),
   ], 'dc-chart-panel');
   root.appendChild(chartPanel);
+  if (windows.length) root.appendChild(tracesPanel(windows));
 
   root.appendChild(el('div', {class: 'dc-grid-2'}, [
     panel('Step time percentiles (steady state, ms)', [percentileTable(run)]),
@@ -215,4 +225,210 @@ function formatInfoValue(v) {
   } catch (e) {
     return String(v);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Profiler trace windows: the trace's own breakdown of the traced steps set
+// beside ours for the same steps.
+
+const SOURCES = {
+  'tb_devicecost': 'captured by tb-devicecost (profile_steps)',
+  'keras.callbacks.TensorBoard': 'captured by keras.callbacks.TensorBoard(profile_batch=...)',
+};
+
+function sourceText(source) {
+  if (source === null || source === undefined || source === '') return 'captured by an unknown profiler';
+  const key = String(source);
+  return Object.prototype.hasOwnProperty.call(SOURCES, key) ? SOURCES[key] : 'captured by ' + key;
+}
+
+/** "Steps 2–4" for the window [2, 5); "Step 7" for [7, 8). */
+function stepRangeText(start, stop) {
+  if (!isNum(start) || !isNum(stop) || !(stop > start)) {
+    return isNum(start) ? 'Steps from ' + fmtInt(start) : 'Steps unknown';
+  }
+  const lastStep = stop - 1;
+  return lastStep === start ? 'Step ' + fmtInt(start) : 'Steps ' + fmtInt(start) + '\u2013' + fmtInt(lastStep);
+}
+
+function num(obj, key) {
+  return obj && typeof obj === 'object' && isNum(obj[key]) ? obj[key] : null;
+}
+
+function fmtUs(us) {
+  return isNum(us) ? fmtMs(us) + ' \u00b5s' : DASH;
+}
+
+function fmtCount(x) {
+  if (!isNum(x)) return DASH;
+  return Math.abs(x) >= 100 ? fmtInt(x) : String(Number(x.toPrecision(3)));
+}
+
+/** "0.120 ms · 1.20 MiB" for a copy's time and bytes per step. */
+function fmtCopy(ms, bytes) {
+  if (!isNum(ms) && !isNum(bytes)) return DASH;
+  return [isNum(ms) ? fmtMsUnit(ms) : null, isNum(bytes) ? fmtBytes(bytes) : null].filter(Boolean).join(' \u00b7 ');
+}
+
+function sumOrNull(values) {
+  return values.every(isNum) ? values.reduce((a, b) => a + b, 0) : null;
+}
+
+function tracesPanel(windows) {
+  return panel('Profiler traces', [
+    el('p', {
+      class: 'dc-muted dc-traces-intro',
+      text: 'The Profile tab\u2019s Overview page cannot split the steps of a CPU-only run into ' +
+        'input, compute and other time (it says \u201cNo step time measured\u201d), so the ' +
+        'trace\u2019s own breakdown of the traced steps is given here, beside what this tab ' +
+        'measured for the same steps.',
+    }),
+    ...windows.map(traceBlock),
+  ], 'dc-traces');
+}
+
+function traceBlock(w) {
+  const capture = w.capture != null ? String(w.capture) : '';
+  const host = w.host != null ? String(w.host) : '';
+  const href = safeHref(w.url);
+  const range = stepRangeText(w.start_step, w.stop_step);
+  const count = isNum(w.start_step) && isNum(w.stop_step) && w.stop_step > w.start_step
+    ? w.stop_step - w.start_step : null;
+  const meta = [
+    capture ? 'capture ' + capture : null,
+    host ? 'host ' + host : null,
+    isNum(w.trace_bytes) ? fmtBytes(w.trace_bytes) + ' trace' : null,
+  ].filter(Boolean).join(' \u00b7 ');
+
+  const info = el('div', {class: 'dc-trace-info'}, [
+    el('div', {class: 'dc-trace-head'}, [
+      el('span', {class: 'dc-trace-swatch', attrs: {style: 'background:' + TRACE_COLOR}}),
+      el('span', {
+        class: 'dc-trace-steps-label', text: range,
+        title: isNum(w.start_step) && isNum(w.stop_step)
+          ? 'global steps [' + w.start_step + ', ' + w.stop_step + ')' : '',
+      }),
+      count !== null ? el('span', {class: 'dc-muted', text: '(' + count + ' step' + (count === 1 ? '' : 's') + ')'}) : null,
+    ]),
+    el('div', {class: 'dc-trace-source', text: sourceText(w.source)}),
+    meta ? el('div', {class: 'dc-trace-meta dc-muted', text: meta}) : null,
+    href
+      ? el('a', {class: 'dc-trace-link', text: 'Open in the Profile tab (Overview)', attrs: {href, target: '_top'}})
+      : el('span', {
+        class: 'dc-muted dc-trace-nolink',
+        text: 'The Profile tab cannot open this trace: it is not under this TensorBoard\u2019s log directory.',
+      }),
+  ]);
+
+  const body = el('div', {class: 'dc-trace-body'});
+  if (w.error !== null && w.error !== undefined && w.error !== '') {
+    body.appendChild(el('p', {class: 'dc-trace-error', attrs: {role: 'note'}}, [
+      el('strong', {text: 'This trace could not be read: '}),
+      el('span', {text: String(w.error)}),
+    ]));
+  } else {
+    body.appendChild(digestTable(w));
+    const agreement = w.data_wait_agreement && typeof w.data_wait_agreement === 'object' ? w.data_wait_agreement : null;
+    if (agreement && agreement.message != null) {
+      body.appendChild(agreement.disagree === true
+        ? el('p', {class: 'dc-trace-disagree', attrs: {role: 'note'}, text: String(agreement.message)})
+        : el('p', {class: 'dc-trace-agreement dc-muted', text: String(agreement.message)}));
+    }
+    const perStep = stepsTable(w.steps);
+    if (perStep) body.appendChild(perStep);
+  }
+
+  return el('div', {
+    class: 'dc-trace',
+    attrs: {
+      'data-capture': capture, 'data-start': isNum(w.start_step) ? w.start_step : null,
+      'data-stop': isNum(w.stop_step) ? w.stop_step : null,
+      'data-source': w.source != null ? String(w.source) : null,
+    },
+  }, [info, body]);
+}
+
+function digestTable(w) {
+  const t = w.summary && typeof w.summary === 'object' ? w.summary : {};
+  const o = w.ours && typeof w.ours === 'object' ? w.ours : {};
+  const oursStep = sumOrNull([num(o, 'data_wait_ms'), num(o, 'compute_ms'), num(o, 'host_overhead_ms')]);
+  const rows = [
+    {key: 'input_wait', label: 'Input wait (trace) \u00b7 data wait (ours)', color: COMPONENTS[0].color,
+      trace: fmtMsUnit(num(t, 'mean_input_wait_ms')), ours: fmtMsUnit(num(o, 'data_wait_ms'))},
+    {key: 'compute', label: 'Compute', color: COMPONENTS[1].color,
+      trace: fmtMsUnit(num(t, 'mean_compute_ms')), ours: fmtMsUnit(num(o, 'compute_ms'))},
+    {key: 'other', label: 'Other (trace) \u00b7 host overhead (ours)', color: COMPONENTS[2].color,
+      trace: fmtMsUnit(num(t, 'mean_other_ms')), ours: fmtMsUnit(num(o, 'host_overhead_ms'))},
+    {key: 'step', label: 'Step', strong: true,
+      trace: fmtMsUnit(num(t, 'mean_step_ms')), ours: fmtMsUnit(oursStep)},
+    {key: 'pipeline_busy', label: 'Input pipeline busy',
+      title: 'Time the tf.data pipeline spent producing batches; it overlaps the step.',
+      trace: fmtMsUnit(num(t, 'mean_pipeline_busy_ms')), ours: null},
+  ];
+  if (w.has_device_plane === true) {
+    const busy = num(t, 'mean_device_busy_ms');
+    const fraction = num(t, 'device_busy_fraction');
+    rows.push(
+      {key: 'device_busy', label: 'Device busy', device: true,
+        trace: isNum(fraction)
+          ? fmtPct(fraction) + (isNum(busy) ? ' (' + fmtMsUnit(busy) + ')' : '')
+          : fmtMsUnit(busy), ours: null},
+      {key: 'device_idle', label: 'Device idle', device: true,
+        trace: fmtMsUnit(num(t, 'mean_device_idle_ms')), ours: null},
+      {key: 'kernels', label: 'Kernels per step', device: true,
+        trace: fmtCount(num(t, 'mean_kernels')), ours: null},
+      {key: 'kernel_us', label: 'Mean kernel time', device: true,
+        trace: fmtUs(num(t, 'mean_kernel_mean_us')), ours: null},
+      {key: 'h2d', label: 'Host \u2192 device copies', device: true,
+        trace: fmtCopy(num(t, 'mean_h2d_ms'), num(t, 'mean_h2d_bytes')), ours: null},
+      {key: 'd2h', label: 'Device \u2192 host copies', device: true,
+        trace: fmtCopy(num(t, 'mean_d2h_ms'), num(t, 'mean_d2h_bytes')), ours: null},
+    );
+  }
+  return el('table', {class: 'dc-table dc-trace-digest'}, [
+    el('thead', {}, [el('tr', {}, [
+      el('th', {text: 'Mean per traced step'}),
+      el('th', {class: 'dc-num', text: 'Trace'}),
+      el('th', {class: 'dc-num', text: 'Ours'}),
+    ])]),
+    el('tbody', {}, rows.map((row) => el('tr', {
+      class: (row.device ? 'dc-trace-device-row' : '') + (row.strong ? ' dc-trace-total' : ''),
+      attrs: {'data-row': row.key},
+    }, [
+      el('th', {class: 'dc-row-head', title: row.title || ''}, [
+        row.color ? el('span', {class: 'dc-swatch dc-swatch-box', attrs: {style: 'background:' + row.color}}) : null,
+        row.label,
+      ]),
+      el('td', {class: 'dc-num dc-trace-value', text: row.trace}),
+      el('td', {class: 'dc-num dc-ours-value' + (row.ours === null ? ' dc-muted' : ''), text: row.ours === null ? DASH : row.ours}),
+    ]))),
+  ]);
+}
+
+function stepsTable(steps) {
+  const list = Array.isArray(steps) ? steps.filter((s) => s && typeof s === 'object') : [];
+  if (list.length === 0) return null;
+  const cols = [
+    ['Input wait', 'trace', 'input_wait_ms'], ['Data wait', 'ours', 'data_wait_ms'],
+    ['Compute', 'trace', 'compute_ms'], ['Compute', 'ours', 'compute_ms'],
+    ['Other', 'trace', 'other_ms'], ['Host overhead', 'ours', 'host_overhead_ms'],
+    ['Step', 'trace', 'step_ms'],
+  ];
+  return el('details', {class: 'dc-trace-steps'}, [
+    el('summary', {text: 'Each traced step (ms)'}),
+    el('div', {class: 'dc-table-scroll'}, [
+      el('table', {class: 'dc-table dc-trace-step-table'}, [
+        el('thead', {}, [el('tr', {}, [
+          el('th', {class: 'dc-num', text: 'Step'}),
+          ...cols.map(([label, side]) => el('th', {class: 'dc-num dc-sub'}, [
+            label, el('span', {class: 'dc-side', text: ' ' + side}),
+          ])),
+        ])]),
+        el('tbody', {}, list.map((s) => el('tr', {attrs: {'data-step': isNum(s.step) ? s.step : null}}, [
+          el('td', {class: 'dc-num', text: fmtInt(s.step)}),
+          ...cols.map(([, side, key]) => el('td', {class: 'dc-num', text: fmtMs(num(s[side], key))})),
+        ]))),
+      ]),
+    ]),
+  ]);
 }

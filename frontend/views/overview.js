@@ -156,6 +156,7 @@ function runRow(run, cmp, baseline, app) {
       class: 'dc-run-link', text: name, title: 'Open ' + name,
     }),
     run.status === 'running' ? el('span', {class: 'dc-running', text: 'running', title: 'still being written'}) : null,
+    tracedMarker(run.trace_windows),
   ]));
 
   const devices = run.placement && Array.isArray(run.placement.devices) ? run.placement.devices.map(String) : [];
@@ -192,6 +193,20 @@ function runRow(run, cmp, baseline, app) {
   }
   tr.appendChild(cell);
   return tr;
+}
+
+/** A small "traced" tag for a run with profiler trace windows. */
+function tracedMarker(windows) {
+  const list = Array.isArray(windows) ? windows.filter((w) => w && typeof w === 'object') : [];
+  if (list.length === 0) return null;
+  const ranges = list.map((w) => (isNum(w.start_step) && isNum(w.stop_step) && w.stop_step > w.start_step
+    ? (w.stop_step - 1 === w.start_step ? 'step ' + w.start_step : 'steps ' + w.start_step + '\u2013' + (w.stop_step - 1))
+    : 'steps unknown'));
+  return el('span', {
+    class: 'dc-traced', text: 'traced',
+    title: 'Profiler trace' + (list.length === 1 ? ' of ' : 's of ') + ranges.join(', ') +
+      ': open the run for the trace\u2019s breakdown of those steps',
+  });
 }
 
 /**

@@ -314,7 +314,10 @@ function traceBlock(w) {
     meta ? el('div', {class: 'dc-trace-meta dc-muted', text: meta}) : null,
     href
       ? el('a', {class: 'dc-trace-link', text: 'Open in the Profile tab (Overview)', attrs: {href, target: '_top'}})
-      : el('span', {class: 'dc-muted dc-trace-nolink', text: 'Not in this TensorBoard\u2019s log directory, so the Profile tab cannot open it.'}),
+      : el('span', {
+        class: 'dc-muted dc-trace-nolink',
+        text: 'The Profile tab cannot open this trace: it is not under this TensorBoard\u2019s log directory.',
+      }),
   ]);
 
   const body = el('div', {class: 'dc-trace-body'});
