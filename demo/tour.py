@@ -23,6 +23,7 @@ END = "<!-- tour:end -->"
 SECTIONS = [
     {
         "scenario": "small_work",
+        "finding": 'small_batch',
         "title": "Too little work per step",
         "claim": "Seeds 003 and 002: for a small model the fixed cost of a step "
         "(kernel launches, transfers, the Python loop) outweighs the arithmetic, "
@@ -32,6 +33,7 @@ SECTIONS = [
     },
     {
         "scenario": "input_pipeline",
+        "finding": 'input_bound',
         "title": "A CPU-bound input pipeline",
         "claim": "Seed 004: decoding and augmenting in Python on the CPU starves the "
         "accelerator; `num_parallel_calls=AUTOTUNE`, `prefetch` and `cache()` fix it.",
@@ -40,6 +42,7 @@ SECTIONS = [
     },
     {
         "scenario": "warmup",
+        "finding": 'warmup_dominated',
         "title": "Warm-up",
         "claim": "Seed 002: graph construction, kernel compilation and memory "
         "allocation make the first steps slow, so short runs look slow on the GPU.",
@@ -48,6 +51,7 @@ SECTIONS = [
     },
     {
         "scenario": "placement",
+        "finding": 'cross_device_copies',
         "title": "Op placement",
         "claim": "Seed 001: some operations land on the CPU while the model is on "
         "the GPU, and every step copies data between the two.",
@@ -56,6 +60,7 @@ SECTIONS = [
     },
     {
         "scenario": "tfrecord",
+        "finding": None,
         "title": "A TFRecord pipeline done right",
         "claim": "Seed 004's third example: read TFRecords with parallel interleave, "
         "parse in TensorFlow ops with `num_parallel_calls`, and prefetch.",
@@ -102,10 +107,12 @@ def _table(runs):
     return "\n".join(lines)
 
 
-def _key_finding(run):
-    for finding in run["findings"]:
-        if finding["id"] == run["verdict"] or finding["severity"] == "high":
-            return finding
+def _key_finding(run, finding_id=None):
+    """The finding the scenario is about, else the verdict's own."""
+    for wanted in (finding_id, run["verdict"]):
+        for finding in run["findings"]:
+            if finding["id"] == wanted:
+                return finding
     return run["findings"][0] if run["findings"] else None
 
 
@@ -184,11 +191,11 @@ def render(report, device="cpu0", images="docs/images"):
             "",
         ]
         key_run = next((run for run in section_runs if run is not None), None)
-        finding = _key_finding(key_run) if key_run else None
+        finding = _key_finding(key_run, section["finding"]) if key_run else None
         if finding:
             parts += [
-                f"**Verdict and fix** for `{key_run['run']}`: `{key_run['verdict']}`. "
-                f"{finding['message']} *Fix:* {finding['fix']}",
+                f"**Verdict and fix** for `{key_run['run']}`: `{key_run['verdict']}`; "
+                f"`{finding['id']}`: {finding['message']} *Fix:* {finding['fix']}",
                 "",
             ]
     parts.append(END)

@@ -146,3 +146,24 @@ def test_help_and_bad_options():
     completed = run_demo("--scenarios", "nope", timeout=60)
     assert completed.returncode == 2
     assert "unknown scenario" in completed.stderr
+
+
+def test_tour_is_written_from_the_demo_runs(demo_report, tmp_path):
+    from demo import tour
+
+    _, runs = demo_report
+    text = tour.render({"runs": list(runs.values())})
+    for section in tour.SECTIONS:
+        assert section["title"] in text
+    assert "missing" not in text
+    naive = runs["input_pipeline/naive-cpu0/train"]
+    assert f"{naive['samples_per_s']:,.0f}" in text
+    assert f"{100 * naive['shares']['data_wait']:.0f}%" in text
+    copies = runs["placement/pinned_layer-cpu0/train"]["placement"]["cross_device_copies"]
+    assert f"{copies} edges copy data" in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{tour.START}\nold\n{tour.END}\noutro\n")
+    tour.splice(str(readme), text)
+    spliced = readme.read_text()
+    assert spliced.startswith("intro\n") and spliced.endswith("outro\n")
+    assert "old" not in spliced and naive["run"] in spliced
