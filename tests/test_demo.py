@@ -162,8 +162,8 @@ def test_tour_is_written_from_the_demo_runs(demo_report, tmp_path):
     copies = runs["placement/pinned_layer-cpu0/train"]["placement"]["cross_device_copies"]
     assert f"{copies} edges copy data" in text
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{tour.START}\nold\n{tour.END}\noutro\n")
+    readme.write_text(f"intro\n{tour.START}\nSTALE TOUR\n{tour.END}\noutro\n")
     tour.splice(str(readme), text)
     spliced = readme.read_text()
     assert spliced.startswith("intro\n") and spliced.endswith("outro\n")
-    assert "old" not in spliced and naive["run"] in spliced
+    assert "STALE TOUR" not in spliced and naive["run"] in spliced
