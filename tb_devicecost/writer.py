@@ -14,7 +14,6 @@ import socket
 import time
 
 from tensorboard.compat.proto import event_pb2
-from tensorboard.compat.proto import summary_pb2
 from tensorboard.compat.proto import tensor_pb2
 from tensorboard.compat.proto import tensor_shape_pb2
 from tensorboard.compat.proto import types_pb2
@@ -142,6 +141,10 @@ class SummaryWriter:
         value_metadata = self._value_metadata(tag, "tensor")
         if value_metadata is not None:
             value.metadata.CopyFrom(value_metadata)
+        self.write_event(event)
+
+    def write_event(self, event):
+        """Writes one `event_pb2.Event` as it is."""
         self._write([event.SerializeToString()])
 
     def flush(self):

@@ -343,7 +343,7 @@ def _write_raw_document(writer, tag, step, text):
         )
     )
     value.metadata.CopyFrom(metadata.create_summary_metadata("tensor"))
-    writer._event_writer().add_event(event)
+    writer.write_event(event)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ here from the inputs.
 import ast
 import json
 import math
-import os
 import re
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """DeviceCostCallback on real `model.fit` runs (TensorFlow backend, CPU)."""
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -16,21 +15,6 @@ import tensorflow as tf
 import tb_devicecost
 from tb_devicecost import reader
 from tb_devicecost import writer as writer_module
-
-
-def _two_logical_cpus():
-    # Must run before TensorFlow initialises its devices; pytest imports all
-    # test modules before running any test.
-    try:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
-        )
-    except RuntimeError:
-        pass  # Already initialised (by another module doing the same).
-
-
-_two_logical_cpus()
 
 
 def mlp():
@@ -163,6 +147,7 @@ class PinnedToSecondCpu(keras.layers.Layer):
 
 
 def test_placement_shows_ops_on_both_devices_and_the_copies_between_them(tmp_path):
+    # conftest.py splits the CPU into two logical devices before TF starts.
     assert len(tf.config.list_logical_devices("CPU")) == 2
     model = keras.Sequential(
         [keras.Input((100,)), keras.layers.Dense(32), PinnedToSecondCpu(), keras.layers.Dense(10)]
