@@ -184,7 +184,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         # The hot path: Keras has just copied the step's logs to the host,
         # so the step's device work is complete.
-        if self._train is not None:
+        if self._in_fit:
             self._train.end_compute()
             if self._window is not None:
                 self._window.after_step()
@@ -550,15 +550,20 @@ class DeviceCostCallback(keras.callbacks.Callback):
             RuntimeWarning,
             stacklevel=2,
         )
+        self._in_fit = False
+        self._floor_iterator = None
         try:
             self._unwrap("train_function")
             self._unwrap("test_function")
+            if self._window is not None:
+                # Never leave a profiler running behind the user's back.
+                window, self._window = self._window, None
+                window.finish()
             for recorder in (self._train, self._validation):
                 if recorder is not None:
                     recorder.end_session()
         except Exception:  # pylint: disable=broad-except
             pass
-        self._in_fit = False
 
 
 def _close_at_exit(reference):

@@ -55,7 +55,10 @@ class SummaryWriter:
             from tensorboard.compat import tf
 
             tf.io.gfile.makedirs(self.run_dir)
-            name = "events.out.tfevents.%010d.%s.%s.%s.devicecost" % (
+            # TensorBoard reads a run's files in name order, so the counter
+            # is zero-padded: files opened in the same second (repeated fits)
+            # must sort in the order they were written.
+            name = "events.out.tfevents.%010d.%s.%s.%06d.devicecost" % (
                 time.time(),
                 socket.gethostname(),
                 os.getpid(),

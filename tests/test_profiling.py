@@ -168,3 +168,27 @@ def test_running_tensorboard_lists_the_capture(traced_logdir):
         assert f"run=slow%2Ftrain%2F{capture}" in window["url"]
     finally:
         plugin_runs.stop_tensorboard(process)
+
+
+def test_a_recording_failure_mid_window_stops_the_profiler(tmp_path, monkeypatch):
+    from tb_devicecost import writer as writer_module
+
+    calls = {"n": 0}
+    original = writer_module.SummaryWriter.write_steps
+
+    def fail_once_traced(self, rows):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return original(self, rows)
+
+    monkeypatch.setattr(writer_module.SummaryWriter, "write_steps", fail_once_traced)
+    with pytest.warns(RuntimeWarning, match="disk full"):
+        model().fit(
+            ready_dataset(), epochs=2, verbose=0,
+            callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "broken", flush_steps=8, profile_steps=(4, 30))],
+        )
+    # The profiler was stopped: another one can start.
+    tf.profiler.experimental.start(str(tmp_path / "after"))
+    tf.profiler.experimental.stop()
+    assert captures(tmp_path / "after")

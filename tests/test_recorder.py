@@ -1,6 +1,7 @@
 """StepRecorder: step accounting under a fake clock, bounded memory, failures."""
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -211,3 +212,19 @@ def test_documents_carry_the_schema_version(tmp_path):
     record = read_back(tmp_path / "run", tmp_path)["run"]
     assert record.placement == {"ops": {"CPU:0": 3}, "schema": metadata.SCHEMA_VERSION}
     assert json.loads(json.dumps(record.aggregate)) == record.aggregate
+
+
+def test_files_of_one_run_sort_in_the_order_they_were_written(tmp_path):
+    """TensorBoard reads a run's event files in name order; a later file
+    that sorted first would make the older data look newest."""
+    clock = FakeClock()
+    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
+    for session in range(12):  # past 9 -> 10, where unpadded names misorder
+        recorder.begin_session()
+        record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 2)
+        recorder.end_session()
+    names = sorted(os.listdir(tmp_path / "run"))
+    assert len(names) == 12
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    assert record.aggregate["sessions"] == 12
+    assert record.aggregate["steps"] == 24
