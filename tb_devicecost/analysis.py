@@ -93,7 +93,6 @@ _HOST_OP = re.compile(
     r"|^DestroyResourceOp$|PartitionedCall$)"
 )
 _EPSILON = 1e-9
-_NEWER_SCHEMA = re.compile(r"newer than the version", re.IGNORECASE)
 
 
 # Small helpers.
@@ -1379,12 +1378,10 @@ def _reason(component, run, base, higher):
 
 
 def _skip_reason(record):
+    if not _get(record, "newer_schema", False) or isinstance(_get(record, "aggregate"), dict):
+        return None
     problems = [str(problem) for problem in _get(record, "problems", [])]
-    newer = [problem for problem in problems if _NEWER_SCHEMA.search(problem)]
-    aggregate = _get(record, "aggregate")
-    if newer and not isinstance(aggregate, dict):
-        return newer[0]
-    return None
+    return problems[0] if problems else "Written by a newer tb-devicecost."
 
 
 def build_report(records, baseline=None):

@@ -48,6 +48,10 @@ class FormatError(ValueError):
     """Data that was written by tb-devicecost cannot be understood."""
 
 
+class NewerSchemaError(FormatError):
+    """Data written by a newer tb-devicecost than this one."""
+
+
 def create_summary_metadata(data_class):
     """Returns the `SummaryMetadata` for one of our tags.
 
@@ -96,7 +100,7 @@ def check_schema(schema):
     if not isinstance(schema, int) or schema < 1:
         raise FormatError(f"Missing or invalid schema version: {schema!r}")
     if schema > SCHEMA_VERSION:
-        raise FormatError(
+        raise NewerSchemaError(
             f"Written with schema version {schema}, newer than the "
             f"version {SCHEMA_VERSION} that this tb-devicecost reads. "
             "Upgrade tb-devicecost to read it."

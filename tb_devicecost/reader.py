@@ -42,6 +42,8 @@ class RunRecord:
         series: Per-step arrays (`step`, `data_wait_ms`, `compute_ms`,
             `host_overhead_ms`, `batch_size`), possibly downsampled.
         problems: What was skipped while reading, in words.
+        newer_schema: Whether a document was written by a newer
+            tb-devicecost than this one (and so could not be read).
     """
 
     run: str
@@ -51,6 +53,7 @@ class RunRecord:
     trace: dict = None
     series: dict = dataclasses.field(default_factory=dict)
     problems: list = dataclasses.field(default_factory=list)
+    newer_schema: bool = False
 
 
 def local_provider(logdir):
@@ -154,6 +157,8 @@ def read_runs(
                 document = metadata.decode_json(data[-1].numpy)
             except metadata.FormatError as error:
                 record(run).problems.append(f"{tag}: {error}")
+                if isinstance(error, metadata.NewerSchemaError):
+                    record(run).newer_schema = True
                 continue
             setattr(record(run), fields[tag], document)
 

@@ -273,7 +273,7 @@ def gpu_placement(gpu_ops=300, cpu_ops=40, cpu_op_types=("IteratorGetNext",), co
 
 
 def make_record(run, aggregate=None, info=None, placement=None, trace=None,
-                series=None, problems=None):
+                series=None, problems=None, newer_schema=False):
     """A `RunRecord` as the reader would return it."""
     default_info = {"schema": 1, "backend": "tensorflow", "steps_per_record": 1,
                     "fetch_in_graph": False}
@@ -288,6 +288,7 @@ def make_record(run, aggregate=None, info=None, placement=None, trace=None,
         trace=trace,
         series=series or {},
         problems=list(problems or []),
+        newer_schema=newer_schema,
     )
 
 

@@ -683,6 +683,7 @@ def test_build_report_skips_what_it_cannot_read(helpers):
         problems=["devicecost/aggregate: Written with schema version 2, newer than "
                   "the version 1 that this tb-devicecost reads. Upgrade tb-devicecost "
                   "to read it."],
+        newer_schema=True,
         series={"step": np.arange(5), "data_wait_ms": np.ones(5),
                 "compute_ms": np.ones(5), "host_overhead_ms": np.ones(5),
                 "batch_size": np.ones(5)},
