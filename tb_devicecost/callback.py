@@ -24,6 +24,9 @@ _FLOOR_WARM_BATCHES = 3
 _FLOOR_FIRST_SAMPLES = 15
 _FLOOR_SAMPLE_EVERY = 50
 _FLOOR_SAMPLES = 101
+# A trace records every op; longer windows make traces too large to open
+# (and our digest of them too large to keep).
+_MAX_TRACED_STEPS = 1000
 
 
 class DeviceCostCallback(keras.callbacks.Callback):
@@ -57,11 +60,12 @@ class DeviceCostCallback(keras.callbacks.Callback):
             extra time in the warm-up step). Defaults to `True`.
         flush_steps: Number of steps buffered before they are written to
             disk. Defaults to `256`.
-        profile_steps: Optional `(start, stop)` pair of global steps to
-            capture a profiler trace of, into `log_dir/train` where the
-            Profile tab finds it. Each traced step carries the profiler's step
-            marker, and the trace is digested into our own breakdown of those
-            steps (which the Profile tab cannot give for CPU runs). When
+        profile_steps: Optional `(start, stop)` pair of global steps (at
+            most 1000 apart) to capture a profiler trace of, into
+            `log_dir/train` where the Profile tab finds it. Each traced step
+            carries the profiler's step marker, and the trace is digested
+            into our own breakdown of those steps (which the Profile tab
+            cannot give for CPU runs). When
             `keras.callbacks.TensorBoard(profile_batch=...)` traces the same
             fit, its trace is used instead of starting a second profiler.
             Defaults to `None` (no trace).
@@ -109,10 +113,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 for step in profile_steps
             )
             and 0 <= profile_steps[0] < profile_steps[1]
+            and profile_steps[1] - profile_steps[0] <= _MAX_TRACED_STEPS
         ):
             raise ValueError(
                 "`profile_steps` must be None or a (start, stop) pair of "
-                "global steps with 0 <= start < stop, e.g. (10, 15). "
+                "global steps with 0 <= start < stop and at most "
+                f"{_MAX_TRACED_STEPS} steps between them, e.g. (10, 15): a "
+                "trace records every op, so a window of a few steps is enough. "
                 f"Received: profile_steps={profile_steps!r}"
             )
         self.log_dir = os.fspath(log_dir)

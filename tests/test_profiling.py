@@ -146,7 +146,7 @@ def test_window_outside_the_fit_traces_nothing(tmp_path):
     assert captures(tmp_path / "late" / "train") == []
 
 
-@pytest.mark.parametrize("steps", [(5,), (10, 5), (-1, 3), (1.5, 3), "5,10", (True, 3)])
+@pytest.mark.parametrize("steps", [(5,), (10, 5), (-1, 3), (1.5, 3), "5,10", (True, 3), (0, 1001)])
 def test_invalid_profile_steps_are_refused(steps):
     with pytest.raises(ValueError, match="`profile_steps` must be None or a"):
         tb_devicecost.DeviceCostCallback("logs", profile_steps=steps)
