@@ -224,6 +224,9 @@ def _numbers_from_aggregate(aggregate, problems):
             _number(warmup.get("sum_ms")) if _count(warmup.get("count")) else None
         ),
         "warmup_count": _count(warmup.get("count")) or 0,
+        "warmup_step_numbers": [
+            int(step) for step in warmup.get("steps") or [] if _count(step) is not None
+        ],
         "warmup_max_ms": _number(warmup.get("max_ms")),
         "spikes": _count(spikes.get("count")) or 0,
         "spike_steps": [
@@ -318,6 +321,7 @@ def _numbers_from_series(series, problems):
         "stats": stats,
         "warmup_ms": float(step_ms[warmup].sum()) if warmup.any() else None,
         "warmup_count": int(warmup.sum()),
+        "warmup_step_numbers": [int(step) for step in steps[warmup]],
         "warmup_max_ms": float(step_ms[warmup].max()) if warmup.any() else None,
         "spikes": spikes,
         "spike_steps": [],
@@ -632,7 +636,8 @@ def analyze_run(record):
         "input_share": _ratio(starved_ms, step_mean),
         "fetch_in_graph": fetch_in_graph,
         "warmup_ms": warmup_ms,
-        "warmup_steps": numbers["warmup_count"],
+        "warmups": numbers["warmup_count"],
+        "warmup_steps": numbers["warmup_step_numbers"],
         "warmup_share_of_wall": warmup_share,
         "spikes": numbers["spikes"],
         "spike_steps": numbers["spike_steps"],
@@ -695,6 +700,7 @@ def _empty_numbers():
         "stats": stats,
         "warmup_ms": None,
         "warmup_count": 0,
+        "warmup_step_numbers": [],
         "warmup_max_ms": None,
         "spikes": 0,
         "spike_steps": [],
@@ -971,7 +977,7 @@ def _compute_finding(run):
 def _warmup_finding(run, finding_id, severity, steady_verdict=None):
     warmup = run["warmup_ms"]
     steady_wall = (run["step_ms"]["mean"] or 0.0) * (run["steady_steps"] or 0)
-    count = run["warmup_steps"] or 1
+    count = run["warmups"] or 1
     first = "first step" if count == 1 else f"first step of each of {count} fits"
     share = run["warmup_share_of_wall"]
     message = (

@@ -123,7 +123,10 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
                 f"No run {baseline!r} with tb-devicecost data to use as the "
                 f"baseline. Runs with data: {sorted(known)[:20]}"
             )
-        report = analysis.build_report(records, baseline=baseline)
+        try:
+            report = analysis.build_report(records, baseline=baseline)
+        except ValueError as error:  # e.g. a baseline whose data was skipped
+            raise errors.InvalidArgumentError(str(error))
         for run in report["runs"]:
             run["profile"] = self._profile_links(run["run"])
         report["profile_only"] = [
@@ -146,9 +149,6 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             key: [None if value != value else value for value in values.tolist()]
             for key, values in record.series.items()
         }
-        aggregate = record.aggregate or {}
-        result["warmup_steps"] = (aggregate.get("warmup") or {}).get("steps", [])
-        result["spike_steps"] = (aggregate.get("spikes") or {}).get("steps", [])
         result["info"] = record.info
         return result
 
