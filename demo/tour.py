@@ -63,7 +63,8 @@ SECTIONS = [
         "finding": None,
         "title": "A TFRecord pipeline done right",
         "claim": "Seed 004's third example: read TFRecords with parallel interleave, "
-        "parse in TensorFlow ops with `num_parallel_calls`, and prefetch.",
+        "parse in TensorFlow ops with `num_parallel_calls`, and prefetch (here "
+        "also `cache()` the decoded images, which fit in memory).",
         "variants": ["parallel_prefetch"],
         "screenshot": ("detail", "parallel_prefetch"),
     },
