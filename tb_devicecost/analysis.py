@@ -106,6 +106,11 @@ def _get(record, name, default=None):
     return default if value is None else value
 
 
+def _list(value):
+    """A JSON list field, or `[]` when it is missing or malformed."""
+    return value if isinstance(value, list) else []
+
+
 def _number(value):
     """A finite, non-negative float, or `None` (NaN and negatives are ignored)."""
     if isinstance(value, bool) or value is None:
@@ -151,10 +156,12 @@ def fmt_share(value):
     """`73%`, `4.2%`: a share of 1 as a percentage."""
     if value is None:
         return "?"
-    percent = 100.0 * value
-    if percent < 9.95 and round(percent, 1) != round(percent):
-        return f"{percent:.1f}%"
-    return f"{percent:.0f}%"
+    # Truncated, not rounded: 14.96% must not read "15%" next to a verdict
+    # that a 15% threshold did not give.
+    percent = 100.0 * value + 1e-9
+    if percent < 10 and math.floor(percent * 10) % 10:
+        return f"{math.floor(percent * 10) / 10:.1f}%"
+    return f"{math.floor(percent):.0f}%"
 
 
 def _fmt_count(value):
@@ -225,12 +232,12 @@ def _numbers_from_aggregate(aggregate, problems):
         ),
         "warmup_count": _count(warmup.get("count")) or 0,
         "warmup_step_numbers": [
-            int(step) for step in warmup.get("steps") or [] if _count(step) is not None
+            _count(step) for step in _list(warmup.get("steps")) if _count(step) is not None
         ],
         "warmup_max_ms": _number(warmup.get("max_ms")),
         "spikes": _count(spikes.get("count")) or 0,
         "spike_steps": [
-            int(step) for step in spikes.get("steps") or [] if _count(step) is not None
+            _count(step) for step in _list(spikes.get("steps")) if _count(step) is not None
         ],
         "samples": samples,
         "samples_per_s": _number(aggregate.get("samples_per_s")),
@@ -344,7 +351,7 @@ def _device_names(devices):
         return []
     names = []
     for key in ("logical", "physical"):
-        for device in devices.get(key) or []:
+        for device in _list(devices.get(key)):
             name = device.get("name") if isinstance(device, dict) else None
             if isinstance(name, str) and name not in names:
                 names.append(name)
@@ -377,7 +384,7 @@ def _placement_digest(placement):
     )
     models = {}
     if isinstance(devices, dict):
-        for device in devices.get("physical") or []:
+        for device in _list(devices.get("physical")):
             if isinstance(device, dict) and device.get("model"):
                 models[str(device.get("name"))] = str(device["model"])
     # The accelerator holding most of the step's ops, else the busiest device.
@@ -393,7 +400,7 @@ def _placement_digest(placement):
     if device is not None and _is_accelerator(device):
         cpu_ops = [
             str(op)
-            for op in placement.get("cpu_op_types") or []
+            for op in _list(placement.get("cpu_op_types"))
             if isinstance(op, str) and not _HOST_OP.search(op)
         ]
     return {
@@ -409,7 +416,7 @@ def _placement_digest(placement):
         "cross_device_copies": _count(placement.get("cross_device_copies")),
         "input_bytes_per_step": _count(placement.get("input_bytes_per_step")),
         "input_devices": [
-            str(name) for name in placement.get("input_devices") or [] if name
+            str(name) for name in _list(placement.get("input_devices")) if name
         ],
     }
 
@@ -427,7 +434,7 @@ def _device_busy_fraction(trace):
         return min(fraction, 1.0)
     busy_total = step_total = 0.0
     fractions = []
-    for window in trace.get("windows") or []:
+    for window in _list(trace.get("windows")):
         if not isinstance(window, dict):
             continue
         busy, step = _number(window.get("device_busy_ms")), _number(window.get("step_ms"))
@@ -470,11 +477,11 @@ def trace_windows(trace):
     if not isinstance(trace, dict):
         return []
     windows = []
-    for window in trace.get("windows") or []:
+    for window in _list(trace.get("windows")):
         if not isinstance(window, dict):
             continue
-        recorded = [e for e in window.get("recorded_steps") or [] if isinstance(e, dict)]
-        traced = [e for e in window.get("steps") or [] if isinstance(e, dict)]
+        recorded = [e for e in _list(window.get("recorded_steps")) if isinstance(e, dict)]
+        traced = [e for e in _list(window.get("steps")) if isinstance(e, dict)]
         ours_by_step = {entry.get("step"): entry for entry in recorded}
         steps = [
             {
@@ -571,9 +578,11 @@ def analyze_run(record):
         info.get("steps_per_execution")
     ) or 1
     per_record = max(1, per_record)
+    # Records cover `per_record` steps each: per-step figures divide by it;
+    # counts and totals (wall time) do not.
     stats = {
         name: {
-            key: (value if key == "count" else _div(value, per_record))
+            key: (value if key in ("count", "sum") else _div(value, per_record))
             for key, value in digest.items()
         }
         for name, digest in numbers["stats"].items()
@@ -976,10 +985,11 @@ def _compute_finding(run):
 
 def _warmup_finding(run, finding_id, severity, steady_verdict=None):
     warmup = run["warmup_ms"]
-    steady_wall = (run["step_ms"]["mean"] or 0.0) * (run["steady_steps"] or 0)
+    share = run["warmup_share_of_wall"]
+    # The same steady wall time the share was computed from.
+    steady_wall = warmup * (1 - share) / share if share else 0.0
     count = run["warmups"] or 1
     first = "first step" if count == 1 else f"first step of each of {count} fits"
-    share = run["warmup_share_of_wall"]
     message = (
         f"Warm-up (the {first}: tracing, graph optimisation, compilation) took "
         f"{fmt_ms(warmup)} ms, {fmt_share(share)} of the fit's "
@@ -1217,7 +1227,9 @@ def _per_sample(result, name):
 
 def _compare(run, base):
     same_run = run["run"] == base["run"]
-    run_step, base_step = run["step_ms"]["p50"], base["step_ms"]["p50"]
+    # Means, like samples/s and the per-step deltas beside it: a median
+    # would hide rare long stalls and could even flip the direction.
+    run_step, base_step = run["step_ms"]["mean"], base["step_ms"]["mean"]
     speedup_step = base_step / run_step if run_step and base_step else None
     run_rate, base_rate = run["samples_per_s"], base["samples_per_s"]
     speedup_rate = run_rate / base_rate if run_rate and base_rate else None
@@ -1409,7 +1421,13 @@ def build_report(records, baseline=None):
     runs, skipped = [], []
     for record in records:
         reason = _skip_reason(record)
-        result = None if reason else analyze_run(record)
+        result = None
+        if not reason:
+            try:
+                result = analyze_run(record)
+            except (TypeError, ValueError, KeyError, AttributeError) as error:
+                # One malformed run must not take the whole report down.
+                reason = f"Its data could not be analysed ({type(error).__name__}: {error})."
         nothing = result is not None and (
             result["source"] is None
             or (not result["steady_steps"] and result["warmup_ms"] is None)

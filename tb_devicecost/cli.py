@@ -355,7 +355,7 @@ def render_text(report, logdir=None, bars=_BARS):
             )
         lines.append(
             _fit(
-                "  speedup: baseline median step / run's (samples/s if batches "
+                "  speedup: baseline mean step / run's (samples/s if batches "
                 "differ); Δ: ms"
             )
         )

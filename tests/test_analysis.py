@@ -725,3 +725,49 @@ def test_edge_logdir_through_the_reader(edge_logdir):
     assert good["step_ms"]["mean"] == pytest.approx(5.5)
     assert good["shares"]["compute"] == pytest.approx(4.0 / 5.5)
     assert_json_clean(report)
+
+
+def test_speedup_counts_rare_long_stalls(helpers):
+    """Regression: a run whose median step is fast but which stalls for
+    long now and then is slower overall; the speedup must say so, as its
+    samples/s and per-step deltas do."""
+    steady = helpers.make_record("steady/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
+    wait = np.full(100, 0.2)
+    wait[::5] = 40.0  # one step in five waits 40 ms
+    stalling = helpers.make_record("stalling/train", aggregate=helpers.make_aggregate(wait, 2.5, 0.1))
+    rows = {
+        row["run"]: row
+        for row in analysis.compare_runs(
+            [analysis.analyze_run(steady), analysis.analyze_run(stalling)], baseline="steady/train"
+        )["rows"]
+    }
+    stalled = rows["stalling/train"]
+    expected = (0.2 + 3.0 + 0.1) / (wait.mean() + 2.5 + 0.1)
+    assert stalled["speedup"] == pytest.approx(expected, rel=0.02)
+    assert stalled["speedup"] < 1
+    assert stalled["speedup_samples_per_s"] < 1
+
+
+def test_malformed_fields_skip_the_run_not_the_report(helpers):
+    good = helpers.make_record("good/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
+    odd = helpers.make_record(
+        "odd/train",
+        aggregate=dict(helpers.make_aggregate(0.2, 3.0, 0.1), spikes={"count": 1, "steps": 7}),
+        trace={"schema": 1, "windows": 5},
+        placement={"schema": 1, "devices": {"logical": "CPU:0"}, "cpu_op_types": 3},
+    )
+    report = analysis.build_report([good, odd])
+    runs = {run["run"]: run for run in report["runs"]}
+    # Malformed lists read as empty: the run is still analysed.
+    assert runs["odd/train"]["trace_windows"] == []
+    assert runs["odd/train"]["spike_steps"] == []
+    assert "good/train" in runs
+    json.dumps(report, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "share, shown",
+    [(0.1496, "14%"), (0.1996, "19%"), (0.4997, "49%"), (0.2, "20%"), (0.29, "29%"), (0.042, "4.2%")],
+)
+def test_shares_never_round_up_across_a_threshold(share, shown):
+    assert analysis.fmt_share(share) == shown
