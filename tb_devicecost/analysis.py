@@ -234,7 +234,6 @@ def _numbers_from_aggregate(aggregate, problems):
         "warmup_step_numbers": [
             _count(step) for step in _list(warmup.get("steps")) if _count(step) is not None
         ],
-        "warmup_max_ms": _number(warmup.get("max_ms")),
         "spikes": _count(spikes.get("count")) or 0,
         "spike_steps": [
             _count(step) for step in _list(spikes.get("steps")) if _count(step) is not None
@@ -329,7 +328,6 @@ def _numbers_from_series(series, problems):
         "warmup_ms": float(step_ms[warmup].sum()) if warmup.any() else None,
         "warmup_count": int(warmup.sum()),
         "warmup_step_numbers": [int(step) for step in steps[warmup]],
-        "warmup_max_ms": float(step_ms[warmup].max()) if warmup.any() else None,
         "spikes": spikes,
         "spike_steps": [],
         "samples": samples,
@@ -710,7 +708,6 @@ def _empty_numbers():
         "warmup_ms": None,
         "warmup_count": 0,
         "warmup_step_numbers": [],
-        "warmup_max_ms": None,
         "spikes": 0,
         "spike_steps": [],
         "samples": None,
