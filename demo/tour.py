@@ -79,7 +79,8 @@ def _runs_of(runs, section, device):
 
 
 def _pct(value):
-    return "n/a" if value is None else f"{100 * value:.0f}%"
+    # The analysis's own formatting, so the tour and the findings agree.
+    return "n/a" if value is None else analysis.fmt_share(value)
 
 
 def _ms(value):

@@ -170,7 +170,7 @@ def test_tour_is_written_from_the_demo_runs(demo_report, tmp_path):
     assert "missing" not in text
     naive = runs["input_pipeline/naive-cpu0/train"]
     assert f"{naive['samples_per_s']:,.0f}" in text
-    assert f"{100 * naive['shares']['data_wait']:.0f}%" in text
+    assert analysis.fmt_share(naive["shares"]["data_wait"]) in text
     copies = runs["placement/pinned_layer-cpu0/train"]["placement"]["cross_device_copies"]
     assert f"{copies} edges copy data" in text
     readme = tmp_path / "README.md"
