@@ -1155,7 +1155,8 @@ def _role(run_name):
 
 
 def default_baseline(results):
-    """The first CPU training run, else the first CPU run, else the first run."""
+    """The first CPU training run, else the first CPU run, else the first
+    training run, else the first run."""
     def cpu(result):
         return isinstance(result.get("device"), str) and not _is_accelerator(
             result["device"]

@@ -68,7 +68,8 @@ def _build_parser():
         metavar="RUN",
         help=(
             "run to compare the others against, e.g. cpu/train (default: the "
-            "first CPU training run, else the first run)"
+            "first CPU training run, else the first CPU run, else the first "
+            "training run, else the first run)"
         ),
     )
     output = report.add_mutually_exclusive_group()
