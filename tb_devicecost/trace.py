@@ -17,6 +17,7 @@ on any stream), `device_idle_ms`, the kernel count and mean duration, and
 host-to-device / device-to-host copy time and bytes.
 """
 
+import bisect
 import os
 import re
 
@@ -91,6 +92,26 @@ def _union_ps(intervals, window_start, window_end):
     if current_end is not None:
         total += current_end - current_start
     return total
+
+
+class _Intervals:
+    """Events sorted by start, for finding those that overlap a step fast.
+
+    Each step would otherwise scan every event of the trace; with a window
+    of many steps that is quadratic.
+    """
+
+    def __init__(self, items):
+        # items: (start_ps, end_ps, *payload)
+        self._items = sorted(items)
+        self._starts = [item[0] for item in self._items]
+        self._longest = max((item[1] - item[0] for item in self._items), default=0)
+
+    def overlapping(self, window_start, window_end):
+        """Items that overlap `[window_start, window_end)`."""
+        first = bisect.bisect_left(self._starts, window_start - self._longest)
+        last = bisect.bisect_left(self._starts, window_end)
+        return [item for item in self._items[first:last] if item[1] > window_start]
 
 
 def _stat_value(plane, stat):
@@ -182,54 +203,64 @@ def digest_xspace(xspace, steps=None):
                     (start, end) for name, start, end, _ in _events(plane, line)
                     if name.startswith("Iterator::")
                 )
-    device = _device_activity(xspace)
+    pipeline = _Intervals(pipeline)
+    # Device activity items: (start, end, kind, bytes).
+    device = _Intervals((start, end, kind, size) for kind, start, end, size in _device_activity(xspace))
     device_planes = sorted(
         plane.name for plane in xspace.planes if _DEVICE_PLANE.match(plane.name)
     )
-    line_events = {}
+    # Per marker line, its input and step-function events, read once.
+    line_intervals = {}
     digested = []
     for step in sorted(markers):
         start, end, plane, line = markers[step]
         key = (id(plane), id(line))
-        if key not in line_events:
-            line_events[key] = list(_events(plane, line))
-        on_line = [(s, e) for name, s, e, _ in line_events[key] if _INPUT_EVENT.match(name)]
-        running = [(s, e) for name, s, e, _ in line_events[key] if _STEP_FUNCTION_EVENT.match(name)]
+        if key not in line_intervals:
+            events = list(_events(plane, line))
+            line_intervals[key] = (
+                _Intervals((s, e) for name, s, e, _ in events if _INPUT_EVENT.match(name)),
+                _Intervals((s, e) for name, s, e, _ in events if _STEP_FUNCTION_EVENT.match(name)),
+            )
+        on_line, running = line_intervals[key]
         length = end - start
-        input_wait = _union_ps(on_line, start, end)
-        compute = _union_ps(running, start, end)
+        input_wait = _union_ps(on_line.overlapping(start, end), start, end)
+        compute = _union_ps(running.overlapping(start, end), start, end)
         entry = {
             "step": step,
             "step_ms": length / _PS_PER_MS,
             "input_wait_ms": input_wait / _PS_PER_MS,
             "compute_ms": compute / _PS_PER_MS,
             "other_ms": max(0, length - input_wait - compute) / _PS_PER_MS,
-            "pipeline_busy_ms": _union_ps(pipeline, start, end) / _PS_PER_MS,
+            "pipeline_busy_ms": _union_ps(pipeline.overlapping(start, end), start, end) / _PS_PER_MS,
         }
         if device_planes:
-            in_step = [a for a in device if a[2] > start and a[1] < end]
-            busy = _union_ps([(s, e) for _, s, e, _ in in_step], start, end)
-            kernels = [(s, e) for kind, s, e, _ in in_step if kind == "kernel"]
-            entry.update(
-                {
-                    "device_busy_ms": busy / _PS_PER_MS,
-                    "device_idle_ms": (length - busy) / _PS_PER_MS,
-                    "kernels": len(kernels),
-                    "kernel_mean_us": (
-                        sum(e - s for s, e in kernels) / len(kernels) / 1e6 if kernels else None
-                    ),
-                    "h2d_ms": _union_ps([(s, e) for k, s, e, _ in in_step if k == "h2d"], start, end) / _PS_PER_MS,
-                    "h2d_bytes": sum(b for k, _, _, b in in_step if k == "h2d"),
-                    "d2h_ms": _union_ps([(s, e) for k, s, e, _ in in_step if k == "d2h"], start, end) / _PS_PER_MS,
-                    "d2h_bytes": sum(b for k, _, _, b in in_step if k == "d2h"),
-                }
-            )
+            entry.update(_device_step(device.overlapping(start, end), start, end))
         digested.append(entry)
     return {
         "steps": digested,
         "summary": summarize(digested),
         "has_device_plane": bool(device_planes),
         "device_planes": device_planes,
+    }
+
+
+def _device_step(in_step, start, end):
+    """Device fields of one step from its (start, end, kind, bytes) items."""
+
+    def kind_ms(kind):
+        return _union_ps([(s, e) for s, e, k, _ in in_step if k == kind], start, end) / _PS_PER_MS
+
+    busy = _union_ps([(s, e) for s, e, _, _ in in_step], start, end)
+    kernels = [e - s for s, e, kind, _ in in_step if kind == "kernel"]
+    return {
+        "device_busy_ms": busy / _PS_PER_MS,
+        "device_idle_ms": (end - start - busy) / _PS_PER_MS,
+        "kernels": len(kernels),
+        "kernel_mean_us": sum(kernels) / len(kernels) / 1e6 if kernels else None,
+        "h2d_ms": kind_ms("h2d"),
+        "h2d_bytes": sum(size for _, _, kind, size in in_step if kind == "h2d"),
+        "d2h_ms": kind_ms("d2h"),
+        "d2h_bytes": sum(size for _, _, kind, size in in_step if kind == "d2h"),
     }
 
 
