@@ -100,6 +100,20 @@ def main(argv=None):
         return 2
 
 
+def _verdict_text(run):
+    """`input_bound`, or `warmup_dominated (steady state: compute_bound)`."""
+    text = run["verdict"] or "no verdict"
+    if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
+        text += f" (steady state: {run['steady_verdict']})"
+    return text
+
+
+def _row_deltas(row):
+    """Whether a comparison row is per 1000 samples, and its deltas so."""
+    per_sample = row["basis"] == "samples_per_s"
+    return per_sample, row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
+
+
 def _load_records(logdir):
     if not os.path.exists(logdir):
         raise UsageError(
@@ -317,9 +331,7 @@ def render_text(report, logdir=None, bars=_BARS):
     lines.append("FINDINGS")
     for run in runs:
         lines.append("")
-        heading = f"{run['run']}: {run['verdict'] or 'no verdict'}"
-        if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
-            heading += f" (steady state: {run['steady_verdict']})"
+        heading = f"{run['run']}: {_verdict_text(run)}"
         if run["status"] in ("running", "interrupted"):
             heading += f" [{run['status']}]"
         lines.append(_fit(heading))
@@ -339,8 +351,7 @@ def render_text(report, logdir=None, bars=_BARS):
             f"{'Δ COMPUTE':>10} {'Δ HOST':>10}"
         )
         for row in comparison["rows"]:
-            per_sample = row["basis"] == "samples_per_s"
-            deltas = row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
+            per_sample, deltas = _row_deltas(row)
             cell = row["run"]
             if len(cell) > _RUN_WIDTH:
                 lines.append(_fit(cell))
@@ -427,10 +438,7 @@ def render_markdown(report):
     lines.append("### Findings")
     for run in report["runs"]:
         lines.append("")
-        heading = f"#### {_md_code(run['run'])}: {run['verdict'] or 'no verdict'}"
-        if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
-            heading += f" (steady state: {run['steady_verdict']})"
-        lines.append(heading)
+        lines.append(f"#### {_md_code(run['run'])}: {_verdict_text(run)}")
         lines.append("")
         for finding in run["findings"]:
             lines.append(
@@ -450,8 +458,7 @@ def render_markdown(report):
         )
         lines.append("|---|---:|---|---:|---:|---:|")
         for row in comparison["rows"]:
-            per_sample = row["basis"] == "samples_per_s"
-            deltas = row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
+            per_sample, deltas = _row_deltas(row)
             lines.append(
                 "| "
                 + " | ".join(
