@@ -283,7 +283,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 recorder.abort_step()
                 self._on_exception(error)
                 raise
-            recorder.end_fetch(recorder_module._leading_dimension(data))
+            recorder.end_fetch(recorder_module.leading_dimension(data))
             try:
                 if first_step_probes and self._first_step_pending:
                     return self._run_first_step(original, data)
@@ -349,7 +349,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._start_fetch_floor(data)
                 self._train.update_info(
                     {
-                        "batch_size": recorder_module._leading_dimension(data),
+                        "batch_size": recorder_module.leading_dimension(data),
                         "fetch_floor_ms": self._fetch_floor_ms(),
                     }
                 )
@@ -408,7 +408,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 tf.data.Dataset.from_tensors(data)
                 .repeat()
                 .unbatch()
-                .batch(recorder_module._leading_dimension(data), drop_remainder=True)
+                .batch(recorder_module.leading_dimension(data), drop_remainder=True)
                 .prefetch(2)
             )
             strategy = self._model.distribute_strategy

@@ -20,7 +20,9 @@ from tb_devicecost import analysis
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
-_STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+_STATIC_DIR = os.path.realpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+)
 # Run names are paths; anything longer is not one of ours.
 _MAX_RUN_NAME = 1024
 _MAX_COMPARED_RUNS = 100
@@ -238,8 +240,6 @@ def _static_file(request_path):
     if normalized.startswith(("..", "/")) or normalized == ".":
         return None
     path = os.path.realpath(os.path.join(_STATIC_DIR, *normalized.split("/")))
-    if os.path.commonpath([path, os.path.realpath(_STATIC_DIR)]) != os.path.realpath(
-        _STATIC_DIR
-    ):
+    if os.path.commonpath([path, _STATIC_DIR]) != _STATIC_DIR:
         return None
     return path if os.path.isfile(path) else None

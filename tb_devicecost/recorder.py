@@ -418,7 +418,7 @@ class StepRecorder:
             except StopIteration:
                 self.abort_step()
                 break
-            self.end_fetch(batch_size=_leading_dimension(element))
+            self.end_fetch(batch_size=leading_dimension(element))
             yield element
         self.boundary()
 
@@ -440,7 +440,7 @@ class StepRecorder:
         self.end_compute(batch_size=batch_size)
 
 
-def _leading_dimension(element):
+def leading_dimension(element):
     """Batch size of a batch made of tensors or arrays, or `None`."""
     try:
         while isinstance(element, (tuple, list)):
