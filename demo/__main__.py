@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +17,39 @@ import time
 import urllib.request
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+# The processes this one started and must stop before it exits.
+_children = []
+
+
+def own_signals():
+    """Makes Ctrl-C and `kill` end this process cleanly, children included.
+
+    A program started in the background by a script (`cmd &`) or under
+    `nohup` inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt: Ctrl-C is what the demo says stops it, so it is
+    restored. SIGTERM and SIGHUP (`kill PID`, a closed terminal) exit through
+    the `finally` blocks, which stop the children, instead of leaving them
+    running with no parent; a SIGHUP ignored on purpose (`nohup`) stays
+    ignored.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _exit_on_signal)
+
+
+def _exit_on_signal(signum, frame):
+    # Once is enough: a second signal must not cut the cleanup short.
+    for other in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(other) == _exit_on_signal:
+            signal.signal(other, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
+def stop_children():
+    while _children:
+        stop_tensorboard(_children.pop())
 
 
 def parse_args(argv):
@@ -66,6 +100,7 @@ def start_tensorboard(logdir, port):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    _children.append(process)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
@@ -81,12 +116,15 @@ def start_tensorboard(logdir, port):
 
 
 def stop_tensorboard(process):
+    if process in _children:
+        _children.remove(process)
     if process.poll() is None:
         process.terminate()
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait()
 
 
 def serve(logdir, port):
@@ -104,7 +142,14 @@ def serve(logdir, port):
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    own_signals()
+    try:
+        return _main(parse_args(argv))
+    finally:
+        stop_children()
+
+
+def _main(args):
     import tensorflow as tf
 
     if not tf.config.list_physical_devices("GPU"):

@@ -109,34 +109,119 @@ def test_tfrecord_pipeline_done_right_is_not_input_bound(demo_report):
     assert_not_highly_input_bound(runs["tfrecord/parallel_prefetch-cpu0/train"])
 
 
-def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
-    port = plugin_runs.free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "demo", "--quick", "--scenarios", "warmup",
-         "--logdir", str(tmp_path), "--port", str(port)],
-        cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        url = None
-        deadline = time.monotonic() + 600
-        while url is None and time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line and process.poll() is not None:
+# Sets SIGINT's disposition, then becomes the command: a signal disposition
+# set here survives exec, whatever the test process inherited itself.
+_WITH_SIGINT = (
+    "import os, signal, sys; "
+    "signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
+
+
+def start_demo(tmp_path, *args, sigint="SIG_DFL"):
+    """Starts `python -m demo ARGS` serving, in a process group of its own.
+
+    `sigint` is the SIGINT disposition the demo inherits: "SIG_DFL", or
+    "SIG_IGN" as under `cmd &` in a script or `nohup`. Use it as a context
+    manager: on leaving, every process of the group (TensorBoard included)
+    is killed, whatever the test did.
+    """
+    return _Demo(tmp_path, args, sigint)
+
+
+class _Demo:
+    def __init__(self, tmp_path, args, sigint):
+        self.stderr_path = tmp_path / "demo.stderr"
+        with open(self.stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _WITH_SIGINT, sigint, "-m", "demo", *args],
+                cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                start_new_session=True,
+            )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # Every process of the group is gone already.
+        self.process.wait()
+        self.process.stdout.close()
+
+    def stderr(self):
+        return self.stderr_path.read_text()[-2000:]
+
+    def wait_for_url(self, timeout=600):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line and self.process.poll() is not None:
                 break
             if line.startswith("Device Cost tab: "):
-                url = line.split(": ", 1)[1].strip()
-        assert url == f"http://127.0.0.1:{port}/#devicecost", process.stderr.read()[-2000:]
+                return line.split(": ", 1)[1].strip()
+        return None
+
+
+def children_of(pid):
+    """Pids of the live (not zombie) processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # Gone meanwhile.
+        state, parent = fields[0], int(fields[1])
+        if parent == pid and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def is_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
+    """Ctrl-C stops the demo and its TensorBoard even when the demo inherits
+    SIGINT ignored (started with `&` from a script, or under `nohup`)."""
+    port = plugin_runs.free_port()
+    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
+                    "--port", str(port), sigint="SIG_IGN") as demo:
+        url = demo.wait_for_url()
+        assert url == f"http://127.0.0.1:{port}/#devicecost", demo.stderr()
         base = url.split("/#")[0]
         with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=30) as response:
             body = json.load(response)
         assert {run["run"] for run in body["runs"]} == {
             "warmup/short-cpu0/train", "warmup/long-cpu0/train"
         }
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
+        [tensorboard] = children_of(demo.process.pid)
+        demo.process.send_signal(signal.SIGINT)
+        assert demo.process.wait(timeout=60) == 0, demo.stderr()
+        assert not is_alive(tensorboard)
+
+
+def test_sigterm_stops_the_demo_and_its_tensorboard(tmp_path):
+    port = plugin_runs.free_port()
+    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
+                    "--port", str(port)) as demo:
+        assert demo.wait_for_url() is not None, demo.stderr()
+        [tensorboard] = children_of(demo.process.pid)
+        demo.process.terminate()
+        demo.process.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while is_alive(tensorboard) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not is_alive(tensorboard), "TensorBoard outlived the demo"
+        assert demo.process.returncode == 128 + signal.SIGTERM
 
 
 def test_rerunning_replaces_the_previous_runs(tmp_path):
