@@ -10,6 +10,7 @@ import weakref
 
 import keras
 
+from tb_devicecost import fetch_floor
 from tb_devicecost import metadata
 from tb_devicecost import placement
 from tb_devicecost import profiling
@@ -17,13 +18,10 @@ from tb_devicecost import recorder as recorder_module
 from tb_devicecost import run_info
 
 # The fetch floor is sampled while training, under the same load as the
-# real fetches: a few samples after the first step, then one every
+# real fetches: a few samples after the first fetched batch, then one every
 # `_FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
-# the records), keeping the latest `_FLOOR_SAMPLES`.
-_FLOOR_WARM_BATCHES = 3
-_FLOOR_FIRST_SAMPLES = 15
+# the records).
 _FLOOR_SAMPLE_EVERY = 50
-_FLOOR_SAMPLES = 101
 # A trace records every op; longer windows make traces too large to open
 # (and our digest of them too large to keep).
 _MAX_TRACED_STEPS = 1000
@@ -129,17 +127,25 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # Lazily created, so constructing the callback writes nothing.
         self._train = None
         self._validation = None
+        self._evaluation = None
         self._enabled = True
         self._in_fit = False
         self._validation_started = False
+        self._test_role = None
         self._original_functions = {}
-        self._first_batch = None
+        self._tracing = {}
+        self._model_ref = None
         self._first_step_placement = None
-        self._first_step_pending = False
         self._placement_written = False
-        self._steps_to_probe = 1
-        self._floor_iterator = None
-        self._floor_samples = collections.deque(maxlen=_FLOOR_SAMPLES)
+        self._pending_batch = None
+        self._needs_batch = {}
+        self._warm_again = {}
+        self._floors = {}
+        self._steps_to_probe = 0
+        self._batch_begin = None
+        self._iterations = None
+        self._epoch_iterator = None
+        self._test_epoch_iterator = None
         self._spe = 1
         self._run_info = {}
         self._registered_exit = False
@@ -148,6 +154,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._trace_entries = []
         self._own_window_done = False
         self._said_external_trace = False
+        self._said_predict = False
 
     # Hooks. Each is guarded: an error here must not reach `fit`.
 
@@ -165,28 +172,33 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     "'tensorflow' is); set KERAS_BACKEND=tensorflow to record"
                 )
                 return
+            self._note_model()
             self._create_recorders()
             self._register_exit_handler()
             self._in_fit = True
             self._validation_started = False
-            self._run_info = dict(
-                run_info.machine_info(),
-                **run_info.keras_model_info(self._model, backend),
-            )
+            self._run_info = self._gather_run_info(backend)
             self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
-            self._run_info["fetch_in_graph"] = self._spe > 1
-            self._run_info["steps_per_record"] = self._spe
             self._train.begin_session(self._run_info)
-            self._first_batch = None
-            self._steps_to_probe = 1
-            self._floor_iterator = None
-            self._first_step_pending = True
+            self._train.begin_span()
+            self._floors = {
+                "train": fetch_floor.FetchFloor(),
+                "validation": fetch_floor.FetchFloor(),
+            }
+            self._needs_batch = {"train": True, "validation": True}
+            self._pending_batch = None
+            self._iterations = None
+            self._steps_to_probe = 0
             self._window = self._trace_window()
             if self._window is not None:
                 self._train.watch_steps(range(self._window.start, self._window.stop))
-            self._wrap("train_function", self._train, first_step_probes=True)
+            self._epoch_iterator = _caller_local("epoch_iterator", _epoch_iterator_class())
+            self._wrap("train_function", self._train, "train")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._batch_begin = batch
 
     def on_train_batch_end(self, batch, logs=None):
         # The hot path: Keras has just copied the step's logs to the host,
@@ -195,43 +207,85 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._train.end_compute()
             if self._window is not None:
                 self._window.after_step()
-            self._steps_to_probe -= 1
-            if self._steps_to_probe <= 0:
+            if self._pending_batch is not None or self._steps_to_probe == 1:
                 self._probe_between_steps()
+            elif self._steps_to_probe > 1:
+                self._steps_to_probe -= 1
 
     def on_test_begin(self, logs=None):
-        if not self._enabled or self._validation is None:
+        if not self._enabled:
             return
         try:
             if self._in_fit:
+                recorder, role = self._validation, "validation"
                 self._train.boundary()
-            if not (self._in_fit and self._validation_started):
-                self._validation.begin_session(self._run_info)
-                self._validation_started = True
-            self._wrap("test_function", self._validation, first_step_probes=False)
+                if not self._validation_started:
+                    recorder.begin_session(self._run_info)
+                    self._validation_started = True
+            else:
+                # `model.evaluate` with the callback: its own run.
+                self._note_model()
+                self._create_recorders()
+                self._register_exit_handler()
+                recorder, role = self._evaluation, "evaluation"
+                self._run_info = self._gather_run_info(keras.backend.backend())
+                self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
+                self._floors["evaluation"] = fetch_floor.FetchFloor()
+                self._needs_batch["evaluation"] = True
+                recorder.begin_session(self._run_info)
+            if keras.backend.backend() != "tensorflow":
+                return
+            recorder.begin_span()
+            self._test_role = role
+            self._test_epoch_iterator = _caller_local(
+                "epoch_iterator", _epoch_iterator_class()
+            )
+            self._wrap("test_function", recorder, role)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._batch_begin = batch
 
     def on_test_batch_end(self, batch, logs=None):
-        if self._validation is not None:
-            self._validation.end_compute()
+        role = self._test_role
+        if role is not None:
+            recorder = self._recorder_for(role)
+            recorder.end_compute()
+            if self._pending_batch is not None:
+                self._probe_between_steps(recorder, role)
 
     def on_test_end(self, logs=None):
-        if self._validation is None:
+        role, self._test_role = self._test_role, None
+        if role is None:
             return
         try:
-            self._validation.boundary()
+            recorder = self._recorder_for(role)
+            recorder.boundary()
+            self._note_retraces("test_function", recorder)
+            recorder.end_span()
             self._unwrap("test_function")
-            if not self._in_fit:
-                self._validation.flush()
+            if role == "evaluation":
+                self._floors.pop("evaluation", None)
+                recorder.end_session(status="complete")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
+    def on_predict_begin(self, logs=None):
+        if not self._said_predict:
+            self._said_predict = True
+            warnings.warn(
+                "DeviceCostCallback records `fit` (train and validation steps) "
+                "and `evaluate`; `predict` is not recorded.",
+                stacklevel=2,
+            )
+
     def on_epoch_end(self, epoch, logs=None):
-        if not self._enabled or self._train is None:
+        if not self._enabled or self._train is None or not self._in_fit:
             return
         try:
             self._train.boundary()
+            self._note_retraces("train_function", self._train)
             self._digest_windows()
             self._train.flush()
             if self._validation_started:
@@ -245,15 +299,16 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     # Wrapping the compiled step.
 
-    def _wrap(self, attribute, recorder, first_step_probes):
+    def _wrap(self, attribute, recorder, role):
         original = getattr(self._model, attribute)
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
+        self._tracing[attribute] = _TracingCounter(original)
         if self._spe > 1:
-            wrapper = self._execution_wrapper(original, recorder)
+            wrapper = self._execution_wrapper(original, recorder, role)
         else:
-            wrapper = self._step_wrapper(original, recorder, first_step_probes)
+            wrapper = self._step_wrapper(original, recorder, role)
         wrapper._devicecost_wrapper = True
         setattr(self._model, attribute, wrapper)
 
@@ -264,100 +319,158 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if original is not None and getattr(current, "_devicecost_wrapper", False):
             setattr(self._model, attribute, original)
 
-    def _step_wrapper(self, original, recorder, first_step_probes):
+    def _step_wrapper(self, original, recorder, role):
         """Fetches the batch itself, so the fetch is timed apart.
 
-        Keras runs the same compiled one-step function on a batch passed in
-        a list as on one fetched inside the graph.
+        Keras's own first call traces the step for the dataset's element
+        spec (batch dimension `None`), with the fetch inside its graph; that
+        call is left as it is (it is the warm-up step). Later calls fetch
+        the batch eagerly and hand it to the same traced one-step function,
+        which serves any batch shape the trace covers, so nothing is traced
+        again. At the end of the data the iterator goes to Keras's graph as
+        without the callback, so whatever that call does it still does.
         """
+        tracing = self._tracing["train_function" if role == "train" else "test_function"]
 
         def timed_step_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
-            if first_step_probes and self._window is not None:
+            if role == "train" and self._window is not None:
                 self._advance_window(recorder)
+            if original not in _TRACED_BY_KERAS:
+                return self._first_call(original, iterator, recorder, role)
             recorder.begin_step()
             try:
                 data = next(iterator)
+            except StopIteration:
+                recorder.abort_step()
+                return original(iterator)
             except BaseException as error:
                 recorder.abort_step()
                 self._on_exception(error)
                 raise
-            recorder.end_fetch(recorder_module.leading_dimension(data))
+            recorder.end_fetch(placement.batch_size(data))
+            if self._warm_again.pop(role, False):
+                # The traced one-step function runs on its own for the first
+                # time: TensorFlow instantiates it, a one-off cost.
+                recorder.extend_warmup()
             try:
-                if first_step_probes and self._first_step_pending:
-                    return self._run_first_step(original, data)
-                return original((data,))
+                result = original((data,))
             except BaseException as error:
                 self._on_exception(error)
                 raise
+            if tracing.changed():
+                tracing.note_step(recorder.upcoming_step() - 1)
+            if self._needs_batch.get(role):
+                self._needs_batch[role] = False
+                self._pending_batch = data
+            return result
 
         return timed_step_function
 
-    def _execution_wrapper(self, original, recorder):
+    def _first_call(self, original, iterator, recorder, role):
+        """Keras's own first call: traces the step; its fetch stays inside."""
+        recorder.begin_step()
+        recorder.end_fetch()
+        capture = (
+            role == "train"
+            and self.capture_placement
+            and not self._placement_written
+            and not self._model.run_eagerly
+        )
+        try:
+            if capture:
+                result, self._first_step_placement = placement.capture_step_placement(
+                    lambda: original(iterator)
+                )
+            else:
+                result = original(iterator)
+        except BaseException as error:
+            recorder.abort_step()
+            self._on_exception(error)
+            raise
+        finally:
+            _TRACED_BY_KERAS.add(original)
+            self._warm_again[role] = True
+            self._tracing[
+                "train_function" if role == "train" else "test_function"
+            ].reset()
+        return result
+
+    def _execution_wrapper(self, original, recorder, role):
         """With `steps_per_execution > 1` the fetch stays inside the graph:
-        one record per execution, its data wait inside compute."""
+        one record per execution, its data wait inside compute, written as
+        the steps the execution ran."""
 
         def timed_execution_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
-            if recorder is self._train and self._window is not None:
+            if role == "train" and self._window is not None:
                 self._advance_window(recorder)
+            begin = self._batch_begin
             recorder.begin_step()
             try:
-                return original(iterator)
+                result = original(iterator)
             except BaseException as error:
                 recorder.abort_step()
                 self._on_exception(error)
                 raise
+            _TRACED_BY_KERAS.add(original)
+            recorder.set_steps(self._executed_steps(role, begin))
+            return result
 
         return timed_execution_function
 
-    def _run_first_step(self, original, data):
-        self._first_step_pending = False
-        self._first_batch = data
-        # Once per callback: later fits reuse the instantiated function,
-        # which no longer reports its placement.
-        if (
-            self._placement_written
-            or not self.capture_placement
-            or self._model.run_eagerly
-        ):
-            return original((data,))
-        try:
-            result, self._first_step_placement = placement.capture_step_placement(
-                lambda: original((data,))
-            )
-        except Exception as error:  # pylint: disable=broad-except
-            self._first_step_placement = {"error": f"{type(error).__name__}: {error}"}
-            result = original((data,))
-        return result
+    def _executed_steps(self, role, begin):
+        """How many steps the execution just run took.
 
-    def _probe_between_steps(self):
-        """Placement after the first step, fetch-floor samples after others.
+        Training counts the optimizer's iterations (exact, whatever the
+        data); evaluation counts the batches left in the epoch when their
+        number is known.
+        """
+        if role == "train":
+            optimizer = getattr(self._model, "optimizer", None)
+            iterations = getattr(optimizer, "iterations", None)
+            if iterations is not None:
+                now = int(iterations.numpy())
+                last, self._iterations = self._iterations, now
+                if last is not None:
+                    return now - last
+            epoch_iterator = self._epoch_iterator
+        else:
+            epoch_iterator = self._test_epoch_iterator
+        batches = getattr(epoch_iterator, "num_batches", None)
+        if isinstance(batches, int) and batches > 0 and isinstance(begin, int):
+            return max(0, min(self._spe, batches - begin))
+        return self._spe
+
+    def _probe_between_steps(self, recorder=None, role="train"):
+        """Placement and the fetch floor after the first fetched batch,
+        fetch-floor samples after some later steps.
 
         Their time is kept out of the step being recorded.
         """
+        recorder = recorder or self._train
         started = time.perf_counter()
-        self._steps_to_probe = _FLOOR_SAMPLE_EVERY
         try:
-            if self._first_batch is not None:
-                data, self._first_batch = self._first_batch, None
-                if not self._placement_written:
+            data, self._pending_batch = self._pending_batch, None
+            floor = self._floors.get(role)
+            if data is not None:
+                if role == "train" and not self._placement_written:
                     self._placement_written = True
-                    self._train.write_placement(self._placement_document(data))
-                self._start_fetch_floor(data)
-                self._train.update_info(
-                    {
-                        "batch_size": recorder_module.leading_dimension(data),
-                        "fetch_floor_ms": self._fetch_floor_ms(),
-                    }
-                )
-            elif self._floor_iterator is not None:
-                self._sample_fetch_floor(1)
+                    recorder.write_placement(self._placement_document(data))
+                if floor is not None:
+                    floor.start(data, self._model.distribute_strategy)
+                recorder.update_info({"batch_size": placement.batch_size(data)})
+                self._steps_to_probe = _FLOOR_SAMPLE_EVERY if role == "train" else 0
+            elif floor is not None and floor.running:
+                floor.sample(1)
+                self._steps_to_probe = _FLOOR_SAMPLE_EVERY
+            if floor is not None:
+                recorder.set_fetch_floor(floor.milliseconds())
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
-        self._train.exclude(time.perf_counter() - started)
+        recorder.exclude(time.perf_counter() - started)
 
     def _placement_document(self, data):
         import tensorflow as tf
@@ -374,12 +487,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 getattr(getattr(model, "optimizer", None), "variables", [])
             ),
             "input_bytes_per_step": placement.input_bytes(data),
-            "input_devices": sorted(
-                {
-                    placement.short_device_name(getattr(tensor, "device", ""))
-                    for tensor in tf.nest.flatten(data)
-                }
-            ),
+            "input_devices": placement.input_devices(data),
         }
         step = self._first_step_placement
         self._first_step_placement = None
@@ -393,47 +501,41 @@ class DeviceCostCallback(keras.callbacks.Callback):
             document.update(step)
         return document
 
-    def _start_fetch_floor(self, data):
-        """Opens an iterator whose batches are always ready: `next()` on it
-        costs what handing over a prefetched batch costs. An eager fetch has
-        this fixed cost even when the pipeline is far ahead; data wait above
-        the floor is real starvation.
-        """
-        import tensorflow as tf
+    def _note_retraces(self, attribute, recorder):
+        tracing = self._tracing.get(attribute)
+        if tracing is not None and tracing.known:
+            recorder.set_retraces(tracing.retraces, tracing.steps)
 
-        try:
-            # Fresh batches assembled in the background, as a prefetched
-            # pipeline hands them over (reusing one tensor would be cheaper).
-            dataset = (
-                tf.data.Dataset.from_tensors(data)
-                .repeat()
-                .unbatch()
-                .batch(recorder_module.leading_dimension(data), drop_remainder=True)
-                .prefetch(2)
+    def _gather_run_info(self, backend):
+        info = dict(
+            run_info.machine_info(), **run_info.keras_model_info(self._model, backend)
+        )
+        spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
+        # Records are per step: an execution of N steps is written as N.
+        info["fetch_in_graph"] = spe > 1
+        info["steps_per_record"] = 1
+        return info
+
+    def _note_model(self):
+        """Warns once when the callback moves on to another model."""
+        previous = self._model_ref() if self._model_ref is not None else None
+        if previous is not None and previous is not self._model:
+            warnings.warn(
+                f"DeviceCostCallback was used with model {previous.name!r} and "
+                f"now with model {self._model.name!r}: both are recorded into "
+                f"the same runs under {self.log_dir!r}, so their steps mix. "
+                "Use one callback, with its own `log_dir`, per model.",
+                stacklevel=3,
             )
-            strategy = self._model.distribute_strategy
-            self._floor_iterator = iter(
-                strategy.experimental_distribute_dataset(dataset)
-            )
-            for _ in range(_FLOOR_WARM_BATCHES):
-                next(self._floor_iterator)
-        except Exception:  # pylint: disable=broad-except
-            self._floor_iterator = None  # e.g. per-replica batches: optional
-            return
-        self._sample_fetch_floor(_FLOOR_FIRST_SAMPLES)
+            self._placement_written = False
+        self._model_ref = weakref.ref(self._model)
 
-    def _sample_fetch_floor(self, count):
-        for _ in range(count):
-            started = time.perf_counter()
-            next(self._floor_iterator)
-            self._floor_samples.append(time.perf_counter() - started)
-        self._train.set_fetch_floor(self._fetch_floor_ms())
-
-    def _fetch_floor_ms(self):
-        if not self._floor_samples:
-            return None
-        ordered = sorted(self._floor_samples)
-        return ordered[len(ordered) // 2] * 1e3
+    def _recorder_for(self, role):
+        return {
+            "train": self._train,
+            "validation": self._validation,
+            "evaluation": self._evaluation,
+        }[role]
 
     # Profiler trace windows.
 
@@ -512,6 +614,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 os.path.join(self.log_dir, "validation"),
                 flush_steps=self.flush_steps,
             )
+            self._evaluation = recorder_module.StepRecorder(
+                os.path.join(self.log_dir, "evaluation"),
+                flush_steps=self.flush_steps,
+            )
 
     def _register_exit_handler(self):
         if not self._registered_exit:
@@ -521,24 +627,31 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     def _end_fit(self, status):
         self._in_fit = False
-        self._first_batch = None
-        self._floor_iterator = None
+        self._pending_batch = None
+        for floor in self._floors.values():
+            floor.stop()
         if self._train is not None:
             self._train.boundary()
+            self._note_retraces("train_function", self._train)
+            self._train.end_span()
             self._retire_window()
             try:
                 self._digest_windows()
             except Exception as error:  # pylint: disable=broad-except
                 self._disable(error)
+        self._test_role = None
         self._unwrap("train_function")
         self._unwrap("test_function")
         for recorder in (self._train, self._validation):
             if recorder is not None:
+                recorder.end_span()
                 recorder.end_session(status=status)
 
     def _on_exception(self, error):
         """The step raised: end of data is normal, anything else ends the fit."""
-        if isinstance(error, StopIteration) or type(error).__name__ == "OutOfRangeError":
+        import tensorflow as tf
+
+        if isinstance(error, (StopIteration, tf.errors.OutOfRangeError)):
             return
         if self._in_fit:
             try:
@@ -558,7 +671,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             stacklevel=2,
         )
         self._in_fit = False
-        self._floor_iterator = None
+        self._test_role = None
+        for floor in self._floors.values():
+            floor.stop()
         try:
             self._unwrap("train_function")
             self._unwrap("test_function")
@@ -566,7 +681,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 # Never leave a profiler running behind the user's back.
                 window, self._window = self._window, None
                 window.finish()
-            for recorder in (self._train, self._validation):
+            for recorder in (self._train, self._validation, self._evaluation):
                 if recorder is not None:
                     recorder.end_session()
         except Exception:  # pylint: disable=broad-except
@@ -595,3 +710,87 @@ def _sibling_callbacks():
     finally:
         del frame
     return []
+
+
+# The step functions that Keras has already called (and so traced) itself.
+# Module-wide: a new callback on a model whose function was traced before
+# fetches eagerly from its first step.
+_TRACED_BY_KERAS = weakref.WeakSet()
+
+
+class _TracingCounter:
+    """Counts traces of the `tf.function`s behind a Keras step function.
+
+    Keras's `train_function` is a plain Python function whose closure holds
+    its `tf.function`s (the step on an iterator and the step on a batch).
+    Their tracing count is TensorFlow's own evidence of a retrace.
+    """
+
+    def __init__(self, function):
+        self._functions = []
+        for cell in getattr(function, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # An empty cell.
+                continue
+            value = getattr(value, "__wrapped__", value)
+            if hasattr(value, "experimental_get_tracing_count"):
+                self._functions.append(value)
+        self._baseline = None
+        self._last = None
+        self.retraces = 0
+        self.steps = collections.deque(maxlen=100)
+
+    @property
+    def known(self):
+        return bool(self._functions) and self._baseline is not None
+
+    def _count(self):
+        return sum(f.experimental_get_tracing_count() for f in self._functions)
+
+    def reset(self):
+        """Takes the count after Keras's own first call as the baseline."""
+        if self._functions:
+            self._baseline = self._last = self._count()
+
+    def changed(self):
+        """Whether a trace happened since the last call."""
+        if self._last is None:
+            if self._functions and self._baseline is None:
+                self.reset()
+            return False
+        count = self._count()
+        if count == self._last:
+            return False
+        self.retraces += count - self._last
+        self._last = count
+        return True
+
+    def note_step(self, step):
+        self.steps.append(step)
+
+
+
+
+def _epoch_iterator_class():
+    from keras.src.trainers import epoch_iterator
+
+    return epoch_iterator.EpochIterator
+
+
+def _caller_local(name, kind):
+    """The local variable `name` of type `kind` in a calling frame, or None.
+
+    Keras hands a callback neither the epoch iterator nor the number of
+    batches of an evaluation; `fit` and `evaluate` hold it as a local.
+    """
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            candidate = frame.f_locals.get(name)
+            if isinstance(candidate, kind):
+                return candidate
+            frame = frame.f_back
+    finally:
+        del frame
+    return None

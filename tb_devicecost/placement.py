@@ -46,10 +46,6 @@ def short_device_name(device):
     return match.group(1).upper() if match else device
 
 
-def is_accelerator(device_name):
-    return not short_device_name(device_name).startswith("CPU")
-
-
 def list_devices(tf):
     """Physical and logical devices, with the model name where known."""
     physical = []
@@ -72,18 +68,25 @@ def list_devices(tf):
 
 
 def variable_devices(variables):
-    """Counts variables per device (Keras variables or backend tensors)."""
+    """Counts variables per device (Keras variables or backend tensors).
+
+    A variable mirrored on several devices (`tf.distribute`) counts once on
+    each of them.
+    """
     counts = collections.Counter()
     for variable in variables:
         value = getattr(variable, "value", variable)
-        device = getattr(value, "device", None)
-        counts[short_device_name(device if isinstance(device, str) else str(device))] += 1
+        components = getattr(value, "values", None)
+        if not isinstance(components, tuple) or not components:
+            components = (value,)
+        for component in components:
+            device = getattr(component, "device", None)
+            counts[short_device_name(device if isinstance(device, str) else str(device))] += 1
     return dict(sorted(counts.items()))
 
 
-def input_bytes(batch):
-    """Bytes in one batch of tensors or arrays: what crosses to the device."""
-    total = 0
+def _leaves(batch):
+    """The tensors or arrays of a batch; per-replica values expanded."""
     stack = [batch]
     while stack:
         element = stack.pop()
@@ -91,17 +94,85 @@ def input_bytes(batch):
             stack.extend(element.values())
         elif isinstance(element, (tuple, list)):
             stack.extend(element)
+        elif _is_per_replica(element):
+            stack.extend(element.values)
         elif element is not None and hasattr(element, "shape") and hasattr(element, "dtype"):
-            dtype = getattr(element.dtype, "as_numpy_dtype", element.dtype)
-            try:
-                itemsize = np.dtype(dtype).itemsize
-            except TypeError:
-                itemsize = 0
-            count = 1
-            for dimension in element.shape:
-                count *= int(dimension or 0)
-            total += count * itemsize
+            yield element
+
+
+def _is_per_replica(element):
+    # `tf.distribute`'s PerReplica: a tuple of one value per replica.
+    values = getattr(element, "values", None)
+    return isinstance(values, tuple) and hasattr(element, "_type_spec")
+
+
+def _first_leaf(batch):
+    element = batch
+    while isinstance(element, (tuple, list)) and element:
+        element = element[0]
+    if isinstance(element, dict) and element:
+        element = next(iter(element.values()))
+    return element
+
+
+def batch_size(batch):
+    """Samples in a batch (its leading dimension), per-replica parts summed.
+
+    Returns `None` when unknown.
+    """
+    element = _first_leaf(batch)
+    parts = element.values if _is_per_replica(element) else (element,)
+    total = 0
+    try:
+        for part in parts:
+            dimension = part.shape[0]
+            if dimension is None:
+                return None
+            total += int(dimension)
+    except Exception:  # pylint: disable=broad-except
+        return None
     return total
+
+
+def input_bytes(batch):
+    """Bytes in one batch of tensors or arrays: what crosses to the device.
+
+    Strings count their bytes. Returns `None` when a part's size cannot be
+    known (an unknown dimension, an unsupported type).
+    """
+    total = 0
+    for element in _leaves(batch):
+        dtype = getattr(element.dtype, "as_numpy_dtype", element.dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            return None
+        if dtype.kind in "OSU":
+            try:
+                values = np.asarray(element.numpy() if hasattr(element, "numpy") else element)
+                total += sum(
+                    len(value) if isinstance(value, (bytes, str)) else 0
+                    for value in values.ravel()
+                )
+            except Exception:  # pylint: disable=broad-except
+                return None
+            continue
+        count = 1
+        for dimension in element.shape:
+            if dimension is None:
+                return None
+            count *= int(dimension)
+        total += count * dtype.itemsize
+    return total
+
+
+def input_devices(batch):
+    """The devices the batch's tensors are on (`"host"` for NumPy arrays)."""
+    devices = set()
+    for element in _leaves(batch):
+        device = getattr(element, "device", None)
+        devices.add(short_device_name(device) if isinstance(device, str) else "host")
+    return sorted(devices)
 
 
 def summarize_partition_graphs(graphs):
@@ -134,20 +205,31 @@ def summarize_partition_graphs(graphs):
 def capture_step_placement(call):
     """Runs `call()` with TensorFlow's run metadata on; returns (result, digest).
 
-    `digest` is `None` when the call instantiated no function (eager runs, or
-    a function that was already instantiated).
+    `call()` runs exactly once, and only its own exceptions propagate. The
+    digest is `None` when the call instantiated no function (eager runs, or
+    a function that was already instantiated), and `{"error": ...}` when the
+    capture itself failed.
     """
     from tensorflow.python.eager import context  # TF backend only.
 
     eager_context = context.context()
-    eager_context.enable_run_metadata()
-    eager_context.enable_graph_collection()
+    try:
+        # Drop whatever an earlier capture or another tool left collected,
+        # so the digest holds this call's graphs and nothing else.
+        eager_context.export_run_metadata()
+        eager_context.enable_run_metadata()
+        eager_context.enable_graph_collection()
+    except Exception as error:  # pylint: disable=broad-except
+        return call(), {"error": f"{type(error).__name__}: {error}"}
+    run_metadata = None
     try:
         result = call()
     finally:
-        run_metadata = eager_context.export_run_metadata()
-        eager_context.disable_graph_collection()
-        eager_context.disable_run_metadata()
+        try:
+            run_metadata = eager_context.export_run_metadata()
+        finally:
+            eager_context.disable_graph_collection()
+            eager_context.disable_run_metadata()
     graphs = list(getattr(run_metadata, "partition_graphs", []))
     for function_graphs in getattr(run_metadata, "function_graphs", []):
         graphs.extend(function_graphs.partition_graphs)

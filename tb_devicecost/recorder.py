@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from tb_devicecost import metadata
+from tb_devicecost import placement
 from tb_devicecost import stats
 from tb_devicecost import writer as writer_module
 
@@ -110,6 +111,12 @@ class StepRecorder:
         self._fetch_floor_ms = None
         self._watched_steps = None
         self._watched_rows = {}
+        # The wall time accounted for (fits, or evaluate calls), and the part
+        # of it spent on our own measurements, kept out of the steps.
+        self._span_started = None
+        self._span_total = 0.0
+        self._measurement_total = 0.0
+        self._retraces = None
 
     # The hot path: three calls per step, a clock read each, one small list
     # and one tuple allocated per step.
@@ -125,8 +132,8 @@ class StepRecorder:
         now = self._clock() if now is None else now
         if self._open is not None:
             self._close_step(now)
-        # [start, fetch end, compute start, compute end, batch size]
-        self._open = [now, now, now, None, None]
+        # [start, fetch end, compute start, compute end, batch size, steps]
+        self._open = [now, now, now, None, None, 1]
 
     def end_fetch(self, batch_size=None, now=None):
         """Marks that the batch has arrived; compute starts."""
@@ -147,6 +154,24 @@ class StepRecorder:
             self._open[3] = self._clock() if now is None else now
             if batch_size is not None:
                 self._open[4] = batch_size
+
+    def extend_warmup(self):
+        """Marks the open step as warm-up too.
+
+        For a step that still pays a one-off cost: the first call of a
+        function Keras traced inside another one instantiates it on its own.
+        """
+        self._next_is_warmup = True
+
+    def set_steps(self, count):
+        """Says how many steps the open record ran (`steps_per_execution`).
+
+        The record is written as `count` steps, each with an equal part of
+        its time, so that step counts and per-step times are exact when an
+        execution runs fewer steps than `steps_per_execution`.
+        """
+        if self._open is not None:
+            self._open[5] = count
 
     def watch_steps(self, steps):
         """Keeps the components of `steps` (a range) for `watched_steps`."""
@@ -183,26 +208,36 @@ class StepRecorder:
                 self._fail(error)
 
     def _close_step(self, now):
-        start, fetched, compute_started, computed, batch_size = self._open
+        start, fetched, compute_started, computed, batch_size, steps = self._open
         self._open = None
+        if steps < 1:
+            # An execution that ran no step (the end of the data).
+            self._excluded = 0.0
+            return
         data_wait = fetched - start
         compute = 0.0 if computed is None else computed - compute_started
         host = max(0.0, now - start - data_wait - compute - self._excluded)
+        self._measurement_total += self._excluded
         self._excluded = 0.0
-        self._rows.append(
-            (
-                self._global_step,
-                start + self._wall_offset,
-                data_wait * 1e3,
-                compute * 1e3,
-                host * 1e3,
-                float("nan") if batch_size is None else batch_size,
-                1.0 if self._next_is_warmup else 0.0,
+        wall = data_wait + compute + host
+        for index in range(steps):
+            self._rows.append(
+                (
+                    self._global_step,
+                    start + index * wall / steps + self._wall_offset,
+                    data_wait * 1e3 / steps,
+                    compute * 1e3 / steps,
+                    host * 1e3 / steps,
+                    float("nan") if batch_size is None else batch_size,
+                    1.0 if self._next_is_warmup else 0.0,
+                )
             )
-        )
-        if self._watched_steps is not None and self._global_step in self._watched_steps:
-            self._watched_rows[self._global_step] = self._rows[-1]
-        self._global_step += 1
+            if (
+                self._watched_steps is not None
+                and self._global_step in self._watched_steps
+            ):
+                self._watched_rows[self._global_step] = self._rows[-1]
+            self._global_step += 1
         self._next_is_warmup = False
         if len(self._rows) >= self.flush_steps:
             try:
@@ -239,6 +274,32 @@ class StepRecorder:
             self._write_info()
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
+
+    def begin_span(self, now=None):
+        """Starts accounting wall time: a `fit`, or an `evaluate` call.
+
+        The time between `begin_span` and `end_span` is split into steps,
+        warm-up, our own measurements and the time between steps (epoch
+        starts, validation, other callbacks), which add up to it.
+        """
+        if self._span_started is None:
+            self._span_started = self._clock() if now is None else now
+
+    def end_span(self, now=None):
+        """Ends the wall time started by `begin_span`."""
+        if self._span_started is not None:
+            now = self._clock() if now is None else now
+            self._span_total += now - self._span_started
+            self._span_started = None
+
+    def set_retraces(self, count, steps=()):
+        """Records how often the step function was traced again after its
+        first trace (TensorFlow's tracing count), and at which steps."""
+        self._retraces = {
+            "count": int(count),
+            "steps": [int(step) for step in list(steps)[-_MAX_MARKED_STEPS:]],
+            "source": "tf.function tracing count",
+        }
 
     def set_fetch_floor(self, milliseconds):
         """Records the cost of handing over a batch that is already ready."""
@@ -381,7 +442,30 @@ class StepRecorder:
                 "distinct": len(batch_sizes),
             },
             "fetch_floor_ms": self._fetch_floor_ms,
+            "wall_ms": self._wall_ms(),
+            "retraces": self._retraces,
             "updated": time.time(),
+        }
+
+    def _wall_ms(self):
+        """The accounted wall time and its parts, in milliseconds."""
+        total = self._span_total
+        if self._span_started is not None:
+            total += self._clock() - self._span_started
+        if total <= 0:
+            return None
+        total_ms = total * 1e3
+        steps_ms = self._steady["step"].total
+        warmup_ms = self._warmup.total
+        measurement_ms = self._measurement_total * 1e3
+        return {
+            "total": total_ms,
+            "steps": steps_ms,
+            "warmup": warmup_ms,
+            "measurement": measurement_ms,
+            "between_steps": max(
+                0.0, total_ms - steps_ms - warmup_ms - measurement_ms
+            ),
         }
 
     def _fail(self, error):
@@ -418,7 +502,7 @@ class StepRecorder:
             except StopIteration:
                 self.abort_step()
                 break
-            self.end_fetch(batch_size=leading_dimension(element))
+            self.end_fetch(batch_size=placement.batch_size(element))
             yield element
         self.boundary()
 
@@ -439,15 +523,3 @@ class StepRecorder:
         yield
         self.end_compute(batch_size=batch_size)
 
-
-def leading_dimension(element):
-    """Batch size of a batch made of tensors or arrays, or `None`."""
-    try:
-        while isinstance(element, (tuple, list)):
-            element = element[0]
-        if isinstance(element, dict):
-            element = next(iter(element.values()))
-        dimension = element.shape[0]
-        return None if dimension is None else int(dimension)
-    except Exception:  # pylint: disable=broad-except
-        return None

@@ -44,6 +44,8 @@ def make_plugin_logdir(logdir):
         tf.data.Dataset.from_tensor_slices((x, y))
         .batch(16)
         .map(lambda a, b: tf.py_function(sleep, [a, b], [tf.float32, tf.int64]))
+        # `py_function` loses the shapes that Keras traces its step for.
+        .map(lambda a, b: (tf.ensure_shape(a, (None, 100)), tf.ensure_shape(b, (None,))))
     )
     cpu_dir = os.path.join(logdir, "cpu")
     model().fit(

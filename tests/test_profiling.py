@@ -42,6 +42,8 @@ def input_bound_dataset():
         tf.data.Dataset.from_tensor_slices(data())
         .batch(32)
         .map(lambda a, b: tf.py_function(sleep, [a, b], [tf.float32, tf.int64]))
+        # `py_function` loses the shapes that Keras traces its step for.
+        .map(lambda a, b: (tf.ensure_shape(a, (None, 100)), tf.ensure_shape(b, (None,))))
     )
 
 
