@@ -230,9 +230,37 @@ def capture_step_placement(call):
         finally:
             eager_context.disable_graph_collection()
             eager_context.disable_run_metadata()
-    graphs = list(getattr(run_metadata, "partition_graphs", []))
-    for function_graphs in getattr(run_metadata, "function_graphs", []):
-        graphs.extend(function_graphs.partition_graphs)
+    graphs = _step_partition_graphs(run_metadata)
     if not graphs:
         return result, None
     return result, summarize_partition_graphs(graphs)
+
+
+def _step_partition_graphs(run_metadata):
+    """The partition graphs of the step's own function.
+
+    While collection is on, every function instantiated is reported: the
+    step, but also the one-op functions of eager work that happens in the
+    same call (creating optimizer variables, reading an `Optional`). The
+    step is the function that calls others (its library is not empty), or
+    else the largest one. The top-level `partition_graphs` repeat the
+    functions' partitions, so they are not added again.
+    """
+    functions = list(getattr(run_metadata, "function_graphs", []))
+    if not functions:
+        return list(getattr(run_metadata, "partition_graphs", []))
+    calling = [
+        function
+        for function in functions
+        if function.pre_optimization_graph.library.function
+    ]
+    if not calling:
+        calling = [
+            max(
+                functions,
+                key=lambda function: sum(
+                    len(graph.node) for graph in function.partition_graphs
+                ),
+            )
+        ]
+    return [graph for function in calling for graph in function.partition_graphs]

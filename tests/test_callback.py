@@ -174,6 +174,39 @@ def test_placement_shows_ops_on_both_devices_and_the_copies_between_them(tmp_pat
     assert placement["input_bytes_per_step"] == 32 * 100 * 4 + 32 * 8
 
 
+def test_placement_of_one_model_does_not_leak_into_the_next(tmp_path):
+    """The captured ops are this model's first step and nothing else: not an
+    earlier model's, not another callback's graphs, not eager one-op
+    functions run at the same time."""
+    pinned = keras.Sequential(
+        [keras.Input((100,)), keras.layers.Dense(32), PinnedToSecondCpu(), keras.layers.Dense(10)]
+    )
+    pinned.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    pinned.fit(
+        fast_dataset(samples=128), epochs=1, verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "pinned")],
+    )
+    for index in range(3):
+        if index == 1:
+            # Another callback's graphs in between (histograms, in validation).
+            mlp().fit(
+                fast_dataset(samples=64), validation_data=fast_dataset(samples=64),
+                epochs=1, verbose=0,
+                callbacks=[keras.callbacks.TensorBoard(str(tmp_path / "ktb"), histogram_freq=1)],
+            )
+        mlp().fit(
+            fast_dataset(samples=128), epochs=1, verbose=0,
+            callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / f"plain{index}")],
+        )
+    records = read(tmp_path)
+    plain = [records[f"plain{index}/train"].placement for index in range(3)]
+    for placement in plain:
+        assert list(placement["ops"]) == ["CPU:0"]
+        assert placement["cross_device_copies"] == 0
+    counts = [placement["ops"]["CPU:0"] for placement in plain]
+    assert max(counts) - min(counts) <= 3
+
+
 def test_two_fits_with_one_callback_keep_global_steps_increasing(tmp_path):
     model = mlp()
     callback = tb_devicecost.DeviceCostCallback(tmp_path / "twice")
