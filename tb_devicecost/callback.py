@@ -548,10 +548,19 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if external is not None:
             if not self._said_external_trace:
                 self._said_external_trace = True
+                dropped = ""
+                if self.profile_steps is not None:
+                    start, stop = self.profile_steps
+                    dropped = (
+                        f" Your profile_steps=({start}, {stop}) window is "
+                        f"dropped: steps {external.start} to {external.stop - 1} "
+                        "are traced instead."
+                    )
                 warnings.warn(
                     "DeviceCostCallback: keras.callbacks.TensorBoard("
                     "profile_batch=...) traces this fit, so no second profiler "
-                    "is started: its trace is marked and digested instead.",
+                    "is started: its trace is marked and digested instead."
+                    + dropped,
                     stacklevel=3,
                 )
             return external

@@ -82,7 +82,7 @@ def steady_share(record, component):
 
 def test_input_bound_pipeline_is_mostly_data_wait(tmp_path):
     model = mlp()
-    dataset = delayed_dataset(0.0005, batch_size=16, samples=320, per_element=True)
+    dataset = delayed_dataset(0.001, batch_size=16, samples=320, per_element=True)
     model.fit(
         dataset,
         epochs=1,
@@ -339,3 +339,75 @@ def test_invalid_arguments_raise_value_error(kwargs, message):
 def test_constructing_the_callback_writes_nothing(tmp_path):
     tb_devicecost.DeviceCostCallback(tmp_path / "lazy")
     assert not (tmp_path / "lazy").exists()
+
+
+def test_evaluate_is_recorded_as_its_own_run(tmp_path):
+    model = mlp()
+    model.fit(fast_dataset(samples=128), epochs=1, verbose=0)
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "eval")
+    model.evaluate(fast_dataset(samples=320), verbose=0, callbacks=[callback])
+    model.evaluate(fast_dataset(samples=320), verbose=0, callbacks=[callback])
+    records = read(tmp_path)
+    assert set(records) == {"eval/evaluation"}
+    aggregate = records["eval/evaluation"].aggregate
+    assert aggregate["steps"] == 20
+    assert aggregate["sessions"] == 2
+    assert aggregate["status"] == "complete"
+    # A ready pipeline: the evaluation run has its own fetch floor.
+    assert aggregate["fetch_floor_ms"] > 0
+
+
+def test_predict_warns_once_that_it_is_not_recorded(tmp_path):
+    model = mlp()
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "predict")
+    x, _ = arrays(64)
+    with pytest.warns(UserWarning, match="`predict` is not recorded"):
+        model.predict(x, verbose=0, callbacks=[callback])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.predict(x, verbose=0, callbacks=[callback])
+    assert not [w for w in caught if "predict" in str(w.message)]
+
+
+def test_reusing_a_callback_on_another_model_warns(tmp_path):
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "reused")
+    first, second = mlp(), mlp()
+    first.fit(fast_dataset(samples=64), epochs=1, verbose=0, callbacks=[callback])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first.fit(fast_dataset(samples=64), epochs=1, verbose=0, callbacks=[callback])
+    # The same model again: no warning of ours.
+    assert not [w for w in caught if "DeviceCostCallback" in str(w.message)]
+    with pytest.warns(UserWarning, match=f"used with model '{first.name}' and now with model '{second.name}'"):
+        second.fit(fast_dataset(samples=64), epochs=1, verbose=0, callbacks=[callback])
+
+
+def test_the_fits_wall_time_is_accounted_for_in_parts_that_add_up(tmp_path):
+    model = mlp()
+
+    class SlowEpochEnd(keras.callbacks.Callback):
+        # Time in the fit outside any step, as epoch-end work is.
+        def on_epoch_end(self, epoch, logs=None):
+            time.sleep(0.2)
+
+    started = time.perf_counter()
+    model.fit(
+        fast_dataset(samples=320),
+        validation_data=fast_dataset(samples=64),
+        epochs=2,
+        verbose=0,
+        callbacks=[SlowEpochEnd(), tb_devicecost.DeviceCostCallback(tmp_path / "wall")],
+    )
+    fit_ms = (time.perf_counter() - started) * 1e3
+    records = read(tmp_path)
+    wall = records["wall/train"].aggregate["wall_ms"]
+    parts = wall["steps"] + wall["warmup"] + wall["between_steps"] + wall["measurement"]
+    assert parts == pytest.approx(wall["total"], rel=1e-9)
+    # The fit's own wall time, less what Keras does before `on_train_begin`
+    # and after `on_train_end`.
+    assert 0.9 * fit_ms < wall["total"] <= fit_ms
+    # Two slow epoch ends and the validation are between steps.
+    validation = records["wall/validation"].aggregate["wall_ms"]
+    assert wall["between_steps"] >= 400 + 0.9 * validation["total"]
+    components = records["wall/train"].aggregate["components"]
+    assert wall["steps"] == pytest.approx(components["step"]["sum_ms"])
