@@ -742,9 +742,11 @@ class _TracingCounter:
                 value = cell.cell_contents
             except ValueError:  # An empty cell.
                 continue
-            value = getattr(value, "__wrapped__", value)
-            if hasattr(value, "experimental_get_tracing_count"):
-                self._functions.append(value)
+            # A tf.function, or Keras's wrapper around one (`functools.wraps`).
+            for candidate in (value, getattr(value, "__wrapped__", None)):
+                if hasattr(candidate, "experimental_get_tracing_count"):
+                    self._functions.append(candidate)
+                    break
         self._baseline = None
         self._last = None
         self.retraces = 0

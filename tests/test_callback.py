@@ -291,6 +291,9 @@ def test_keyboard_interrupt_mid_epoch_leaves_readable_event_files(tmp_path):
     script = textwrap.dedent(
         f"""
         import os, signal
+        # Python ignores SIGINT when it starts with SIGINT ignored (a suite
+        # run under nohup or with `&`): restore Ctrl-C's KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import keras, numpy as np, tensorflow as tf
         import tb_devicecost
 
@@ -411,3 +414,40 @@ def test_the_fits_wall_time_is_accounted_for_in_parts_that_add_up(tmp_path):
     assert wall["between_steps"] >= 400 + 0.9 * validation["total"]
     components = records["wall/train"].aggregate["components"]
     assert wall["steps"] == pytest.approx(components["step"]["sum_ms"])
+
+
+def test_retraces_are_counted_from_tensorflows_tracing_count():
+    """The evidence behind a `retracing` finding: TensorFlow's own count of
+    traces of the functions behind a Keras-style step function."""
+    from tb_devicecost.callback import _TracingCounter
+
+    @tf.function
+    def step(x):
+        return x * 2
+
+    def train_function(data):  # Holds its tf.function in its closure.
+        return step(data)
+
+    counter = _TracingCounter(train_function)
+    train_function(tf.ones((4,)))
+    counter.reset()  # Keras's own first call is the baseline.
+    train_function(tf.ones((4,)))
+    assert not counter.changed()
+    train_function(tf.ones((2, 3)))  # Another rank: a retrace.
+    assert counter.changed()
+    assert counter.retraces == 1
+
+
+def test_validation_has_its_own_fetch_floor(tmp_path):
+    mlp().fit(
+        fast_dataset(samples=320),
+        validation_data=fast_dataset(samples=320),
+        epochs=1,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "val")],
+    )
+    validation = read(tmp_path)["val/validation"].aggregate
+    # A cached, prefetched validation pipeline: its wait is the handover of a
+    # ready batch, and the floor it is judged against was measured.
+    assert validation["fetch_floor_ms"] > 0
+    assert validation["components"]["data_wait"]["p50_ms"] < 5 * validation["fetch_floor_ms"]
