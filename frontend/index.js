@@ -2,14 +2,22 @@
 //
 // TensorBoard loads this ES module in an iframe whose <base href> is the
 // plugin's route prefix and calls render(). The view lives in the iframe's
-// URL hash, so a link reopens the same view:
+// URL hash:
 //   (empty) or #baseline=cpu%2Ftrain          overview
 //   #view=detail&run=gpu%2Ftrain              one run
 //   #view=compare&runs=a,b&baseline=a         chosen runs side by side
 // Each value is encodeURIComponent-encoded; in `runs` the names are encoded
 // one by one and joined with commas.
+//
+// The iframe's hash is not in the address bar, so the view is also kept in
+// TensorBoard's own URL, as its plugin deep-link parameters
+// (#devicecost&p.devicecost.view=detail&p.devicecost.run=gpu%2Ftrain, read
+// back by TensorBoard's experimental.GetURLPluginData): a reload or a shared
+// link opens the same view.
 
-import {getRuns, getRun, getCompare, RequestGuard} from './model.js';
+import {
+  getRuns, getRun, getCompare, getPluginsListing, profileTabActive, RequestGuard,
+} from './model.js';
 import {el} from './views/dom.js';
 import {errorState} from './views/common.js';
 import {buildOverview} from './views/overview.js';
@@ -50,6 +58,93 @@ export function parseHash(hash) {
   return {view, run, runs, baseline: raw.baseline ? decode(raw.baseline) : null};
 }
 
+/**
+ * Our state as TensorBoard plugin URL data: {view, run, runs, baseline}
+ * with plain values, except `runs`, which keeps the iframe hash's form
+ * (names encoded one by one, joined with commas).
+ */
+export function pluginDataFor(state) {
+  const data = {};
+  if (state.view === 'detail' && state.run) {
+    data.view = 'detail';
+    data.run = state.run;
+  } else if (state.view === 'compare' && state.runs && state.runs.length) {
+    data.view = 'compare';
+    data.runs = state.runs.map(encodeURIComponent).join(',');
+  }
+  if (state.baseline) data.baseline = state.baseline;
+  return data;
+}
+
+/** The state held by TensorBoard plugin URL data; the inverse of pluginDataFor. */
+export function stateFromPluginData(data) {
+  if (!data || typeof data !== 'object') return parseHash('');
+  return parseHash(Object.entries(data)
+    .filter(([k, v]) => ['view', 'run', 'runs', 'baseline'].includes(k) && v !== null && v !== undefined)
+    .map(([k, v]) => k + '=' + (k === 'runs' ? String(v) : encodeURIComponent(String(v))))
+    .join('&'));
+}
+
+const PARAM_PREFIX = 'p.' + PLUGIN_NAME + '.';
+
+/**
+ * TensorBoard's hash with our plugin data replaced by `data`, or null when
+ * the hash is not on our tab. The hash is '#<tab>&key=value&...' with keys
+ * and values encodeURIComponent-encoded (TensorBoard's tf_storage); parts
+ * that are not ours are kept as they are.
+ */
+export function tensorBoardHashFor(hash, data) {
+  const parts = String(hash || '').replace(/^#/, '').split('&').filter((p) => p !== '');
+  const tab = parts.filter((p) => !p.includes('=')).pop();
+  if (tab === undefined || decode(tab) !== PLUGIN_NAME) return null;
+  const kept = parts.filter((p) => !decode(p.split('=')[0]).startsWith(PARAM_PREFIX));
+  const ours = Object.entries(data).map(([k, v]) =>
+    encodeURIComponent(PARAM_PREFIX + k) + '=' + encodeURIComponent(String(v)));
+  return kept.concat(ours).join('&');
+}
+
+/** Our plugin data in TensorBoard's hash ({} when there is none). */
+export function pluginDataIn(hash) {
+  const data = {};
+  for (const part of String(hash || '').replace(/^#/, '').split('&')) {
+    const pair = part.split('=');
+    if (pair.length !== 2) continue;
+    const key = decode(pair[0]);
+    if (key.startsWith(PARAM_PREFIX)) data[key.slice(PARAM_PREFIX.length)] = decode(pair[1]);
+  }
+  return data;
+}
+
+/** TensorBoard's window when it is the same-origin parent page, else null. */
+function tensorBoardWindow() {
+  try {
+    const parent = window.parent;
+    if (!parent || parent === window) return null;
+    void parent.location.hash; // Throws when the parent is another origin.
+    return parent;
+  } catch (e) {
+    return null;
+  }
+}
+
+/**
+ * Writes the view into TensorBoard's URL (replacing, not adding, a history
+ * entry: the iframe's own hash change already made one).
+ */
+function writeViewToTensorBoardUrl(state) {
+  const top = tensorBoardWindow();
+  if (!top) return;
+  try {
+    const hash = tensorBoardHashFor(top.location.hash, pluginDataFor(state));
+    if (hash === null || '#' + hash === top.location.hash) return;
+    const url = new URL(top.location.href);
+    url.hash = hash;
+    top.history.replaceState(top.history.state, '', url.href);
+  } catch (e) {
+    // The address bar is a convenience: never let it break the tab.
+  }
+}
+
 /** The hash (without '#') for a state; the inverse of parseHash. */
 export function hashFor(state) {
   const parts = [];
@@ -77,6 +172,8 @@ class App {
     this.lastLoadAt = 0;
     this.inFlight = false;
     this.hashFor = hashFor;
+    this.profileTab = null;
+    this.syncUrl = false;
   }
 
   /** Changes the view by changing the hash (so Back works and links are shareable). */
@@ -103,6 +200,7 @@ class App {
   async load({quiet = false, force = false} = {}) {
     const state = parseHash(window.location.hash);
     this.state = state;
+    if (this.syncUrl) writeViewToTensorBoardUrl(state);
     const {token, signal} = this.guard.begin();
     this.inFlight = true;
     let spinner = null;
@@ -119,9 +217,13 @@ class App {
     let what;
     if (state.view === 'detail') {
       what = 'run \u201c' + (state.run || '') + '\u201d';
+      // Whether TensorBoard has a Profile tab for the capture links.
+      const listing = getPluginsListing({signal});
       result = state.run
         ? await getRun(state.run, {signal})
         : {ok: false, status: 0, error: 'No run named in the link.'};
+      const active = profileTabActive(await listing);
+      if (active !== null) this.profileTab = active;
     } else if (state.view === 'compare') {
       what = 'the comparison';
       result = state.runs.length >= 2
@@ -158,7 +260,7 @@ class App {
     } else {
       try {
         const ctx = {
-          state, picks: this.picks, hashFor,
+          state, picks: this.picks, hashFor, profileTab: this.profileTab,
           navigate: (s) => this.navigate(s), chartWidth: this.chartWidth(),
         };
         node = state.view === 'detail' ? buildDetail(result.data, ctx)
@@ -329,16 +431,20 @@ export async function render() {
     if (Date.now() - app.lastLoadAt > 2000) app.autoRefresh();
   });
 
+  // The view to open: the iframe's own hash, else the one kept in
+  // TensorBoard's URL (read directly when same-origin, else asked for).
+  const top = tensorBoardWindow();
+  if (!window.location.hash && top) {
+    const hash = hashFor(stateFromPluginData(pluginDataIn(top.location.hash)));
+    // Resolve against the document, not the <base href>; no hashchange.
+    if (hash) window.history.replaceState(window.history.state, '', new URL('#' + hash, window.location.href).href);
+  }
+  app.syncUrl = true;
   const first = app.load({quiet: false});
-  if (host && !window.location.hash) {
+  if (host && !top && !window.location.hash) {
     host.send('experimental.GetURLPluginData', {pluginName: PLUGIN_NAME}).then((data) => {
       if (!data || typeof data !== 'object' || window.location.hash) return;
-      const state = parseHash(Object.entries(data)
-        .filter(([k]) => ['view', 'run', 'runs', 'baseline'].includes(k))
-        .map(([k, v]) => k + '=' + (k === 'runs' ? String(v) : encodeURIComponent(String(v))))
-        .join('&'));
-      const hash = hashFor(state);
-      // Resolve against the document, not the <base href>.
+      const hash = hashFor(stateFromPluginData(data));
       if (hash) window.location.replace(new URL('#' + hash, window.location.href).href);
     }, () => {});
   }

@@ -93,6 +93,27 @@ export function getCompare(runs, baseline, options) {
 }
 
 /**
+ * GET TensorBoard's own `data/plugins_listing` (its root is three levels up
+ * from the plugin's route prefix `<root>/data/plugin/devicecost/`).
+ */
+export function getPluginsListing(options) {
+  return fetchJSON('../../../data/plugins_listing', {}, options);
+}
+
+/**
+ * Whether TensorBoard shows the Profile tab (xprof's `profile` plugin is
+ * listed and active): true, false, or null when the listing could not be
+ * read.
+ * @param {Result} listing getPluginsListing's result.
+ * @return {?boolean}
+ */
+export function profileTabActive(listing) {
+  if (!listing || !listing.ok || !listing.data || typeof listing.data !== 'object') return null;
+  const profile = listing.data.profile;
+  return Boolean(profile && typeof profile === 'object' && profile.enabled === true);
+}
+
+/**
  * Stale-response guard. Each view load takes a token; when its response
  * arrives, it is drawn only if no newer load has started since, so a slow
  * older response never overwrites a newer view. Starting a load also aborts

@@ -169,6 +169,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         comparison = analysis.compare_runs(results, baseline=baseline) or {}
         return {
             "baseline": comparison.get("baseline"),
+            "baseline_reason": comparison.get("baseline_reason"),
             "runs": results,
             "rows": comparison.get("rows", []),
         }

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import urllib.parse
 
 import pytest
@@ -17,6 +19,7 @@ from playwright.sync_api import expect
 from playwright.sync_api import sync_playwright
 
 from tb_devicecost import analysis
+from tb_devicecost import formatting
 from tb_devicecost import reader
 
 import plugin_runs
@@ -63,10 +66,8 @@ def screenshots(tmp_path):
     return directory
 
 
-@pytest.fixture
-def tab(browser, tensorboard_url):
-    """The TensorBoard page on the Device Cost tab, with its problems logged."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+def _watch(page):
+    """Collects the page's problems: our console errors, page errors, dialogs."""
     problems = {"console_errors": [], "page_errors": [], "dialogs": []}
 
     def on_console(message):
@@ -82,8 +83,20 @@ def tab(browser, tensorboard_url):
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
+    return problems
+
+
+def _device_cost_frame(page):
+    return page.frame_locator('iframe[src*="name=devicecost"]')
+
+
+@pytest.fixture
+def tab(browser, tensorboard_url):
+    """The TensorBoard page on the Device Cost tab, with its problems logged."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems = _watch(page)
     page.goto(tensorboard_url + "/#devicecost")
-    frame = page.frame_locator('iframe[src*="name=devicecost"]')
+    frame = _device_cost_frame(page)
     expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
     yield page, frame, problems
     page.close()
@@ -139,7 +152,9 @@ def test_compare_shows_the_speedup_and_the_reason(tab, screenshots):
     frame.get_by_role("button", name="Compare").click()
     explanation = frame.locator(".dc-compare .dc-explanation").filter(has_text="slow/train")
     expect(explanation.first).to_be_visible(timeout=30_000)
-    expect(frame.locator(".dc-compare")).to_contain_text("×")
+    expect(frame.locator(".dc-compare .dc-compare-row .dc-speedup").first).to_have_text(
+        re.compile(r"\d\.\d\dx")
+    )
     page.screenshot(path=os.path.join(screenshots, "compare.png"), full_page=True)
     assert problems["console_errors"] == []
     assert problems["page_errors"] == []
@@ -312,7 +327,9 @@ def test_trace_blocks_show_device_rows_errors_and_no_unsafe_links(tab, screensho
     assert block.locator("a").count() == 0  # javascript: never becomes a link
     digest = block.locator("table.dc-trace-digest")
     expect(digest.locator("tr.dc-trace-device-row")).to_have_count(6)
-    expect(digest.locator('tr[data-row="device_busy"] td.dc-trace-value')).to_have_text("63% (2.50 ms)")
+    expect(digest.locator('tr[data-row="device_busy"] td.dc-trace-value')).to_have_text(
+        formatting.fmt_share(0.625) + " (2.50 ms)"
+    )
     expect(digest.locator('tr[data-row="kernels"] td.dc-trace-value')).to_have_text("42")
     expect(digest.locator('tr[data-row="kernel_us"] td.dc-trace-value')).to_have_text("59.5 \u00b5s")
     expect(digest.locator('tr[data-row="h2d"] td.dc-trace-value')).to_have_text("0.200 ms \u00b7 128.0 KiB")
@@ -334,4 +351,504 @@ def test_trace_blocks_show_device_rows_errors_and_no_unsafe_links(tab, screensho
     page.wait_for_timeout(300)
     assert problems["dialogs"] == []
     assert problems["console_errors"] == []
+    assert problems["page_errors"] == []
+
+
+# ---------------------------------------------------------------------------
+# Honest numbers (issue 10): one formatting rule, labelled statistics, where
+# the step ran, layout from 900 px, the view in the URL, words for users.
+
+FRONTEND = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frontend")
+
+
+def _report(logdir):
+    return analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+
+
+def _run_result(logdir, name):
+    [run] = [run for run in _report(logdir)["runs"] if run["run"] == name]
+    return run
+
+
+@pytest.fixture(scope="module")
+def cli_text(logdir):
+    """What `tb-devicecost report LOGDIR` prints, on a UTF-8 terminal."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tb_devicecost.cli", "report", logdir],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=dict(os.environ, PYTHONIOENCODING="utf-8", TF_CPP_MIN_LOG_LEVEL="3"),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _cli_figures(text, name):
+    """The report table's p50 step and shares for run `name`, as printed."""
+    lines = text.splitlines()
+    [header] = [line for line in lines if line.startswith("RUN ") and "VERDICT" in line]
+    p50_end = re.search(r"STEP p50|p50", header).end()
+    start = lines.index(next(line for line in lines if line.split(" ", 1)[0] == name))
+    row = lines[start]
+    step = re.search(r"(\S+ ms)$", row[:p50_end].rstrip()).group(1)
+    shares_line = next(line for line in lines[start + 1:] if " wait " in line)
+    wait, compute, host = re.search(r"wait (\S+) compute (\S+) host (\S+)", shares_line).groups()
+    warmup = re.search(r"warm-up (\S+)", shares_line).group(1)
+    return {"p50": step, "data_wait": wait, "compute": compute, "host_overhead": host,
+            "warmup": warmup}
+
+
+def _open_detail(frame, name):
+    frame.locator(f'.dc-run-row[data-run="{name}"] a.dc-run-link').first.click()
+    expect(frame.locator(f'.dc-detail[data-run="{name}"] svg.dc-chart').first).to_be_visible(
+        timeout=30_000
+    )
+
+
+def _open_compare(frame, names):
+    for name in names:
+        frame.locator(f'.dc-run-row[data-run="{name}"] input[type="checkbox"]').check()
+    frame.get_by_role("button", name="Compare").click()
+    expect(frame.locator(".dc-compare .dc-compare-table")).to_be_visible(timeout=30_000)
+
+
+def _columns(table):
+    """{header text: {run: cell text}} of a one-header-row table."""
+    return table.evaluate(
+        """table => {
+          const heads = Array.from(table.tHead.rows[0].cells).map((th) => th.textContent.trim());
+          const out = {};
+          heads.forEach((h) => { out[h] = {}; });
+          for (const tr of table.tBodies[0].rows) {
+            Array.from(tr.cells).forEach((td, i) => {
+              if (heads[i] !== undefined) out[heads[i]][tr.getAttribute('data-run')] = td.textContent.trim();
+            });
+          }
+          return out;
+        }"""
+    )
+
+
+def _statistic_columns(columns):
+    """(statistic, header) for each column of step times in ms."""
+    found = []
+    for header in columns:
+        if "(ms)" not in header or "step" not in header.lower():
+            continue
+        lower = header.lower()
+        if "median" in lower or "p50" in lower:
+            found.append(("p50", header))
+        elif "mean" in lower:
+            found.append(("mean", header))
+        else:
+            found.append((None, header))
+    return found
+
+
+def test_format_module_is_the_python_formatting_rule(browser):
+    """frontend/format.js writes every value as tb_devicecost.formatting does."""
+    values = [
+        0.0, 0.0625, 1.005, 2.675, 9.996, 9.9949, 99.95, 99.96, 100.5, 1234.5, 123456.5,
+        0.0005, 0.1235, 0.2291, 0.5934, 17.25, -0.0004, -1.5, 0.001, 0.0004, 0.042, 0.05,
+        0.127, 0.1496, 0.14960, 0.29, 0.5, 0.7, 0.999, 1.0, 1.2, 0.625, 3.0, 31417.24,
+    ]
+    values += [n / 1000 for n in range(0, 1001, 7)] + [n / 64 for n in range(0, 6400, 37)]
+    functions = {
+        "fmtMs": formatting.fmt_ms, "fmtMsUnit": formatting.fmt_ms_unit,
+        "fmtSignedMs": formatting.fmt_signed_ms, "fmtShare": formatting.fmt_share,
+        "fmtCount": formatting.fmt_count, "fmtSpeedup": formatting.fmt_speedup,
+    }
+    page = browser.new_page()
+
+    def serve(route):
+        path = urllib.parse.urlsplit(route.request.url).path.lstrip("/") or "index.html"
+        if path == "index.html":
+            route.fulfill(body="<!doctype html><title>format</title>", content_type="text/html")
+            return
+        with open(os.path.join(FRONTEND, path), encoding="utf-8") as f:
+            route.fulfill(body=f.read(), content_type="text/javascript")
+
+    page.route("http://format.test/**", serve)
+    page.goto("http://format.test/index.html")
+    written = page.evaluate(
+        """async ([values, names]) => {
+          const f = await import('/format.js');
+          const out = {};
+          for (const name of names) {
+            out[name] = values.map((v) => f[name](v));
+            out[name].push(f[name](null), f[name](undefined), f[name](NaN), f[name](Infinity));
+          }
+          return out;
+        }""",
+        [values, list(functions)],
+    )
+    page.close()
+    for name, python in functions.items():
+        expected = [python(v) for v in values] + [python(None)] * 2 + [python(float("nan"))] * 1 + [
+            python(float("inf"))
+        ]
+        mismatches = [
+            (v, want, got) for v, want, got in zip(values + [None] * 4, expected, written[name])
+            if want != got
+        ]
+        assert not mismatches, f"{name}: (value, Python, JavaScript) {mismatches[:10]}"
+
+
+def test_the_tab_prints_the_numbers_the_report_prints(tab, cli_text):
+    """Shares and milliseconds of a run read the same in the tab and the CLI."""
+    page, frame, problems = tab
+    for name in ("cpu/train", "slow/train"):
+        cli = _cli_figures(cli_text, name)
+        row = frame.locator(f'.dc-run-row[data-run="{name}"]')
+        expect(row.locator('td[data-stat="p50"]')).to_have_text(cli["p50"].removesuffix(" ms"))
+        expect(row.locator(".dc-warmup-pct")).to_have_text(cli["warmup"])
+        bar = row.locator("svg.dc-share-bar")
+        expect(bar).to_have_attribute(
+            "aria-label",
+            f"data wait {cli['data_wait']} \u00b7 compute {cli['compute']} \u00b7 "
+            f"host overhead {cli['host_overhead']}",
+        )
+    _open_detail(frame, "cpu/train")
+    cli = _cli_figures(cli_text, "cpu/train")
+    expect(frame.locator('.dc-stat[data-stat="p50"] .dc-stat-value')).to_have_text(cli["p50"])
+    for component, label in (("data_wait", "data wait"), ("compute", "compute"),
+                              ("host_overhead", "host overhead")):
+        expect(
+            frame.locator(f'table.dc-percentiles tr[data-component="{label}"] td').last
+        ).to_have_text(cli[component])
+    assert problems["page_errors"] == []
+
+
+def test_every_step_column_holds_the_statistic_its_label_names(tab, logdir, cli_text):
+    """p50 where a label says p50 or median, the mean where it says mean; the
+    same run's p50 reads the same in the overview, the detail, the comparison
+    and the report."""
+    page, frame, problems = tab
+    runs = {run["run"]: run for run in _report(logdir)["runs"]}
+    names = ["cpu/train", "slow/train"]
+    expected = {
+        name: {"p50": formatting.fmt_ms(runs[name]["step_ms"]["p50"]),
+               "mean": formatting.fmt_ms(runs[name]["step_ms"]["mean"])}
+        for name in names
+    }
+    for name in names:
+        assert _cli_figures(cli_text, name)["p50"] == expected[name]["p50"] + " ms"
+
+    def check(table, must_show):
+        columns = _columns(table)
+        statistics = _statistic_columns(columns)
+        assert {stat for stat, _ in statistics} >= set(must_show), columns.keys()
+        for stat, header in statistics:
+            assert stat is not None, f"{header!r} does not name its statistic"
+            for name in names:
+                assert columns[header][name] == expected[name][stat], (header, name)
+
+    check(frame.locator("table.dc-runs"), ["p50"])
+    _open_compare(frame, names)
+    check(frame.locator("table.dc-compare-table"), ["p50", "mean"])
+    speedup = [h for h in _columns(frame.locator("table.dc-compare-table")) if "speedup" in h.lower()]
+    assert speedup and "mean" in speedup[0].lower()  # the speedup says it is from means
+
+    frame.locator(".dc-back").first.click()
+    _open_detail(frame, "slow/train")
+    expect(frame.locator('.dc-stat[data-stat="p50"] .dc-stat-label')).to_have_text(
+        re.compile("p50", re.IGNORECASE)
+    )
+    expect(frame.locator('.dc-stat[data-stat="p50"] .dc-stat-value')).to_have_text(
+        expected["slow/train"]["p50"] + " ms"
+    )
+    expect(frame.locator('.dc-stat[data-stat="mean"] .dc-stat-label')).to_have_text(
+        re.compile("mean", re.IGNORECASE)
+    )
+    expect(frame.locator('.dc-stat[data-stat="mean"] .dc-stat-value')).to_have_text(
+        expected["slow/train"]["mean"] + " ms"
+    )
+    assert problems["page_errors"] == []
+
+
+def test_the_detail_view_shows_one_fetch_floor(tab, logdir):
+    page, frame, problems = tab
+    run = _run_result(logdir, "cpu/train")
+    _open_detail(frame, "cpu/train")
+    # Outside the findings (sentences of the analysis), one place names it.
+    places = frame.locator(".dc-detail").evaluate(
+        """root => {
+          const found = [];
+          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+          let node;
+          while ((node = walker.nextNode())) {
+            if (node.parentElement.closest('.dc-findings-panel')) continue;
+            if (/fetch[ _]floor/i.test(node.data)) found.push(node.data);
+          }
+          return found;
+        }"""
+    )
+    assert len(places) == 1, places
+    expect(frame.locator('.dc-stat[data-stat="fetch_floor"] .dc-stat-value')).to_have_text(
+        formatting.fmt_ms_unit(run["fetch_floor_ms"])
+    )
+    assert problems["page_errors"] == []
+
+
+def _rewrite_json(page, pattern, change):
+    """Serves the plugin route matching `pattern` with `change(body)` applied."""
+
+    def serve(route):
+        response = route.fetch()
+        body = response.json()
+        change(body)
+        route.fulfill(response=response, body=json.dumps(body))
+
+    page.route(re.compile(pattern), serve)
+
+
+def _runs_of(body):
+    runs = list(body.get("runs", []))
+    if "run" in body:  # the run route: one run
+        runs.append(body)
+    return runs
+
+
+def test_the_device_column_shows_where_the_step_ran(browser, tensorboard_url, logdir):
+    """The fixture's process has two logical CPUs, so every run sees CPU:0 and
+    CPU:1 but runs on one: only that one is shown. A step that used two
+    devices (served in place of slow/train's) shows both."""
+    runs = _report(logdir)["runs"]
+    assert all(len(run["placement"]["devices"]) > 1 for run in runs)  # visible, not used
+
+    def two_devices(body):
+        for run in _runs_of(body):
+            if run["run"] == "slow/train":
+                run["device"] = "CPU:1"
+                run["devices_used"] = ["CPU:1", "CPU:0"]
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems = _watch(page)
+    _rewrite_json(page, r".*/data/plugin/devicecost/(runs|run|compare)\?.*|.*/data/plugin/devicecost/runs$", two_devices)
+    page.goto(tensorboard_url + "/#devicecost")
+    frame = _device_cost_frame(page)
+    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
+    for run in runs:
+        if run["run"] == "slow/train":
+            continue
+        cell = frame.locator(f'.dc-run-row[data-run="{run["run"]}"] td.dc-col-device .dc-device')
+        expect(cell).to_have_text(run["device"])
+        expect(frame.locator(f'.dc-run-row[data-run="{run["run"]}"] td.dc-col-device')).not_to_contain_text(
+            [d for d in run["placement"]["devices"] if d != run["device"]][0]
+        )
+    slow = frame.locator('.dc-run-row[data-run="slow/train"] td.dc-col-device')
+    expect(slow.locator(".dc-device")).to_have_text("CPU:1")
+    expect(slow.locator(".dc-device-more")).to_contain_text("CPU:0")
+
+    _open_detail(frame, "cpu/train")
+    cpu = _run_result(logdir, "cpu/train")
+    expect(frame.locator('.dc-stat[data-stat="device"] .dc-stat-value')).to_have_text(cpu["device"])
+    expect(frame.locator(".dc-placement .dc-step-device")).to_have_text(cpu["device"])
+    page.close()
+    assert problems["page_errors"] == []
+
+
+LONG_RUN = "input_pipeline/augment_in_model_with_a_long_name/train"
+
+
+def _layout(frame):
+    """Tables wider than their box, and each run name's line breaks."""
+    return frame.locator("body").evaluate(
+        """body => {
+          const overflow = [];
+          for (const wrap of body.querySelectorAll('.dc-table-wrap')) {
+            if (wrap.scrollWidth > wrap.clientWidth) overflow.push([wrap.scrollWidth, wrap.clientWidth]);
+          }
+          const page = document.scrollingElement;
+          if (page.scrollWidth > page.clientWidth) overflow.push(['page', page.scrollWidth, page.clientWidth]);
+          // The character before each line break of every run name.
+          const breaks = [];
+          for (const name of body.querySelectorAll('table .dc-run-name')) {
+            const walker = document.createTreeWalker(name, NodeFilter.SHOW_TEXT);
+            let node; let lastTop = null; let lastChar = null;
+            while ((node = walker.nextNode())) {
+              for (let i = 0; i < node.length; i++) {
+                const range = document.createRange();
+                range.setStart(node, i);
+                range.setEnd(node, i + 1);
+                const rect = range.getClientRects()[0];
+                if (rect && rect.width > 0) {
+                  if (lastTop !== null && rect.top > lastTop + 2) breaks.push([name.textContent, lastChar]);
+                  lastTop = rect.top;
+                }
+                lastChar = node.data[i];
+              }
+            }
+          }
+          // The last column (the speedup) must be on screen.
+          const offscreen = [];
+          for (const cell of body.querySelectorAll('.dc-speedup, .dc-verdict')) {
+            if (cell.getBoundingClientRect().right > document.documentElement.clientWidth) offscreen.push(cell.textContent);
+          }
+          return {overflow, breaks, offscreen};
+        }"""
+    )
+
+
+@pytest.mark.parametrize("width", [900, 1280, 1920])
+def test_the_tables_fit_and_run_names_stay_whole(browser, tensorboard_url, width, screenshots):
+    """No table wider than its box, verdicts and speedups on screen, and run
+    names broken only after a '/' (or at a space), from 900 px up."""
+
+    def add_long_run(body):
+        runs = body.get("runs")
+        if isinstance(runs, list) and runs and not any(r["run"] == LONG_RUN for r in runs):
+            runs.append(dict(runs[0], run=LONG_RUN))
+
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = _watch(page)
+    _rewrite_json(page, r".*/data/plugin/devicecost/runs(\?.*)?$", add_long_run)
+    page.goto(tensorboard_url + "/#devicecost")
+    frame = _device_cost_frame(page)
+    expect(frame.locator(".dc-run-row")).to_have_count(4, timeout=60_000)
+    layout = _layout(frame)
+    page.screenshot(path=os.path.join(screenshots, f"overview_{width}.png"))
+    assert layout["overflow"] == [], layout
+    assert layout["offscreen"] == [], layout
+    assert all(char in "/ " for _, char in layout["breaks"]), layout["breaks"]
+
+    _open_compare(frame, ["cpu/train", "slow/train", f"{plugin_runs.XSS_RUN_DIR}/train"])
+    layout = _layout(frame)
+    page.screenshot(path=os.path.join(screenshots, f"compare_{width}.png"), full_page=True)
+    assert layout["overflow"] == [], layout
+    assert layout["offscreen"] == [], layout
+    assert all(char in "/ " for _, char in layout["breaks"]), layout["breaks"]
+
+    frame.locator(".dc-back").first.click()
+    _open_detail(frame, "cpu/train")
+    layout = _layout(frame)
+    assert layout["overflow"] == [], layout
+    page.close()
+    assert problems["page_errors"] == []
+
+
+def _devicecost_params(url):
+    fragment = urllib.parse.urlsplit(url).fragment
+    return [part for part in fragment.split("&") if part.startswith("p.devicecost.")]
+
+
+def test_a_reload_or_a_shared_link_keeps_the_detail_view(tab, browser):
+    page, frame, problems = tab
+    _open_detail(frame, "slow/train")
+    expect(page).to_have_url(re.compile(r"#devicecost&.*p\.devicecost\.run="))
+    page.reload()
+    frame = _device_cost_frame(page)
+    expect(frame.locator('.dc-detail[data-run="slow/train"] svg.dc-chart').first).to_be_visible(
+        timeout=60_000
+    )
+    shared = browser.new_page(viewport={"width": 1400, "height": 900})
+    shared.goto(page.url)
+    expect(
+        _device_cost_frame(shared).locator('.dc-detail[data-run="slow/train"] svg.dc-chart').first
+    ).to_be_visible(timeout=60_000)
+    shared.close()
+
+    # Back to the overview: the address bar holds no view any more.
+    frame.locator(".dc-back").first.click()
+    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=30_000)
+    page.wait_for_function("() => !location.hash.includes('p.devicecost.view')")
+    assert urllib.parse.urlsplit(page.url).fragment.split("&")[0] == "devicecost"
+    assert problems["page_errors"] == []
+
+
+def test_a_reload_keeps_the_compare_view(tab):
+    page, frame, problems = tab
+    names = ["cpu/train", f"{plugin_runs.XSS_RUN_DIR}/train"]
+    _open_compare(frame, names)
+    baseline = frame.locator(".dc-compare select.dc-baseline").input_value()
+    expect(page).to_have_url(re.compile(r"p\.devicecost\.view=compare"))
+    page.reload()
+    frame = _device_cost_frame(page)
+    rows = frame.locator(".dc-compare-table .dc-compare-row")
+    expect(rows).to_have_count(2, timeout=60_000)
+    assert sorted(rows.evaluate_all("rows => rows.map((r) => r.getAttribute('data-run'))")) == sorted(names)
+    assert frame.locator(".dc-compare select.dc-baseline").input_value() == baseline
+    assert frame.locator("img[src='x']").count() == 0
+    assert problems["dialogs"] == []
+    assert problems["page_errors"] == []
+
+
+def test_without_the_profile_tab_the_capture_links_say_how_to_install_it(
+    browser, tensorboard_url
+):
+    """TensorBoard without xprof lists no active `profile` plugin: no dead
+    link to the Profile tab, and a sentence that says how to get it."""
+
+    def without_profile(body):
+        body.pop("profile", None)
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems = _watch(page)
+    _rewrite_json(page, r".*/data/plugins_listing(\?.*)?$", without_profile)
+    page.goto(tensorboard_url + "/#devicecost")
+    frame = _device_cost_frame(page)
+    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
+    _open_detail(frame, "cpu/train")
+    expect(frame.locator(".dc-profile .dc-profile-capture")).to_have_count(1)
+    assert frame.locator("a.dc-profile-link").count() == 0
+    assert frame.locator("a.dc-trace-link").count() == 0
+    for where in (".dc-profile", ".dc-traces"):
+        expect(frame.locator(f"{where} .dc-no-profile-tab")).to_contain_text('pip install ".[profile]"')
+    page.close()
+    assert problems["page_errors"] == []
+
+
+def test_run_info_shows_what_helps_the_user(tab, logdir):
+    page, frame, problems = tab
+
+    def distributed(body):
+        if body.get("run") == "slow/train":
+            body["info"]["distribution_strategy"] = "MirroredStrategy"
+            body["info"]["replicas"] = 2
+            body["info"]["steps_per_execution"] = 4
+
+    _rewrite_json(page, r".*/data/plugin/devicecost/run\?.*", distributed)
+    [record] = [r for r in reader.read_runs(reader.local_provider(logdir)) if r.run == "cpu/train"]
+    _open_detail(frame, "cpu/train")
+    info = frame.locator(".dc-info")
+    text = info.inner_text()
+    for internal in ("schema", "_Default", "DefaultDistributionStrategy", "steps per record",
+                     "steps_per_record", "fetch", "sessions", "Distribution strategy",
+                     "steps_per_execution"):
+        assert internal.lower() not in text.lower(), (internal, text)
+    expect(info).to_contain_text(record.info["backend"])
+    expect(info).to_contain_text("Keras " + record.info["versions"]["keras"])
+    expect(info).to_contain_text(record.info["dtype_policy"])
+    expect(info.locator("dt").filter(has_text="Batch size")).to_have_count(1)
+
+    frame.locator(".dc-back").first.click()
+    _open_detail(frame, "slow/train")
+    info = frame.locator(".dc-info")
+    expect(info).to_contain_text("MirroredStrategy")
+    expect(info.locator("dt").filter(has_text="steps_per_execution")).to_have_count(1)
+    assert problems["page_errors"] == []
+
+
+def test_the_detail_view_breaks_down_the_fit_wall_time(tab):
+    page, frame, problems = tab
+    wall = {"total": 1523.0, "steps": 700.25, "warmup": 600.5, "between_steps": 212.0,
+            "measurement": 10.25}
+
+    def with_wall(body):
+        body["wall_ms"] = dict(wall)
+        body["wall_shares"] = {k: v / wall["total"] for k, v in wall.items() if k != "total"}
+
+    _rewrite_json(page, r".*/data/plugin/devicecost/run\?.*", with_wall)
+    _open_detail(frame, "cpu/train")
+    panel = frame.locator(".dc-wall")
+    for part in ("steps", "warmup", "between_steps", "measurement"):
+        cells = panel.locator(f'tr[data-part="{part}"] td.dc-num')
+        expect(cells.nth(0)).to_have_text(formatting.fmt_ms(wall[part]))
+        expect(cells.nth(1)).to_have_text(formatting.fmt_share(wall[part] / wall["total"]))
+    expect(panel.locator('tr[data-part="total"] td.dc-num').first).to_have_text(
+        formatting.fmt_ms(wall["total"])
+    )
+    expect(panel.locator(".dc-wall-sentence")).to_contain_text(formatting.fmt_ms_unit(wall["total"]))
     assert problems["page_errors"] == []

@@ -3,7 +3,8 @@
 // elements (one path per component, not one element per point), and the
 // step chart uses a single pair of pointer listeners for its hover read-out.
 
-import {el, svg, fmtMs, fmtMsUnit, fmtPct, isNum} from './dom.js';
+import {el, svg} from './dom.js';
+import {fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
 
 /** The three steady-state components, in stacking order. */
 export const COMPONENTS = [
@@ -65,7 +66,8 @@ export function shareBar(shares, {width = 160, height = 14} = {}) {
   if (!shares || total <= 0) {
     return el('span', {class: 'dc-muted', text: 'no steady-state steps'});
   }
-  const label = COMPONENTS.map((c, i) => c.label + ' ' + fmtPct(values[i] / total)).join(' \u00b7 ');
+  // The shares as the report prints them (not renormalised: the same text).
+  const label = COMPONENTS.map((c) => c.label + ' ' + fmtShare(shares[c.key])).join(' \u00b7 ');
   const children = [svg('title', {}, [label])];
   let x = 0;
   COMPONENTS.forEach((c, i) => {
@@ -99,7 +101,7 @@ export function warmupBar(share, warmupMs, {width = 48, height = 14} = {}) {
     return el('span', {class: 'dc-muted', text: '\u2014'});
   }
   const s = Math.min(1, Math.max(0, share));
-  const label = 'warm-up: ' + fmtPct(s) + ' of wall time' +
+  const label = 'warm-up: ' + fmtShare(share) + ' of the fit\u2019s wall time' +
       (isNum(warmupMs) ? ' (' + fmtMsUnit(warmupMs) + ')' : '');
   return el('span', {class: 'dc-warmup', title: label}, [
     svg('svg', {
@@ -109,7 +111,7 @@ export function warmupBar(share, warmupMs, {width = 48, height = 14} = {}) {
       svg('rect', {x: 0, y: 0, width, height, fill: '#ede7f6'}),
       svg('rect', {x: 0, y: 0, width: (s * width).toFixed(2), height, fill: WARMUP_COLOR}),
     ]),
-    el('span', {class: 'dc-warmup-pct', text: fmtPct(s)}),
+    el('span', {class: 'dc-warmup-pct', text: fmtShare(share)}),
   ]);
 }
 

@@ -1,9 +1,12 @@
 // Compare: chosen runs side by side, per component, with each difference
 // explained in words.
 
-import {el, fmtMs, fmtDeltaMs, fmtSpeedup, fmtInt, isNum, DASH} from './dom.js';
+import {el, runName} from './dom.js';
+import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
 import {stackedBars, componentLegend, COMPONENTS} from './charts.js';
-import {verdictBadge, panel, backLink, runningNote} from './common.js';
+import {
+  verdictBadge, panel, backLink, runningNote, deviceCell, baselineNote, speedupCell,
+} from './common.js';
 
 /**
  * @param {Object} data the `compare` route's JSON.
@@ -12,79 +15,149 @@ import {verdictBadge, panel, backLink, runningNote} from './common.js';
  * @return {HTMLElement}
  */
 export function buildCompare(data, app) {
-  const runs = Array.isArray(data && data.runs) ? data.runs.filter(Boolean) : [];
-  const rows = Array.isArray(data && data.rows) ? data.rows.filter(Boolean) : [];
+  const runs = Array.isArray(data && data.runs) ? data.runs.filter((r) => r && r.run != null) : [];
+  const rows = Array.isArray(data && data.rows) ? data.rows.filter((r) => r && r.run != null) : [];
   const baseline = data && data.baseline != null ? String(data.baseline) : null;
-  const byName = new Map(runs.map((r) => [String(r.run), r]));
+  const rowByName = new Map(rows.map((r) => [String(r.run), r]));
   const root = el('div', {class: 'dc-compare'});
 
   root.appendChild(el('nav', {class: 'dc-crumbs'}, [
-    backLink(app.hashFor({view: 'overview', baseline: baseline || app.state.baseline})),
+    backLink(app.hashFor({view: 'overview', baseline: app.state.baseline})),
   ]));
 
   const head = el('div', {class: 'dc-detail-head'}, [
-    el('h2', {class: 'dc-run-title', text: 'Comparing ' + rows.length + ' runs'}),
+    el('h2', {class: 'dc-run-title', text: 'Comparing ' + runs.length + ' runs'}),
   ]);
-  if (rows.length >= 2) {
+  if (runs.length >= 2) {
     const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
-    for (const row of rows) {
-      const name = String(row.run);
+    if (baseline === null) {
+      select.appendChild(el('option', {text: 'none', attrs: {value: '', selected: true}}));
+    }
+    for (const run of runs) {
+      const name = String(run.run);
       const option = el('option', {text: name, attrs: {value: name}});
       if (name === baseline) option.selected = true;
       select.appendChild(option);
     }
     select.addEventListener('change', () => {
-      app.navigate({view: 'compare', runs: rows.map((r) => String(r.run)), baseline: select.value});
+      app.navigate({view: 'compare', runs: runs.map((r) => String(r.run)), baseline: select.value || null});
     });
     head.appendChild(el('span', {class: 'dc-spacer'}));
     head.appendChild(el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]));
   }
   root.appendChild(head);
 
-  const running = rows.map((r) => byName.get(String(r.run))).filter((r) => r && r.status === 'running');
-  for (const r of running) root.appendChild(runningNote(String(r.run)));
+  for (const r of runs) if (r.status === 'running') root.appendChild(runningNote(String(r.run)));
 
-  if (rows.length === 0) {
+  if (runs.length === 0) {
     root.appendChild(el('p', {class: 'dc-empty', text: 'None of these runs has Device Cost data.'}));
     return root;
   }
+  root.appendChild(baselineNote(baseline === null ? null : {
+    baseline, baseline_reason: data.baseline_reason,
+  }));
 
   // What the differences mean, first: that is the answer the user came for.
-  const explanations = el('ul', {class: 'dc-explanations'});
-  for (const row of rows) {
-    const name = String(row.run);
-    const isBase = name === baseline;
-    const text = row.explanation
-      ? String(row.explanation)
-      : isBase ? 'The baseline: the other runs are measured against it.' : 'No explanation available.';
-    explanations.appendChild(el('li', {class: 'dc-explanation', attrs: {'data-run': name}}, [
-      el('span', {class: 'dc-run-name', text: name}),
-      isBase ? el('span', {class: 'dc-tag', text: 'baseline'}) : null,
-      el('span', {class: 'dc-explanation-text', text: text}),
-    ]));
+  if (rows.length) {
+    const explanations = el('ul', {class: 'dc-explanations'});
+    for (const row of rows) {
+      const name = String(row.run);
+      const isBase = isBaseline(name, row, baseline);
+      const text = row.explanation && row.explanation !== 'baseline'
+        ? String(row.explanation)
+        : isBase ? 'The baseline: the other runs are measured against it.' : 'No explanation available.';
+      explanations.appendChild(el('li', {class: 'dc-explanation', attrs: {'data-run': name}}, [
+        runName(name),
+        isBase ? el('span', {class: 'dc-tag', text: 'baseline'}) : null,
+        el('span', {class: 'dc-explanation-text', text: text}),
+      ]));
+    }
+    root.appendChild(panel('What the differences mean', [explanations]));
   }
-  root.appendChild(panel('What the differences mean', [explanations]));
 
-  root.appendChild(panel('Time per step', [
+  root.appendChild(panel('Mean time per step', [
     componentLegend(),
-    stackedBars(rows.map((row) => ({
-      label: String(row.run),
-      values: pick(row.per_step_ms),
-    })), {width: app.chartWidth || 860, unit: 'ms per step'}),
+    stackedBars(runs.map((run) => ({
+      label: String(run.run),
+      values: meanComponents(run),
+    })), {width: app.chartWidth || 860, unit: 'ms per step (mean)'}),
   ], 'dc-chart-panel'));
 
-  // The side-by-side table.
+  root.appendChild(panel('Side by side', [el('div', {class: 'dc-table-wrap'}, [summaryTable(runs, rowByName, baseline)])]));
+  root.appendChild(panel('Per component', [el('div', {class: 'dc-table-wrap'}, [componentTable(runs, rowByName, baseline)])]));
+  root.appendChild(el('p', {
+    class: 'dc-footnote',
+    text: 'Per step: each component\u2019s mean time in a steady-state step (warm-up excluded). ' +
+      'Per 1000 samples: the same time scaled by the batch size, so runs with different batch ' +
+      'sizes compare fairly. The speedup is from mean step times, like samples/s: a median ' +
+      'would hide rare long stalls.',
+  }));
+  return root;
+}
+
+function isBaseline(name, row, baseline) {
+  return baseline !== null && (name === baseline || (row && row.against != null && String(row.against) === name));
+}
+
+function meanComponents(run) {
+  const out = {};
+  for (const c of COMPONENTS) {
+    const stats = run[c.key + '_ms'];
+    out[c.key] = stats && isNum(stats.mean) ? stats.mean : null;
+  }
+  return out;
+}
+
+function runCell(name) {
+  return el('td', {class: 'dc-col-run'}, [runName(name)]);
+}
+
+/** Run, device, batch, verdict, p50 and mean step, speedup. */
+function summaryTable(runs, rowByName, baseline) {
   const table = el('table', {class: 'dc-table dc-compare-table'});
+  table.appendChild(el('thead', {}, [el('tr', {}, [
+    el('th', {class: 'dc-col-run', text: 'Run'}),
+    el('th', {text: 'Device', title: 'Where the step ran (the device holding most of the first step\u2019s ops)'}),
+    el('th', {class: 'dc-num', text: 'Batch'}),
+    el('th', {text: 'Verdict'}),
+    el('th', {class: 'dc-num', text: 'p50 step (ms)', title: 'Median steady-state step time'}),
+    el('th', {class: 'dc-num', text: 'Mean step (ms)', title: 'Mean steady-state step time: the speedup is from it'}),
+    el('th', {
+      class: 'dc-num', text: 'Speedup (mean step)',
+      title: 'The baseline\u2019s mean step time over this run\u2019s (samples/s when batch sizes differ)' +
+        (baseline ? '. Baseline: ' + baseline : ''),
+    }),
+  ])]));
+  const tbody = el('tbody');
+  for (const run of runs) {
+    const name = String(run.run);
+    const row = rowByName.get(name) || null;
+    const step = run.step_ms || {};
+    tbody.appendChild(el('tr', {
+      class: 'dc-compare-row' + (isBaseline(name, row, baseline) ? ' dc-baseline-row' : ''),
+      attrs: {'data-run': name},
+    }, [
+      runCell(name),
+      el('td', {class: 'dc-col-device'}, deviceCell(run)),
+      el('td', {class: 'dc-num', text: fmtCount(run.batch_size)}),
+      el('td', {class: 'dc-col-verdict'}, [verdictBadge(run.verdict)]),
+      el('td', {class: 'dc-num dc-step-ms', attrs: {'data-stat': 'p50'}, text: fmtMs(step.p50)}),
+      el('td', {class: 'dc-num', attrs: {'data-stat': 'mean'}, text: fmtMs(step.mean)}),
+      speedupCell(name, row, baseline),
+    ]));
+  }
+  table.appendChild(tbody);
+  return table;
+}
+
+/** Each component's mean per step (with the difference) and per 1000 samples. */
+function componentTable(runs, rowByName, baseline) {
+  const table = el('table', {class: 'dc-table dc-component-table'});
   table.appendChild(el('thead', {}, [
     el('tr', {}, [
-      el('th', {attrs: {rowspan: 2}, text: 'Run'}),
-      el('th', {attrs: {rowspan: 2}, text: 'Device'}),
-      el('th', {attrs: {rowspan: 2}, class: 'dc-num', text: 'Batch'}),
-      el('th', {attrs: {rowspan: 2}, text: 'Verdict'}),
-      el('th', {attrs: {rowspan: 2}, class: 'dc-num', text: 'Median step (ms)'}),
-      el('th', {attrs: {rowspan: 2}, class: 'dc-num', text: 'Speedup vs baseline', title: baseline ? 'Baseline: ' + baseline : ''}),
-      el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'ms per step (\u0394 vs baseline)'}),
-      el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'ms per 1000 samples'}),
+      el('th', {attrs: {rowspan: 2}, class: 'dc-col-run', text: 'Run'}),
+      el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'Mean ms per step (\u0394 vs baseline)'}),
+      el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'Mean ms per 1000 samples'}),
     ]),
     el('tr', {}, [...COMPONENTS, ...COMPONENTS].map((c) =>
       el('th', {class: 'dc-num dc-sub'}, [
@@ -93,55 +166,26 @@ export function buildCompare(data, app) {
       ]))),
   ]));
   const tbody = el('tbody');
-  for (const row of rows) {
-    const name = String(row.run);
-    const run = byName.get(name) || {};
-    const isBase = name === baseline;
-    const perStep = row.per_step_ms || {};
-    const delta = row.delta_ms || {};
-    const per1000 = row.per_1000_samples_ms || {};
-    const speed = el('td', {class: 'dc-num dc-speedup'});
-    if (isBase) {
-      speed.textContent = fmtSpeedup(1) + ' (baseline)';
-      speed.classList.add('dc-speedup-baseline');
-    } else if (isNum(row.speedup)) {
-      speed.appendChild(el('span', {class: row.speedup >= 1 ? 'dc-faster' : 'dc-slower', text: fmtSpeedup(row.speedup)}));
-      if (row.same_batch_size === false && isNum(row.speedup_samples_per_s)) {
-        speed.appendChild(el('div', {class: 'dc-muted dc-small', text: fmtSpeedup(row.speedup_samples_per_s) + ' in samples/s'}));
-      }
-    } else {
-      speed.textContent = DASH;
-    }
-    const stepMs = isNum(row.step_ms) ? row.step_ms : (run.step_ms && run.step_ms.p50);
-    tbody.appendChild(el('tr', {class: 'dc-compare-row' + (isBase ? ' dc-baseline-row' : ''), attrs: {'data-run': name}}, [
-      el('td', {class: 'dc-col-run'}, [el('span', {class: 'dc-run-name', text: name})]),
-      el('td', {text: run.device != null ? String(run.device) : DASH}),
-      el('td', {class: 'dc-num', text: fmtInt(run.batch_size)}),
-      el('td', {}, [verdictBadge(run.verdict)]),
-      el('td', {class: 'dc-num', text: fmtMs(stepMs)}),
-      speed,
+  for (const run of runs) {
+    const name = String(run.run);
+    const row = rowByName.get(name) || null;
+    const isBase = isBaseline(name, row, baseline);
+    const perStep = meanComponents(run);
+    const delta = (row && row.delta_ms) || {};
+    const per1000 = (row && row.per_1000_samples_ms) || {};
+    tbody.appendChild(el('tr', {
+      class: 'dc-compare-row' + (isBase ? ' dc-baseline-row' : ''), attrs: {'data-run': name},
+    }, [
+      runCell(name),
       ...COMPONENTS.map((c) => el('td', {class: 'dc-num', attrs: {'data-component': c.key}}, [
         el('span', {text: fmtMs(perStep[c.key])}),
         !isBase && isNum(delta[c.key])
-          ? el('div', {class: 'dc-delta ' + (delta[c.key] > 0 ? 'dc-slower' : 'dc-faster'), text: fmtDeltaMs(delta[c.key])})
+          ? el('div', {class: 'dc-delta ' + (delta[c.key] > 0 ? 'dc-slower' : 'dc-faster'), text: fmtSignedMs(delta[c.key])})
           : null,
       ])),
       ...COMPONENTS.map((c) => el('td', {class: 'dc-num', text: fmtMs(per1000[c.key])})),
     ]));
   }
   table.appendChild(tbody);
-  root.appendChild(panel('Side by side', [el('div', {class: 'dc-table-wrap'}, [table])]));
-  root.appendChild(el('p', {
-    class: 'dc-footnote',
-    text: 'Per step: each component\u2019s time in a steady-state step (warm-up excluded). ' +
-      'Per 1000 samples: the same time scaled by the batch size, so runs with different batch ' +
-      'sizes compare fairly.',
-  }));
-  return root;
-}
-
-function pick(obj) {
-  const out = {};
-  for (const c of COMPONENTS) out[c.key] = obj && isNum(obj[c.key]) ? obj[c.key] : null;
-  return out;
+  return table;
 }

@@ -1,30 +1,35 @@
 // Run detail: per-step stacked chart, percentiles, placement, findings,
 // profiler captures and run info for one run.
 
-import {
-  el, safeHref, fmtMs, fmtMsUnit, fmtPct, fmtRate, fmtInt, fmtBytes, isNum, DASH,
-} from './dom.js';
+import {el, safeHref, runName} from './dom.js';
+import {fmtMs, fmtMsUnit, fmtShare, fmtCount, fmtBytes, isNum, DASH} from '../format.js';
 import {
   stepChart, componentLegend, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR, TRACE_COLOR,
 } from './charts.js';
-import {verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK} from './common.js';
+import {
+  verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK, stepDevices,
+  stepDevicesText,
+} from './common.js';
 
 /**
  * @param {Object} data the `run` route's JSON (RUN plus series, warmup_steps,
  *     spike_steps, info).
- * @param {{hashFor: function(Object): string, state: Object, chartWidth: number}} app
+ * @param {{hashFor: function(Object): string, state: Object, chartWidth: number,
+ *          profileTab: ?boolean}} app profileTab: whether TensorBoard shows
+ *     the Profile tab (null: unknown).
  * @return {HTMLElement}
  */
 export function buildDetail(data, app) {
   const run = data || {};
   const name = run.run != null ? String(run.run) : String(app.state.run || '');
+  const profileTab = app.profileTab === undefined ? null : app.profileTab;
   const root = el('div', {class: 'dc-detail', attrs: {'data-run': name}});
 
   root.appendChild(el('nav', {class: 'dc-crumbs'}, [
     backLink(app.hashFor({view: 'overview', baseline: app.state.baseline})),
   ]));
   root.appendChild(el('div', {class: 'dc-detail-head'}, [
-    el('h2', {class: 'dc-run-title', text: name}),
+    el('h2', {class: 'dc-run-title'}, [runName(name)]),
     verdictBadge(run.verdict),
   ]));
   if (run.status === 'running') root.appendChild(runningNote(null));
@@ -52,21 +57,23 @@ export function buildDetail(data, app) {
     }),
   ], 'dc-chart-panel');
   root.appendChild(chartPanel);
-  if (windows.length) root.appendChild(tracesPanel(windows));
+  const wall = wallPanel(run);
+  if (wall) root.appendChild(wall);
+  if (windows.length) root.appendChild(tracesPanel(windows, profileTab));
 
   root.appendChild(el('div', {class: 'dc-grid-2'}, [
-    panel('Step time percentiles (steady state, ms)', [percentileTable(run)]),
-    panel('Placement', [placementPanel(run.placement, run.device)], 'dc-placement'),
+    panel('Step time percentiles (steady state, ms)', [percentileTable(run)], 'dc-percentiles-panel'),
+    panel('Placement', [placementPanel(run)], 'dc-placement'),
   ]));
   root.appendChild(el('div', {class: 'dc-grid-2'}, [
-    panel('Profiler captures', [profileLinks(run.profile)], 'dc-profile'),
+    panel('Profiler captures', [profileLinks(run.profile, profileTab)], 'dc-profile'),
     panel('Run info', [infoList(run)], 'dc-info'),
   ]));
   return root;
 }
 
-function stat(label, value, sub) {
-  return el('div', {class: 'dc-stat'}, [
+function stat(label, value, sub, key) {
+  return el('div', {class: 'dc-stat', attrs: {'data-stat': key || null}}, [
     el('div', {class: 'dc-stat-label', text: label}),
     el('div', {class: 'dc-stat-value', text: value}),
     sub ? el('div', {class: 'dc-stat-sub', text: sub}) : null,
@@ -77,19 +84,76 @@ function statStrip(run) {
   const step = run.step_ms || {};
   const shares = run.shares || {};
   const shareText = COMPONENTS.filter((c) => isNum(shares[c.key]))
-    .map((c) => c.label + ' ' + fmtPct(shares[c.key])).join(', ');
+    .map((c) => c.label + ' ' + fmtShare(shares[c.key])).join(', ');
+  const {others} = stepDevices(run);
   return el('div', {class: 'dc-stats'}, [
-    stat('Median step', fmtMsUnit(step.p50), shareText || null),
-    stat('Samples/s', fmtRate(run.samples_per_s),
-      isNum(run.batch_size) ? 'batch size ' + fmtInt(run.batch_size) : null),
-    stat('Steps', fmtInt(run.steps), run.status === 'running' ? 'still running' : null),
+    stat('p50 step', fmtMsUnit(step.p50), shareText ? 'steady state: ' + shareText : null, 'p50'),
+    stat('Mean step', fmtMsUnit(step.mean), 'the speedups compare means', 'mean'),
+    stat('Samples/s', fmtCount(run.samples_per_s),
+      isNum(run.batch_size) ? 'batch size ' + fmtCount(run.batch_size) : null, 'samples_per_s'),
+    stat('Steps', fmtCount(run.steps), run.status === 'running' ? 'still running' : null, 'steps'),
     stat('Warm-up', fmtMsUnit(run.warmup_ms),
-      isNum(run.warmup_share_of_wall) ? fmtPct(run.warmup_share_of_wall) + ' of wall time' : null),
-    stat('Spikes', fmtInt(run.spikes), 'steps far above the median'),
-    stat('Fetch floor', fmtMsUnit(run.fetch_floor_ms), 'cost of handing over a ready batch'),
-    stat('Device', run.device != null ? String(run.device) : DASH,
-      run.backend != null ? String(run.backend) : null),
+      isNum(run.warmup_share_of_wall) ? fmtShare(run.warmup_share_of_wall) + ' of the fit\u2019s wall time' : null,
+      'warmup'),
+    stat('Spikes', fmtCount(run.spikes), 'steps far above the median', 'spikes'),
+    stat('Fetch floor', fmtMsUnit(run.fetch_floor_ms),
+      'cost of handing over a batch that is already ready', 'fetch_floor'),
+    stat('Device', stepDevicesText(run),
+      [others.length ? 'the step used ' + (others.length + 1) + ' devices' : 'where the step ran',
+        run.backend != null ? String(run.backend) : null].filter(Boolean).join(' \u00b7 '),
+      'device'),
   ]);
+}
+
+/**
+ * The fit's whole wall time and its parts (`wall_ms`, which adds up to its
+ * total), or null when the run did not record it.
+ */
+const WALL_PARTS = [
+  {key: 'steps', label: 'Steady-state steps', note: 'data wait, compute and host overhead of every step after the first'},
+  {key: 'warmup', label: 'Warm-up', note: 'the first step of each fit: tracing, graph optimisation, compilation'},
+  {key: 'between_steps', label: 'Between steps', note: 'epoch starts (iterator creation), validation, callbacks at epoch end'},
+  {key: 'measurement', label: 'This tool\u2019s own measurement', note: 'timing and writing the records'},
+];
+
+function wallPanel(run) {
+  const wall = run.wall_ms && typeof run.wall_ms === 'object' ? run.wall_ms : null;
+  if (!wall || !isNum(wall.total) || !(wall.total > 0)) return null;
+  const shares = run.wall_shares && typeof run.wall_shares === 'object' ? run.wall_shares : {};
+  const shareOf = (key) => (isNum(shares[key]) ? shares[key]
+    : isNum(wall[key]) ? wall[key] / wall.total : null);
+  const table = el('table', {class: 'dc-table dc-wall-table'}, [
+    el('thead', {}, [el('tr', {}, [
+      el('th', {text: 'Part of the fit'}),
+      el('th', {class: 'dc-num', text: 'ms'}),
+      el('th', {class: 'dc-num', text: 'share'}),
+      el('th', {class: 'dc-wall-note-col', text: 'what it holds'}),
+    ])]),
+    el('tbody', {}, [
+      ...WALL_PARTS.map((part) => el('tr', {attrs: {'data-part': part.key}}, [
+        el('th', {class: 'dc-row-head', text: part.label}),
+        el('td', {class: 'dc-num', text: fmtMs(wall[part.key])}),
+        el('td', {class: 'dc-num', text: fmtShare(shareOf(part.key))}),
+        el('td', {class: 'dc-muted dc-wall-note', text: part.note}),
+      ])),
+      el('tr', {class: 'dc-wall-total', attrs: {'data-part': 'total'}}, [
+        el('th', {class: 'dc-row-head', text: 'The fit\u2019s wall time'}),
+        el('td', {class: 'dc-num', text: fmtMs(wall.total)}),
+        el('td', {class: 'dc-num', text: fmtShare(1)}),
+        el('td', {class: 'dc-muted dc-wall-note', text: 'the four parts above add up to it'}),
+      ]),
+    ]),
+  ]);
+  const sentence = 'The fit took ' + fmtMsUnit(wall.total) + ': ' +
+    fmtMsUnit(wall.steps) + ' in steady-state steps, ' + fmtMsUnit(wall.warmup) + ' in warm-up, ' +
+    fmtMsUnit(wall.between_steps) + ' between steps and ' + fmtMsUnit(wall.measurement) +
+    ' in this tool\u2019s own measurement. The step times above cover only the steady-state ' +
+    'steps; Keras\u2019s progress bar divides an epoch\u2019s whole time by its steps, so its ' +
+    'ms/step also counts warm-up and the time between steps.';
+  return panel('Where the fit\u2019s wall time went', [
+    el('p', {class: 'dc-wall-sentence', text: sentence}),
+    el('div', {class: 'dc-table-wrap'}, [table]),
+  ], 'dc-wall');
 }
 
 function findingsPanel(findings) {
@@ -135,7 +199,7 @@ function percentileTable(run) {
         row.label,
       ]),
       ...keys.map((k) => el('td', {class: 'dc-num', text: fmtMs(row.stats ? row.stats[k] : null)})),
-      el('td', {class: 'dc-num', text: row.share === null ? '' : fmtPct(row.share)}),
+      el('td', {class: 'dc-num', text: row.share === null ? '' : fmtShare(row.share)}),
     ]))),
   ]);
 }
@@ -147,11 +211,12 @@ function countList(counts) {
   return el('span', {class: 'dc-count-list'}, Object.entries(counts).map(([device, n]) =>
     el('span', {class: 'dc-chip'}, [
       el('span', {class: 'dc-chip-key', text: device}),
-      el('span', {class: 'dc-chip-value', text: fmtInt(n)}),
+      el('span', {class: 'dc-chip-value', text: fmtCount(n)}),
     ])));
 }
 
-function placementPanel(placement, device) {
+function placementPanel(run) {
+  const placement = run.placement;
   if (!placement || typeof placement !== 'object') {
     return el('p', {
       class: 'dc-muted',
@@ -159,11 +224,16 @@ function placementPanel(placement, device) {
         'TensorFlow-backend fit).',
     });
   }
+  const {device, others} = stepDevices(run);
+  const models = placement.device_models && typeof placement.device_models === 'object' ? placement.device_models : {};
+  const named = (d) => (models[d] ? d + ' (' + String(models[d]) + ')' : d);
+  const visible = Array.isArray(placement.devices) ? placement.devices.map(String) : [];
   const cpuOps = Array.isArray(placement.cpu_ops_on_accelerator_run) ? placement.cpu_ops_on_accelerator_run : null;
   const rows = [
-    ['Devices', Array.isArray(placement.devices) && placement.devices.length
-      ? el('span', {class: 'dc-count-list'}, placement.devices.map((d) => el('span', {class: 'dc-chip', text: String(d)})))
-      : el('span', {text: device != null ? String(device) : DASH})],
+    ['Step ran on', el('span', {class: 'dc-step-device', text: device ? named(device) : DASH})],
+    others.length
+      ? ['Also used', el('span', {class: 'dc-count-list'}, others.map((d) => el('span', {class: 'dc-chip', text: named(d)})))]
+      : null,
     ['Variables per device', countList(placement.variables)],
     ['Ops per device', countList(placement.ops)],
     ['CPU ops in an accelerator run', cpuOps === null
@@ -171,13 +241,26 @@ function placementPanel(placement, device) {
       : cpuOps.length === 0
         ? el('span', {text: 'none'})
         : el('span', {class: 'dc-count-list dc-cpu-ops'}, cpuOps.map((op) => el('code', {class: 'dc-op', text: String(op)})))],
-    ['Cross-device copies', el('span', {text: fmtInt(placement.cross_device_copies)})],
+    ['Cross-device copies', el('span', {text: fmtCount(placement.cross_device_copies)})],
     ['Input bytes per step', el('span', {text: fmtBytes(placement.input_bytes_per_step)})],
-  ];
+    visible.length
+      ? ['Visible devices', el('span', {class: 'dc-muted dc-visible-devices', text: visible.join(', '),
+        title: 'Devices TensorFlow could use; the step ran on the ones above'})]
+      : null,
+  ].filter(Boolean);
   return el('dl', {class: 'dc-kv'}, rows.flatMap(([k, v]) => [el('dt', {text: k}), el('dd', {}, [v])]));
 }
 
-function profileLinks(profile) {
+/** The sentence shown instead of a Profile-tab link when the tab is absent. */
+function noProfileTab(what) {
+  return el('p', {class: 'dc-no-profile-tab'}, [
+    what + ' TensorBoard has no Profile tab: install it with ',
+    el('code', {text: 'pip install ".[profile]"'}),
+    ' in the tb-devicecost clone (it installs xprof), then restart TensorBoard.',
+  ]);
+}
+
+function profileLinks(profile, profileTab) {
   const captures = Array.isArray(profile) ? profile.filter(Boolean) : [];
   if (captures.length === 0) {
     return el('p', {
@@ -186,45 +269,84 @@ function profileLinks(profile) {
         'kernels; this tab measures every step without one.',
     });
   }
-  return el('ul', {class: 'dc-profile-list'}, captures.map((c) => {
-    const label = [c.capture, c.host].filter((x) => x != null && x !== '').map(String).join(' \u00b7 ') || 'capture';
-    const href = safeHref(c.url);
-    return el('li', {}, [
-      href
-        ? el('a', {class: 'dc-profile-link', text: label, attrs: {href, target: '_top'}})
-        : el('span', {text: label}),
-      href ? el('span', {class: 'dc-muted', text: ' \u2014 opens in the Profile tab'}) : null,
-    ]);
-  }));
+  const linked = profileTab !== false;
+  return el('div', {}, [
+    el('ul', {class: 'dc-profile-list'}, captures.map((c) => {
+      const label = [c.capture, c.host].filter((x) => x != null && x !== '').map(String).join(' \u00b7 ') || 'capture';
+      const href = linked ? safeHref(c.url) : null;
+      return el('li', {}, [
+        href
+          ? el('a', {class: 'dc-profile-link', text: label, attrs: {href, target: '_top'}})
+          : el('span', {class: 'dc-profile-capture', text: label}),
+        href ? el('span', {class: 'dc-muted', text: ' \u2014 opens in the Profile tab'}) : null,
+      ]);
+    })),
+    linked ? null : noProfileTab('These captures open in the Profile tab, but this'),
+  ]);
+}
+
+// Run info: what helps a user read and reproduce the run, in their words.
+// Internals (the record schema, steps per record, the fetch floor of the run
+// info, which the Fetch floor card shows as analysed) stay out.
+
+const LIBRARIES = [
+  ['keras', 'Keras'], ['tensorflow', 'TensorFlow'], ['jax', 'JAX'], ['torch', 'PyTorch'],
+  ['numpy', 'NumPy'], ['tensorboard', 'TensorBoard'], ['tb_devicecost', 'tb-devicecost'],
+];
+
+function text(v) {
+  return v === null || v === undefined || v === '' ? null : String(v);
+}
+
+function yesNo(v) {
+  return typeof v === 'boolean' ? (v ? 'yes' : 'no') : null;
+}
+
+/** The distribution strategy's name, or null for Keras's default (none). */
+function strategyText(info) {
+  const name = text(info.distribution_strategy);
+  if (!name || /^_?Default/.test(name)) return null;
+  const replicas = isNum(info.replicas) && info.replicas > 1 ? ', ' + fmtCount(info.replicas) + ' replicas' : '';
+  return name.replace(/^_+/, '') + replicas;
+}
+
+/** [label, value] rows of the run info a user needs; values are strings. */
+export function infoRows(run) {
+  const info = run.info && typeof run.info === 'object' ? run.info : {};
+  const versions = info.versions && typeof info.versions === 'object' ? info.versions : {};
+  const versionText = LIBRARIES.filter(([key]) => text(versions[key]))
+    .map(([key, label]) => label + ' ' + String(versions[key])).join(', ');
+  const spe = isNum(info.steps_per_execution) ? info.steps_per_execution : null;
+  const model = text(info.model);
+  const host = [text(info.cpu_model), isNum(info.cpu_count) ? fmtCount(info.cpu_count) + ' CPUs' : null]
+    .filter(Boolean).join(', ');
+  const rows = [
+    ['Backend', text(info.backend) || text(run.backend)],
+    ['Versions', versionText || null],
+    ['Device', run.device != null ? stepDevicesText(run) : null],
+    ['Batch size', isNum(run.batch_size) ? fmtCount(run.batch_size)
+      : isNum(info.batch_size) ? fmtCount(info.batch_size) : null],
+    ['XLA compilation (jit_compile)', yesNo(info.jit_compile !== undefined ? info.jit_compile : run.jit_compile)],
+    spe !== null && spe > 1 ? ['Steps per call (steps_per_execution)', fmtCount(spe)] : null,
+    ['Distribution strategy', strategyText(info)],
+    ['Precision (dtype policy)', text(info.dtype_policy)],
+    info.run_eagerly === true ? ['Runs eagerly (run_eagerly)', 'yes: every step runs op by op in Python'] : null,
+    ['Model', model ? model + (isNum(info.parameters) ? ', ' + fmtCount(info.parameters) + ' parameters' : '') : null],
+    ['Host', text(info.hostname) ? String(info.hostname) + (host ? ' (' + host + ')' : '') : host || null],
+    ['Started', text(info.start_time)],
+  ];
+  return rows.filter((row) => row && row[1] !== null);
 }
 
 function infoList(run) {
-  const info = run.info && typeof run.info === 'object' ? run.info : {};
-  const entries = Object.entries(info);
-  if (entries.length === 0) {
+  const rows = infoRows(run);
+  if (rows.length === 0) {
     return el('p', {class: 'dc-muted', text: 'No run info recorded.'});
   }
-  return el('dl', {class: 'dc-kv'}, entries.flatMap(([k, v]) => [
-    el('dt', {text: k.replace(/_/g, ' ')}),
-    el('dd', {text: formatInfoValue(v)}),
+  return el('dl', {class: 'dc-kv'}, rows.flatMap(([k, v]) => [
+    el('dt', {text: k}),
+    el('dd', {text: v}),
   ]));
-}
-
-function formatInfoValue(v) {
-  if (v === null || v === undefined) return DASH;
-  if (typeof v === 'boolean') return v ? 'yes' : 'no';
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(4)));
-  if (typeof v === 'string') return v;
-  try {
-    if (!Array.isArray(v)) {
-      // e.g. versions: {"keras": "3.15.1", "jax": null} -> "keras 3.15.1"
-      return Object.entries(v).filter(([, x]) => x !== null && x !== undefined)
-        .map(([k, x]) => k + ' ' + (typeof x === 'object' ? JSON.stringify(x) : formatInfoValue(x))).join(', ') || DASH;
-    }
-    return v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ');
-  } catch (e) {
-    return String(v);
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -245,10 +367,10 @@ function sourceText(source) {
 /** "Steps 2–4" for the window [2, 5); "Step 7" for [7, 8). */
 function stepRangeText(start, stop) {
   if (!isNum(start) || !isNum(stop) || !(stop > start)) {
-    return isNum(start) ? 'Steps from ' + fmtInt(start) : 'Steps unknown';
+    return isNum(start) ? 'Steps from ' + fmtCount(start) : 'Steps unknown';
   }
   const lastStep = stop - 1;
-  return lastStep === start ? 'Step ' + fmtInt(start) : 'Steps ' + fmtInt(start) + '\u2013' + fmtInt(lastStep);
+  return lastStep === start ? 'Step ' + fmtCount(start) : 'Steps ' + fmtCount(start) + '\u2013' + fmtCount(lastStep);
 }
 
 function num(obj, key) {
@@ -259,9 +381,9 @@ function fmtUs(us) {
   return isNum(us) ? fmtMs(us) + ' \u00b5s' : DASH;
 }
 
-function fmtCount(x) {
+function fmtKernels(x) {
   if (!isNum(x)) return DASH;
-  return Math.abs(x) >= 100 ? fmtInt(x) : String(Number(x.toPrecision(3)));
+  return Math.abs(x) >= 100 ? fmtCount(x) : String(Number(x.toPrecision(3)));
 }
 
 /** "0.120 ms · 1.20 MiB" for a copy's time and bytes per step. */
@@ -274,7 +396,7 @@ function sumOrNull(values) {
   return values.every(isNum) ? values.reduce((a, b) => a + b, 0) : null;
 }
 
-function tracesPanel(windows) {
+function tracesPanel(windows, profileTab) {
   return panel('Profiler traces', [
     el('p', {
       class: 'dc-muted dc-traces-intro',
@@ -283,11 +405,11 @@ function tracesPanel(windows) {
         'trace\u2019s own breakdown of the traced steps is given here, beside what this tab ' +
         'measured for the same steps.',
     }),
-    ...windows.map(traceBlock),
+    ...windows.map((w) => traceBlock(w, profileTab)),
   ], 'dc-traces');
 }
 
-function traceBlock(w) {
+function traceBlock(w, profileTab) {
   const capture = w.capture != null ? String(w.capture) : '';
   const host = w.host != null ? String(w.host) : '';
   const href = safeHref(w.url);
@@ -312,7 +434,9 @@ function traceBlock(w) {
     ]),
     el('div', {class: 'dc-trace-source', text: sourceText(w.source)}),
     meta ? el('div', {class: 'dc-trace-meta dc-muted', text: meta}) : null,
-    href
+    href && profileTab === false
+      ? noProfileTab('This trace opens in the Profile tab, but this')
+      : href
       ? el('a', {class: 'dc-trace-link', text: 'Open in the Profile tab (Overview)', attrs: {href, target: '_top'}})
       : el('span', {
         class: 'dc-muted dc-trace-nolink',
@@ -371,12 +495,12 @@ function digestTable(w) {
     rows.push(
       {key: 'device_busy', label: 'Device busy', device: true,
         trace: isNum(fraction)
-          ? fmtPct(fraction) + (isNum(busy) ? ' (' + fmtMsUnit(busy) + ')' : '')
+          ? fmtShare(fraction) + (isNum(busy) ? ' (' + fmtMsUnit(busy) + ')' : '')
           : fmtMsUnit(busy), ours: null},
       {key: 'device_idle', label: 'Device idle', device: true,
         trace: fmtMsUnit(num(t, 'mean_device_idle_ms')), ours: null},
       {key: 'kernels', label: 'Kernels per step', device: true,
-        trace: fmtCount(num(t, 'mean_kernels')), ours: null},
+        trace: fmtKernels(num(t, 'mean_kernels')), ours: null},
       {key: 'kernel_us', label: 'Mean kernel time', device: true,
         trace: fmtUs(num(t, 'mean_kernel_mean_us')), ours: null},
       {key: 'h2d', label: 'Host \u2192 device copies', device: true,
@@ -425,7 +549,7 @@ function stepsTable(steps) {
           ])),
         ])]),
         el('tbody', {}, list.map((s) => el('tr', {attrs: {'data-step': isNum(s.step) ? s.step : null}}, [
-          el('td', {class: 'dc-num', text: fmtInt(s.step)}),
+          el('td', {class: 'dc-num', text: fmtCount(s.step)}),
           ...cols.map(([, side, key]) => el('td', {class: 'dc-num', text: fmtMs(num(s[side], key))})),
         ]))),
       ]),

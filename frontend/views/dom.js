@@ -94,75 +94,30 @@ export function safeHref(url) {
 }
 
 // ---------------------------------------------------------------------------
-// Number formatting. Every numeric field may be null (unknown): show a dash.
+// Run names.
 
-export const DASH = '\u2014';
-
-function isNum(x) {
-  return typeof x === 'number' && Number.isFinite(x);
+/**
+ * A run name that wraps only after a '/' (or at a space), never inside a
+ * directory name: each piece is unbreakable and a <wbr> follows each '/'.
+ * The element's textContent is the name itself.
+ *
+ * @param {string} name
+ * @param {{class?: string, title?: string, attrs?: Object}} [options]
+ * @param {string} [tag] 'span' by default.
+ * @return {HTMLElement}
+ */
+export function runName(name, options = {}, tag = 'span') {
+  const node = el(tag, Object.assign({}, options, {class: ('dc-run-name ' + (options.class || '')).trim()}));
+  appendRunName(node, name);
+  return node;
 }
 
-/** Milliseconds with precision that suits their size: 0.123, 1.23, 12.3, 1,234. */
-export function fmtMs(ms) {
-  if (!isNum(ms)) return DASH;
-  const abs = Math.abs(ms);
-  if (abs === 0) return '0';
-  if (abs < 1) return ms.toFixed(3);
-  if (abs < 10) return ms.toFixed(2);
-  if (abs < 100) return ms.toFixed(1);
-  return Math.round(ms).toLocaleString('en-US');
+/** Appends `name` to `node` as unbreakable pieces split after '/' and spaces. */
+export function appendRunName(node, name) {
+  const pieces = String(name).split(/(?<=[/\s])/);
+  pieces.forEach((piece, i) => {
+    if (i > 0) node.appendChild(document.createElement('wbr'));
+    node.appendChild(el('span', {class: 'dc-name-piece', text: piece}));
+  });
+  return node;
 }
-
-/** Like fmtMs, with the unit. */
-export function fmtMsUnit(ms) {
-  if (!isNum(ms)) return DASH;
-  if (Math.abs(ms) >= 10000) return (ms / 1000).toFixed(1) + ' s';
-  return fmtMs(ms) + ' ms';
-}
-
-/** A signed difference in ms: +1.20 ms, -0.300 ms. */
-export function fmtDeltaMs(ms) {
-  if (!isNum(ms)) return DASH;
-  const sign = ms > 0 ? '+' : ms < 0 ? '\u2212' : '\u00b1';
-  return sign + fmtMs(Math.abs(ms)) + ' ms';
-}
-
-/** A share in [0, 1] as a percentage. */
-export function fmtPct(share) {
-  if (!isNum(share)) return DASH;
-  const pct = share * 100;
-  if (pct > 0 && pct < 1) return '<1%';
-  return Math.round(pct) + '%';
-}
-
-export function fmtRate(x) {
-  if (!isNum(x)) return DASH;
-  if (Math.abs(x) < 10) return x.toFixed(2);
-  if (Math.abs(x) < 100) return x.toFixed(1);
-  return Math.round(x).toLocaleString('en-US');
-}
-
-export function fmtInt(x) {
-  if (!isNum(x)) return DASH;
-  return Math.round(x).toLocaleString('en-US');
-}
-
-export function fmtSpeedup(x) {
-  if (!isNum(x)) return DASH;
-  return x.toFixed(2) + '\u00d7';
-}
-
-export function fmtBytes(n) {
-  if (!isNum(n)) return DASH;
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n;
-  let i = 0;
-  while (Math.abs(value) >= 1024 && i < units.length - 1) {
-    value /= 1024;
-    i++;
-  }
-  const text = i === 0 ? String(Math.round(value)) : value.toFixed(value < 10 ? 2 : 1);
-  return text + ' ' + units[i];
-}
-
-export {isNum};

@@ -1,11 +1,12 @@
 // Overview: one row per run, the baseline picker, run selection for Compare,
 // and a plain-words summary of the run that needs attention most.
 
-import {el, hashLink, fmtMs, fmtRate, fmtInt, fmtSpeedup, isNum, DASH} from './dom.js';
+import {el, hashLink, appendRunName} from './dom.js';
+import {fmtMs, fmtCount, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
-  skippedList, profileOnlyList,
+  skippedList, profileOnlyList, deviceCell, baselineNote, speedupCell,
 } from './common.js';
 
 /**
@@ -50,6 +51,9 @@ export function buildOverview(data, app) {
   const toolbar = el('div', {class: 'dc-toolbar'});
   if (runs.length >= 2) {
     const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
+    if (baseline === null) {
+      select.appendChild(el('option', {text: 'none', attrs: {value: '', selected: true}}));
+    }
     for (const r of runs) {
       const name = String(r.run);
       const option = el('option', {text: name, attrs: {value: name}});
@@ -57,7 +61,7 @@ export function buildOverview(data, app) {
       select.appendChild(option);
     }
     select.addEventListener('change', () => {
-      app.navigate({view: 'overview', baseline: select.value});
+      app.navigate({view: 'overview', baseline: select.value || null});
     });
     toolbar.appendChild(el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]));
   }
@@ -80,22 +84,26 @@ export function buildOverview(data, app) {
   toolbar.appendChild(el('span', {class: 'dc-spacer'}));
   toolbar.appendChild(componentLegend([{label: 'warm-up (share of wall time)', color: WARMUP_COLOR}]));
   root.appendChild(toolbar);
+  if (runs.length >= 2) root.appendChild(baselineNote(comparison));
 
   // The table.
   const table = el('table', {class: 'dc-table dc-runs'});
   const pickAll = el('input', {attrs: {type: 'checkbox', 'aria-label': 'Select all runs'}, class: 'dc-pick-all'});
   table.appendChild(el('thead', {}, [el('tr', {}, [
     el('th', {class: 'dc-col-pick'}, [pickAll]),
-    el('th', {text: 'Run'}),
-    el('th', {text: 'Device'}),
-    el('th', {text: 'Backend'}),
+    el('th', {class: 'dc-col-run', text: 'Run'}),
+    el('th', {text: 'Device', title: 'Where the step ran (the device holding most of the first step\u2019s ops), and the backend'}),
     el('th', {class: 'dc-num', text: 'Batch'}),
-    el('th', {class: 'dc-num', text: 'Median step (ms)'}),
+    el('th', {class: 'dc-num', text: 'p50 step (ms)', title: 'Median steady-state step time'}),
     el('th', {class: 'dc-num', text: 'Samples/s'}),
     el('th', {text: 'Steady-state step time'}),
     el('th', {text: 'Warm-up'}),
     el('th', {text: 'Verdict'}),
-    el('th', {class: 'dc-num', text: 'Speedup vs baseline', title: baseline ? 'Baseline: ' + baseline : ''}),
+    el('th', {
+      class: 'dc-num', text: 'Speedup (mean step)',
+      title: 'The baseline\u2019s mean step time over this run\u2019s (samples/s when batch sizes differ)' +
+        (baseline ? '. Baseline: ' + baseline : ''),
+    }),
   ])]));
   const tbody = el('tbody');
   for (const run of runs) tbody.appendChild(runRow(run, rowsByRun.get(String(run.run)), baseline, app));
@@ -151,47 +159,24 @@ function runRow(run, cmp, baseline, app) {
   box.checked = app.picks.has(name);
   tr.appendChild(el('td', {class: 'dc-col-pick'}, [box]));
 
+  const link = hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
+    class: 'dc-run-link dc-run-name', title: 'Open ' + name,
+  });
+  appendRunName(link, name);
   tr.appendChild(el('td', {class: 'dc-col-run'}, [
-    hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
-      class: 'dc-run-link', text: name, title: 'Open ' + name,
-    }),
+    link,
     run.status === 'running' ? el('span', {class: 'dc-running', text: 'running', title: 'still being written'}) : null,
     tracedMarker(run.trace_windows),
   ]));
 
-  const devices = run.placement && Array.isArray(run.placement.devices) ? run.placement.devices.map(String) : [];
-  const primary = run.device != null ? String(run.device) : (devices[0] || DASH);
-  const others = devices.filter((d) => d !== primary);
-  tr.appendChild(el('td', {class: 'dc-col-device'}, [
-    el('span', {class: 'dc-device', text: primary}),
-    others.length ? el('span', {class: 'dc-muted dc-device-more', text: ' + ' + others.join(', ')}) : null,
-  ]));
-  tr.appendChild(el('td', {text: run.backend != null ? String(run.backend) : DASH}));
-  tr.appendChild(el('td', {class: 'dc-num', text: fmtInt(run.batch_size)}));
-  tr.appendChild(el('td', {class: 'dc-num dc-step-ms', text: fmtMs(run.step_ms && run.step_ms.p50)}));
-  tr.appendChild(el('td', {class: 'dc-num', text: fmtRate(run.samples_per_s)}));
+  tr.appendChild(el('td', {class: 'dc-col-device'}, deviceCell(run, run.backend != null ? String(run.backend) : null)));
+  tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.batch_size)}));
+  tr.appendChild(el('td', {class: 'dc-num dc-step-ms', attrs: {'data-stat': 'p50'}, text: fmtMs(run.step_ms && run.step_ms.p50)}));
+  tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.samples_per_s)}));
   tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares)]));
   tr.appendChild(el('td', {class: 'dc-col-warmup'}, [warmupBar(run.warmup_share_of_wall, run.warmup_ms)]));
-  tr.appendChild(el('td', {}, [verdictBadge(run.verdict)]));
-
-  const cell = el('td', {class: 'dc-num dc-speedup'});
-  if (baseline !== null && name === baseline) {
-    cell.textContent = fmtSpeedup(1) + ' (baseline)';
-    cell.classList.add('dc-speedup-baseline');
-  } else if (cmp && isNum(cmp.speedup)) {
-    cell.appendChild(el('span', {
-      class: cmp.speedup >= 1 ? 'dc-faster' : 'dc-slower', text: fmtSpeedup(cmp.speedup),
-    }));
-    if (cmp.same_batch_size === false && isNum(cmp.speedup_samples_per_s)) {
-      cell.appendChild(el('div', {
-        class: 'dc-muted dc-small', text: fmtSpeedup(cmp.speedup_samples_per_s) + ' in samples/s',
-      }));
-    }
-    if (cmp.explanation) cell.title = String(cmp.explanation);
-  } else {
-    cell.textContent = DASH;
-  }
-  tr.appendChild(cell);
+  tr.appendChild(el('td', {class: 'dc-col-verdict'}, [verdictBadge(run.verdict)]));
+  tr.appendChild(speedupCell(name, cmp, baseline));
   return tr;
 }
 
@@ -253,9 +238,9 @@ function summary(runs, app) {
   const run = worst.run;
   const name = String(run.run);
   p.append(
-    hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
-      class: 'dc-run-link dc-summary-run', text: name,
-    }),
+    appendRunName(hashLink(app.hashFor({view: 'detail', run: name, baseline: app.state.baseline}), {
+      class: 'dc-run-link dc-run-name dc-summary-run',
+    }), name),
     ' is ',
     verdictBadge(run.verdict),
     '. ',

@@ -1,6 +1,7 @@
 // Pieces shared by the views: verdict badges, panels, empty and error states.
 
-import {el, hashLink} from './dom.js';
+import {el, hashLink, runName} from './dom.js';
+import {DASH, fmtSpeedup, isNum} from '../format.js';
 
 /** Verdict ids (from the analysis module) and how they read in the UI. */
 export const VERDICTS = {
@@ -62,12 +63,12 @@ export function topFinding(run) {
 }
 
 /** "still being written" note for a run whose status is "running". */
-export function runningNote(runName) {
+export function runningNote(name) {
   return el('p', {class: 'dc-running-note'}, [
     el('span', {class: 'dc-running', text: 'running'}),
     ' ',
     el('span', {
-      text: (runName ? runName + ' is' : 'This run is') +
+      text: (name ? name + ' is' : 'This run is') +
         ' still being written: its numbers will change as training goes on.',
     }),
   ]);
@@ -110,7 +111,7 @@ export function skippedList(skipped) {
     el('h3', {class: 'dc-panel-title', text: 'Runs not shown'}),
     el('ul', {}, skipped.map((s) =>
       el('li', {attrs: {'data-run': s && s.run != null ? String(s.run) : ''}}, [
-        el('span', {class: 'dc-run-name', text: s && s.run != null ? String(s.run) : '(unnamed run)'}),
+        s && s.run != null ? runName(String(s.run)) : el('span', {class: 'dc-run-name', text: '(unnamed run)'}),
         ': ',
         el('span', {text: s && s.reason ? String(s.reason) : 'no usable data'}),
       ]))),
@@ -128,7 +129,7 @@ export function profileOnlyList(names) {
         'Add DeviceCostCallback to their fit call to measure every step:',
     }),
     el('ul', {}, names.map((name) =>
-      el('li', {attrs: {'data-run': String(name)}}, [el('span', {class: 'dc-run-name', text: String(name)})]))),
+      el('li', {attrs: {'data-run': String(name)}}, [runName(String(name))]))),
   ]);
 }
 
@@ -154,4 +155,85 @@ export function errorState({what, status, message, onRetry, backHash = null}) {
 /** "← All runs" link. */
 export function backLink(hash) {
   return hashLink(hash, {class: 'dc-back', text: '\u2190 All runs'});
+}
+
+/**
+ * Where a run's step ran: `device` (the device holding most of the first
+ * step's ops) and the other devices that step used. Devices that were only
+ * visible are never listed.
+ * @return {{device: ?string, others: string[]}}
+ */
+export function stepDevices(run) {
+  const device = run && run.device != null ? String(run.device) : null;
+  const used = run && Array.isArray(run.devices_used) ? run.devices_used.map(String) : [];
+  return {device, others: used.length > 1 ? used.filter((d) => d !== device) : []};
+}
+
+/** "GPU:0", or "GPU:0 + CPU:0" when the step used more than one device. */
+export function stepDevicesText(run) {
+  const {device, others} = stepDevices(run);
+  return [device || DASH, ...others].join(' + ');
+}
+
+/** A table cell's content for where the step ran; `sub` below it, muted. */
+export function deviceCell(run, sub = null) {
+  const {device, others} = stepDevices(run);
+  return [
+    el('span', {class: 'dc-device', text: device || DASH, title: 'Where the step ran'}),
+    others.length
+      ? el('span', {
+        class: 'dc-device-more',
+        text: ' + ' + others.join(' + '),
+        title: 'The first step also ran ops on ' + others.join(', '),
+      })
+      : null,
+    sub ? el('div', {class: 'dc-muted dc-small', text: sub}) : null,
+  ];
+}
+
+/**
+ * The speedup cell of a run against the comparison's baseline.
+ * @param {string} name the run.
+ * @param {?Object} row its comparison row (`speedup`, `basis`, `against`,
+ *     `explanation`), if any.
+ * @param {?string} baseline the comparison's baseline.
+ */
+export function speedupCell(name, row, baseline) {
+  const cell = el('td', {class: 'dc-num dc-speedup', attrs: {'data-stat': 'speedup'}});
+  const against = row && row.against != null ? String(row.against) : baseline;
+  if (baseline !== null && (name === baseline || against === name)) {
+    cell.append(fmtSpeedup(1), el('div', {class: 'dc-muted dc-small', text: 'baseline'}));
+    cell.classList.add('dc-speedup-baseline');
+  } else if (row && isNum(row.speedup)) {
+    cell.appendChild(el('span', {
+      class: row.speedup >= 1 ? 'dc-faster' : 'dc-slower', text: fmtSpeedup(row.speedup),
+    }));
+    const notes = [];
+    if (row.basis === 'samples_per_s') notes.push('per sample');
+    if (against !== null && against !== baseline) notes.push('vs ' + against);
+    if (notes.length) cell.appendChild(el('div', {class: 'dc-muted dc-small', text: notes.join(', ')}));
+    if (row.explanation) cell.title = String(row.explanation);
+  } else {
+    cell.textContent = DASH;
+  }
+  return cell;
+}
+
+/** Which baseline the speedups are against, and why; or why there is none. */
+export function baselineNote(comparison) {
+  if (!comparison || comparison.baseline == null) {
+    return el('p', {
+      class: 'dc-baseline-note dc-muted',
+      text: 'No speedups: none of these runs is a like-for-like baseline for the others ' +
+        '(such as the same model on the CPU). Choose a baseline to compare against it.',
+    });
+  }
+  const reason = comparison.baseline_reason ? String(comparison.baseline_reason).trim() : '';
+  return el('p', {class: 'dc-baseline-note dc-muted'}, [
+    'Speedups are against ',
+    runName(String(comparison.baseline)),
+    reason ? ' (' + reason.replace(/[.\s]+$/, '') + ')' : '',
+    ': the baseline\u2019s mean step time divided by the run\u2019s, per sample when ' +
+      'batch sizes differ.',
+  ]);
 }
