@@ -16,6 +16,8 @@ import re
 
 import numpy as np
 
+from tb_devicecost import formatting
+
 # Steady-state share of each step spent waiting for data, above the fetch
 # floor: xprof's kHighlyInfeedBoundThresholdInPercent and
 # kModeratelyInfeedBoundThresholdInPercent (comparisons are `>=`).
@@ -35,11 +37,17 @@ WARMUP_FINDING = 0.2
 # utilisation < 50%"); below LATENCY_HIGH_BUSY the finding is high.
 LATENCY_DEVICE_BUSY = 0.5
 LATENCY_HIGH_BUSY = 0.2
-# The fetch floor is measured on a synthetic ready iterator; the pipeline's
-# own handover of a ready batch costs up to a few times more (measured here:
-# 1.8-3.7x on CPU). When the median data wait is within this factor of the
-# floor, the median is taken as the run's own floor.
+# The fetch floor (a p50) is measured on a synthetic ready iterator; the
+# pipeline's own handover of a ready batch costs up to a few times more
+# (measured here: 1.8-3.7x on CPU). When the p50 data wait is within this
+# factor of the floor (or below it), the p50 wait is the run's own cost of a
+# ready batch.
 FETCH_FLOOR_MAX_FACTOR = 4.0
+# Without a measured floor (validation and custom-loop runs, older data) the
+# wait cannot be split into handover and starvation, so it is judged
+# conservatively: only a HIGH share whose p50 wait is at least this long (above
+# every fetch floor measured so far, 0.1-0.7 ms) is evidence of starvation.
+NO_FLOOR_MIN_P50_MS = 1.0
 # When 90% of the steps waited at most this multiple of the floor, the
 # pipeline keeps up: waits above it are occasional stalls, not starvation.
 STALL_P90_FACTOR = 2.0
@@ -48,8 +56,12 @@ STALL_P90_FACTOR = 2.0
 # step (dispatch, synchronisation, the Python loop) outweighs the work.
 SMALL_BATCH_SIZE = 64
 SMALL_BATCH_STEP_MS = 10.0
-# Retracing spikes from this count on are a moderate finding (info below).
+# Retraces (counted by the backend, e.g. TensorFlow's tracing count of the
+# train function) from this count on are a moderate finding (info below).
 RETRACING_MODERATE = 3
+# Spikes with no retrace to explain them (`stalls`): moderate from this
+# count, info below.
+STALLS_MODERATE = 10
 # The recorder's spike rule, applied to sampled series when no aggregate
 # survived: a step whose compute exceeds this multiple of the median.
 SPIKE_RATIO = 10.0
@@ -139,33 +151,12 @@ def _div(value, divisor):
     return None if value is None else value / divisor
 
 
-def fmt_ms(value):
-    """`0.188`, `3.74`, `41.2`, `1,823`: three significant figures or so."""
-    if value is None:
-        return "?"
-    if value >= 100:
-        return f"{value:,.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    if value >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3f}"
-
-
-def fmt_share(value):
-    """`73%`, `4.2%`: a share of 1 as a percentage."""
-    if value is None:
-        return "?"
-    # Truncated, not rounded: 14.96% must not read "15%" next to a verdict
-    # that a 15% threshold did not give.
-    percent = 100.0 * value + 1e-9
-    if percent < 10 and math.floor(percent * 10) % 10:
-        return f"{math.floor(percent * 10) / 10:.1f}%"
-    return f"{math.floor(percent):.0f}%"
-
-
-def _fmt_count(value):
-    return "?" if value is None else f"{value:,.0f}"
+# Every figure in a message is written by `tb_devicecost.formatting`, the
+# same rule the report's tables and the tab use.
+fmt_ms = formatting.fmt_ms
+fmt_share = formatting.fmt_share
+_fmt_count = formatting.fmt_count
+_fmt_speedup = formatting.fmt_speedup
 
 
 # Numbers from the aggregate (exact) or the sampled series (fallback).
@@ -244,6 +235,39 @@ def _numbers_from_aggregate(aggregate, problems):
         "batch_max": _count(batch.get("max")),
         "batch_distinct": _count(batch.get("distinct")),
         "fetch_floor_ms": _number(aggregate.get("fetch_floor_ms")),
+        "wall": _wall_parts(aggregate.get("wall_ms")),
+        "retraces": _retraces(aggregate.get("retraces")),
+    }
+
+
+WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
+
+
+def _wall_parts(wall):
+    """The fit's wall time and its parts (ms), each `None` when unknown.
+
+    The recorder writes `{"total", "steps", "warmup", "between_steps",
+    "measurement"}` with total = the sum of the four parts; older data has
+    no such key, and then every part is unknown (never guessed).
+    """
+    wall = wall if isinstance(wall, dict) else {}
+    parts = {key: _number(wall.get(key)) for key in ("total",) + WALL_PARTS}
+    if parts["total"] is None and all(parts[key] is not None for key in WALL_PARTS):
+        parts["total"] = sum(parts[key] for key in WALL_PARTS)
+    return parts
+
+
+def _retraces(retraces):
+    """`{"count", "steps", "source"}`; `count` is `None` when not recorded."""
+    if not isinstance(retraces, dict):
+        return {"count": None, "steps": [], "source": None}
+    source = retraces.get("source")
+    return {
+        "count": _count(retraces.get("count")),
+        "steps": [
+            _count(step) for step in _list(retraces.get("steps")) if _count(step) is not None
+        ],
+        "source": source if isinstance(source, str) else None,
     }
 
 
@@ -338,6 +362,8 @@ def _numbers_from_series(series, problems):
         "batch_max": int(known.max()) if known.size else None,
         "batch_distinct": int(np.unique(known).size) if known.size else None,
         "fetch_floor_ms": None,
+        "wall": _wall_parts(None),
+        "retraces": _retraces(None),
     }
 
 
@@ -371,6 +397,38 @@ def _count_map(value):
     return counts
 
 
+def _busiest(counts):
+    return max(counts, key=lambda name: (counts[name], name))
+
+
+def _where_the_step_ran(visible, ops, variables):
+    """(device, how it is known, devices used): where the step ran.
+
+    From the first step's ops (device -> op count): the accelerator holding
+    most of them when any accelerator ran some (a GPU step also runs input
+    and bookkeeping ops on the host CPU), else the device holding most. No
+    op counts: the device holding most variables. Neither: a visible
+    device (the first accelerator, else the first), marked
+    `"visible_devices"`, since nothing says the step ran there.
+    """
+    used_ops = {name: n for name, n in ops.items() if n}
+    used_variables = {name: n for name, n in variables.items() if n}
+    if used_ops:
+        accelerators = {n: c for n, c in used_ops.items() if _is_accelerator(n)}
+        device = _busiest(accelerators or used_ops)
+        return device, "ops", sorted(used_ops, key=lambda n: (-used_ops[n], n))
+    if used_variables:
+        return (
+            _busiest(used_variables),
+            "variables",
+            sorted(used_variables, key=lambda n: (-used_variables[n], n)),
+        )
+    if visible:
+        accelerators = [name for name in visible if _is_accelerator(name)]
+        return (accelerators or visible)[0], "visible_devices", []
+    return None, None, []
+
+
 def _placement_digest(placement):
     placement = placement if isinstance(placement, dict) else {}
     devices = placement.get("devices")
@@ -385,15 +443,7 @@ def _placement_digest(placement):
         for device in _list(devices.get("physical")):
             if isinstance(device, dict) and device.get("model"):
                 models[str(device.get("name"))] = str(device["model"])
-    # The accelerator holding most of the step's ops, else the busiest device.
-    device = None
-    accelerator_ops = {name: n for name, n in ops.items() if _is_accelerator(name) and n}
-    if accelerator_visible and accelerator_ops:
-        device = max(accelerator_ops, key=lambda name: (accelerator_ops[name], name))
-    elif ops:
-        device = max(ops, key=lambda name: (ops[name], name))
-    elif variables:
-        device = max(variables, key=lambda name: (variables[name], name))
+    device, device_source, devices_used = _where_the_step_ran(names, ops, variables)
     cpu_ops = []
     if device is not None and _is_accelerator(device):
         cpu_ops = [
@@ -406,6 +456,8 @@ def _placement_digest(placement):
         "device_models": models,
         "accelerator_visible": accelerator_visible,
         "device": device,
+        "device_source": device_source,
+        "devices_used": devices_used,
         "variables": variables,
         "optimizer_variables": _count_map(placement.get("optimizer_variables")),
         "ops": ops,
@@ -510,8 +562,9 @@ def trace_windows(trace):
                 "relative_difference": relative,
                 "disagree": disagree,
                 "message": (
-                    f"Our data wait for these steps ({fmt_ms(ours_wait)} ms per step) "
-                    f"and the trace's input wait ({fmt_ms(trace_wait)} ms) differ by "
+                    f"Our mean data wait for these steps ({fmt_ms(ours_wait)} ms per "
+                    f"step) and the trace's mean input wait ({fmt_ms(trace_wait)} ms) "
+                    "differ by "
                     f"{fmt_share(relative)}. "
                     + (
                         "They measure the same wait from two sides, so a gap this "
@@ -607,8 +660,18 @@ def analyze_run(record):
     }
     steady_wall_ms = stats["step"]["sum"] or 0.0
     warmup_ms = numbers["warmup_ms"]
+    wall = numbers["wall"]
+    wall_shares = {
+        key: (_ratio(wall[key], wall["total"]) if wall["total"] else None)
+        for key in WALL_PARTS
+    }
+    # Warm-up over the fit's whole wall time when it was recorded; else over
+    # the time in warm-up and steady steps (all that older data knows).
     warmup_share = None
-    if warmup_ms is not None and warmup_ms + steady_wall_ms > 0:
+    if wall["total"] and (wall["warmup"] is not None or warmup_ms is not None):
+        warmup_part = wall["warmup"] if wall["warmup"] is not None else warmup_ms
+        warmup_share = min(1.0, warmup_part / wall["total"])
+    elif warmup_ms is not None and warmup_ms + steady_wall_ms > 0:
         warmup_share = warmup_ms / (warmup_ms + steady_wall_ms)
 
     fetch_in_graph = bool(info.get("fetch_in_graph")) or per_record > 1
@@ -624,6 +687,8 @@ def analyze_run(record):
         "sessions": numbers["sessions"],
         "steps_per_record": per_record,
         "device": placement["device"],
+        "device_source": placement["device_source"],
+        "devices_used": placement["devices_used"],
         "backend": info.get("backend") if isinstance(info.get("backend"), str) else None,
         "batch_size": batch_size,
         "batch_sizes": {
@@ -646,8 +711,11 @@ def analyze_run(record):
         "warmups": numbers["warmup_count"],
         "warmup_steps": numbers["warmup_step_numbers"],
         "warmup_share_of_wall": warmup_share,
+        "wall_ms": wall,
+        "wall_shares": wall_shares,
         "spikes": numbers["spikes"],
         "spike_steps": numbers["spike_steps"],
+        "retraces": numbers["retraces"],
         "samples_per_s": samples_per_s,
         "device_busy_fraction": _device_busy_fraction(_get(record, "trace")),
         "trace_windows": trace_windows(_get(record, "trace")),
@@ -670,6 +738,11 @@ def analyze_run(record):
         "jit_compile": info.get("jit_compile"),
         "problems": problems,
     }
+    if placement["device_source"] == "visible_devices":
+        problems.append(
+            "Where the step ran was not recorded (no op or variable placement): "
+            f"the device shown, {placement['device']}, is only a visible one."
+        )
     verdict, steady_verdict, findings = _judge(result)
     result["verdict"] = verdict
     result["steady_verdict"] = steady_verdict
@@ -716,6 +789,8 @@ def _empty_numbers():
         "batch_max": None,
         "batch_distinct": None,
         "fetch_floor_ms": None,
+        "wall": _wall_parts(None),
+        "retraces": _retraces(None),
     }
 
 
@@ -726,20 +801,27 @@ def _percentiles(stats):
 def _starvation(wait, fetch_floor, fetch_in_graph):
     """(ready handover cost, mean wait above it) in milliseconds.
 
-    The measured floor is the cost of `next()` on a synthetic iterator
-    whose batches are ready; the run's own pipeline hands a ready batch over
-    a little slower. When the median wait is within FETCH_FLOOR_MAX_FACTOR of
-    the floor, most steps got a ready batch and the median is that cost.
+    The fetch floor is a p50 (of `next()` on an iterator whose batches are
+    ready), so it is compared with the p50 data wait. When the p50 wait is
+    within FETCH_FLOOR_MAX_FACTOR of the floor (or below it), the typical
+    step got a ready batch and the p50 wait is this pipeline's own cost of
+    handing one over; above that, the floor is. Either way the cost is never
+    more than the p50 wait, nor than the mean wait it is taken from: a part
+    is never larger than its whole. Without a floor the cost is unknown
+    (`None`) and all of the wait is counted; `_judge` is then conservative.
     """
     mean = wait["mean"]
     if mean is None:
         return None, None
     if fetch_in_graph:
         return None, 0.0
-    ready = fetch_floor or 0.0
+    if not fetch_floor:
+        return None, mean
     median = wait["p50"]
-    if fetch_floor and median is not None and median <= FETCH_FLOOR_MAX_FACTOR * fetch_floor:
-        ready = max(ready, median)
+    ready = fetch_floor
+    if median is not None and median <= FETCH_FLOOR_MAX_FACTOR * fetch_floor:
+        ready = median
+    ready = min(ready, mean)
     return ready, max(0.0, mean - ready)
 
 
@@ -763,7 +845,12 @@ def _finding(finding_id, severity, message, fix):
 
 
 def _judge(run):
-    """Returns (verdict, steady-state verdict, findings)."""
+    """Returns (verdict, steady-state verdict, findings).
+
+    The verdict names the dominant bottleneck: only a HIGH input or host
+    share makes it `input_bound` or `host_overhead_bound` (the larger share
+    when both are high); a moderate one is a finding beside the verdict.
+    """
     step = run["step_ms"]["mean"]
     if step is None or not run["steady_steps"]:
         findings = []
@@ -786,8 +873,14 @@ def _judge(run):
     input_share = run["input_share"]
     host_share = run["shares"]["host_overhead"]
     input_severity = _severity(input_share, INPUT_HIGH, INPUT_MODERATE)
-    stalls = None
     wait = run["data_wait_ms"]
+    unjudged = None
+    if input_severity and run["ready_fetch_ms"] is None and not run["fetch_in_graph"]:
+        # No fetch floor: only a high share of long waits is evidence.
+        long_waits = wait["p50"] is not None and wait["p50"] >= NO_FLOOR_MIN_P50_MS - _EPSILON
+        if input_severity != "high" or not long_waits:
+            unjudged, input_severity = input_severity, None
+    stalls = None
     if (
         input_severity
         and run["ready_fetch_ms"]
@@ -802,12 +895,12 @@ def _judge(run):
     on_accelerator = _is_accelerator(run["device"])
 
     candidates = []
-    if input_severity:
-        candidates.append((input_severity == "high", input_share, "input_bound"))
+    if input_severity == "high":
+        candidates.append((input_share, "input_bound"))
     if host_severity == "high":
-        candidates.append((True, host_share, "host_overhead_bound"))
+        candidates.append((host_share, "host_overhead_bound"))
     if candidates:
-        steady_verdict = max(candidates)[2]
+        steady_verdict = max(candidates)[1]
     elif on_accelerator and busy is not None and busy < LATENCY_DEVICE_BUSY:
         steady_verdict = "latency_bound"
     else:
@@ -816,6 +909,8 @@ def _judge(run):
     findings = {}
     if input_severity:
         findings["input_bound"] = _input_finding(run, input_severity)
+    if unjudged:
+        findings["no_fetch_floor"] = _no_floor_finding(run)
     if stalls:
         findings["input_stalls"] = _stalls_finding(run)
     if host_severity:
@@ -823,7 +918,7 @@ def _judge(run):
     if steady_verdict == "latency_bound":
         findings["latency_bound"] = _latency_finding(run)
     if steady_verdict == "compute_bound":
-        findings["compute_bound"] = _compute_finding(run)
+        findings["compute_bound"] = _compute_finding(run, input_severity, unjudged)
 
     warmup_share = run["warmup_share_of_wall"]
     verdict = steady_verdict
@@ -841,50 +936,140 @@ def _judge(run):
     return verdict, steady_verdict, ordered + rest
 
 
+def _ready_cost(run):
+    """The p50-based cost of a ready batch before it is clamped to the mean."""
+    p50, floor = run["data_wait_ms"]["p50"], run["fetch_floor_ms"]
+    if p50 is not None and floor and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
+        return p50
+    return floor
+
+
 def _wait_clause(run):
-    """`the data wait is 0.205 ms per step, of which ...` (no final stop)."""
-    wait = run["data_wait_ms"]["mean"]
-    ready = run["ready_fetch_ms"]
-    floor = run["fetch_floor_ms"]
-    if not ready:
+    """How the data wait splits into the cost of a ready batch and waiting.
+
+    The fetch floor (a p50) is compared with the p50 data wait; the cost it
+    gives is then set apart from the mean wait, clamped to it, so the part
+    printed is never larger than the whole (no final stop).
+    """
+    wait = run["data_wait_ms"]
+    p50, mean = wait["p50"], wait["mean"]
+    floor, ready = run["fetch_floor_ms"], run["ready_fetch_ms"]
+    if ready is None:
         return (
-            f"the data wait is {fmt_ms(wait)} ms per step (no fetch floor was "
-            "measured, so all of it counts as waiting)"
+            "no fetch floor was measured for this run, so none of its mean data "
+            f"wait of {fmt_ms(mean)} ms per step (p50 {fmt_ms(p50)} ms) can be set "
+            "apart as the fixed cost of handing over a batch that is already ready"
         )
-    if floor is not None and abs(ready - floor) > 1e-9:
-        floor_text = (
-            f"the fetch floor: {fmt_ms(floor)} ms measured on a synthetic ready "
-            f"iterator, {fmt_ms(ready)} ms this pipeline's median wait"
+    factor = f"{FETCH_FLOOR_MAX_FACTOR:g}x"
+    typical = (
+        f"the fetch floor, the p50 cost of next() on an iterator whose batches "
+        f"are ready, is {fmt_ms(floor)} ms, and the p50 data wait {fmt_ms(p50)} ms"
+    )
+    if p50 is not None and p50 <= floor:
+        typical += (
+            ": no more than the floor, so the typical step got a ready batch and "
+            "its cost is the p50 wait itself, not the larger floor"
+        )
+    elif p50 is not None and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
+        typical += (
+            f": within {factor} the floor, so the typical step got a ready batch "
+            f"and {fmt_ms(p50)} ms (p50) is this pipeline's cost of handing one over"
         )
     else:
-        floor_text = "the fetch floor"
-    return (
-        f"the data wait is {fmt_ms(wait)} ms per step, of which {fmt_ms(ready)} ms "
-        f"is the fixed cost of handing over a batch that is already ready "
-        f"({floor_text})"
-    )
+        typical += (
+            f": more than {factor} the floor, so the typical step waited for its "
+            "batch and only the floor counts as the cost of a ready one"
+        )
+    cost = _ready_cost(run)
+    if cost is not None and mean is not None and cost > mean + _EPSILON:
+        split = (
+            f"that cost is more than the mean data wait of {fmt_ms(mean)} ms per "
+            f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean)} ms "
+            f"per step, {fmt_ms(ready)} ms (all of it) is that cost and none is waiting"
+        )
+    else:
+        split = (
+            f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready)} ms "
+            f"is that cost and {fmt_ms(run['starved_data_wait_ms'])} ms is waiting"
+        )
+    return f"{typical}; {split}"
+
+
+def _is_training(run):
+    return _role(run["run"])[1] in ("train", "")
 
 
 def _input_finding(run, severity):
     step = run["step_ms"]["mean"]
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
-        f"{fmt_share(run['input_share'])} of each step is spent waiting for the "
-        f"input pipeline: {fmt_ms(run['starved_data_wait_ms'])} ms of "
-        f"{fmt_ms(step)} ms ({adverb} input-bound by the profiler's "
-        f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds); "
+        f"{fmt_share(run['input_share'])} of the mean step is spent waiting for "
+        "the input pipeline beyond the cost of a ready batch: "
+        f"{fmt_ms(run['starved_data_wait_ms'])} ms of the {fmt_ms(step)} ms mean "
+        f"step ({adverb} input-bound by the profiler's "
+        f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
+        "apply to this share"
+        + (
+            ""
+            if severity == "high"
+            else "; a moderate share is a finding, not the run's bottleneck"
+        )
+        + "). In all, the data wait is "
+        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time; "
         f"{_wait_clause(run)}."
     )
     fix = (
         "Make the pipeline parallel and ahead of the model: "
         "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
         "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
-        "or decoding when the data fits in memory, replace tf.py_function and "
-        "Python generators with TensorFlow ops, and move augmentation into the "
-        "model (keras.layers.RandomFlip, RandomRotation...) so it runs with the "
-        "step on the accelerator."
+        "or decoding when the data fits in memory, and replace tf.py_function "
+        "and Python generators with TensorFlow ops."
     )
+    if _is_training(run):
+        fix += (
+            " If the pipeline augments the data (random flips, crops, "
+            "rotations), move that into the model (keras.layers.RandomFlip, "
+            "RandomRotation...) so it runs with the step on the accelerator."
+        )
+    else:
+        fix += (
+            " A validation or evaluation pipeline only loads and batches: "
+            ".cache() it when it fits in memory and end it with "
+            ".prefetch(tf.data.AUTOTUNE)."
+        )
     return _finding("input_bound", severity, message, fix)
+
+
+def _no_floor_finding(run):
+    wait = run["data_wait_ms"]
+    share = run["input_share"]
+    reasons = []
+    if share is None or share < INPUT_HIGH - _EPSILON:
+        reasons.append(
+            f"a share under the {fmt_share(INPUT_HIGH)} high threshold could be the "
+            "cost of handing over ready batches alone"
+        )
+    if wait["p50"] is None or wait["p50"] < NO_FLOOR_MIN_P50_MS - _EPSILON:
+        reasons.append(
+            f"the p50 wait is under {fmt_ms(NO_FLOOR_MIN_P50_MS)} ms, within what "
+            "handing over a ready batch costs"
+        )
+    return _finding(
+        "no_fetch_floor",
+        "info",
+        "No fetch floor was measured for this run (validation and custom-loop "
+        "runs have none), so its data wait cannot be split into the fixed cost "
+        "of handing over a ready batch and real waiting. The data wait is "
+        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time: "
+        f"{fmt_ms(wait['mean'])} ms per step (mean), p50 {fmt_ms(wait['p50'])} ms. "
+        "Judged conservatively, that is no evidence of a slow pipeline: "
+        + " and ".join(reasons)
+        + ".",
+        "Nothing to fix unless the wait grows. A pipeline that ends with "
+        ".cache() (when it fits in memory) and .prefetch(tf.data.AUTOTUNE) hands "
+        "over ready batches; training runs recorded by DeviceCostCallback get a "
+        "fetch floor to judge the wait against.",
+    )
 
 
 def _stalls_finding(run):
@@ -892,11 +1077,11 @@ def _stalls_finding(run):
     return _finding(
         "input_stalls",
         "info",
-        f"Nine steps in ten got their batch within {fmt_ms(wait['p90'])} ms "
-        f"(about the {fmt_ms(run['ready_fetch_ms'])} ms it costs to hand over a "
-        f"ready batch), but a few waited up to {fmt_ms(_wait_max(run))} ms: "
-        f"{fmt_ms(run['starved_data_wait_ms'])} ms per step on average, "
-        f"{fmt_share(run['input_share'])} of the step. The pipeline keeps up; "
+        f"Nine steps in ten got their batch within {fmt_ms(wait['p90'])} ms (the "
+        f"p90 data wait; a ready batch costs {fmt_ms(run['ready_fetch_ms'])} ms), "
+        f"but a few waited up to {fmt_ms(_wait_max(run))} ms (the max): "
+        f"{fmt_ms(run['starved_data_wait_ms'])} ms per step as a mean, "
+        f"{fmt_share(run['input_share'])} of the mean step. The pipeline keeps up; "
         "these are occasional stalls, not starvation.",
         "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
         "that is not yet filled: a smaller shuffle buffer, .cache() before "
@@ -912,15 +1097,22 @@ def _wait_max(run):
 def _host_finding(run, severity):
     step = run["step_ms"]["mean"]
     host = run["host_overhead_ms"]["mean"]
-    adverb = "HIGHLY" if severity == "high" else "MODERATELY"
+    adverb = "highly" if severity == "high" else "moderately"
     return _finding(
         "host_overhead_bound",
         severity,
-        f"{fmt_share(run['shares']['host_overhead'])} of each step is host "
-        f"overhead outside the step function: {fmt_ms(host)} ms of {fmt_ms(step)} ms "
+        f"{fmt_share(run['shares']['host_overhead'])} of the total steady-state "
+        "time is host overhead outside the step function: "
+        f"{fmt_ms(host)} ms of the {fmt_ms(step)} ms mean step "
         "(the Keras loop, callbacks, logging and the progress bar; "
-        f"{adverb.lower()} host-bound by the profiler's "
-        f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds).",
+        f"{adverb} host-bound by the profiler's "
+        f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds"
+        + (
+            ""
+            if severity == "high"
+            else "; a moderate share is a finding, not the run's bottleneck"
+        )
+        + ").",
         "Cut per-batch Python work: fit(..., verbose=2) or verbose=0 instead of "
         "the per-batch progress bar; callbacks that log every N batches or per "
         "epoch (update_freq='epoch'); no .numpy() or float() on tensors in "
@@ -938,8 +1130,8 @@ def _latency_finding(run):
         f"The input keeps up, yet {run['device']} is busy only "
         f"{fmt_share(busy)} of each traced step (under "
         f"{fmt_share(LATENCY_DEVICE_BUSY)}): the {fmt_ms(run['step_ms']['mean'])} ms "
-        "step is mostly the fixed cost of launching kernels and synchronising "
-        "with the host, not arithmetic.",
+        "mean step is mostly the fixed cost of launching kernels and "
+        "synchronising with the host, not arithmetic.",
         "Give each launch more work: a larger batch; "
         "compile(..., steps_per_execution=N); jit_compile=True to fuse small "
         "kernels (XLA); or train this model on the CPU, which has no launch "
@@ -947,12 +1139,13 @@ def _latency_finding(run):
     )
 
 
-def _compute_finding(run):
+def _compute_finding(run, input_severity=None, unjudged=None):
     step = run["step_ms"]["mean"]
     compute = run["compute_ms"]["mean"]
     message = (
-        f"Compute takes {fmt_share(run['shares']['compute'])} of each step: "
-        f"{fmt_ms(compute)} ms of {fmt_ms(step)} ms on {run['device'] or 'the device'}. "
+        f"Compute takes {fmt_share(run['shares']['compute'])} of the total "
+        f"steady-state time: {fmt_ms(compute)} ms of the {fmt_ms(step)} ms mean "
+        f"step on {run['device'] or 'the device'}. "
     )
     if run["fetch_in_graph"]:
         message += (
@@ -960,11 +1153,23 @@ def _compute_finding(run):
             "fetched inside the compiled function, so any data wait is counted "
             "in compute."
         )
+    elif input_severity:
+        message += (
+            f"Waiting for data beyond the cost of a ready batch is "
+            f"{fmt_share(run['input_share'])} of the mean step: a moderate share, "
+            "reported as a finding (input_bound), while compute sets the pace."
+        )
+    elif unjudged or run["ready_fetch_ms"] is None:
+        message += (
+            f"As for the input, {_wait_clause(run)} (see no_fetch_floor)."
+            if unjudged
+            else f"As for the input, {_wait_clause(run)}."
+        )
     else:
         message += (
             f"The input pipeline keeps up: {_wait_clause(run)}, so only "
-            f"{fmt_share(run['input_share'])} of the step is spent waiting "
-            "beyond it."
+            f"{fmt_share(run['input_share'])} of the mean step is spent waiting "
+            "beyond that cost."
         )
     fix = (
         "The healthy case: the step itself sets the pace. To go faster make "
@@ -983,16 +1188,32 @@ def _compute_finding(run):
 def _warmup_finding(run, finding_id, severity, steady_verdict=None):
     warmup = run["warmup_ms"]
     share = run["warmup_share_of_wall"]
-    # The same steady wall time the share was computed from.
-    steady_wall = warmup * (1 - share) / share if share else 0.0
+    wall = run["wall_ms"]
+    if wall["total"] and wall["warmup"] is not None:
+        warmup = wall["warmup"]  # The part the share was computed from.
     count = run["warmups"] or 1
     first = "first step" if count == 1 else f"first step of each of {count} fits"
-    message = (
-        f"Warm-up (the {first}: tracing, graph optimisation, compilation) took "
-        f"{fmt_ms(warmup)} ms, {fmt_share(share)} of the fit's "
-        f"{fmt_ms(warmup + steady_wall)} ms; the {_fmt_count(run['steady_steps'])} "
-        f"steady steps after it took {fmt_ms(steady_wall)} ms."
-    )
+    message = f"Warm-up (the {first}: tracing, graph optimisation, compilation) took "
+    if wall["total"]:
+        message += (
+            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the fit's "
+            f"{fmt_ms(wall['total'])} ms total wall time; the "
+            f"{_fmt_count(run['steady_steps'])} steady steps after it took "
+            f"{fmt_ms(wall['steps'])} ms in total, the time between steps (epoch "
+            "starts, validation, callbacks at epoch end) "
+            f"{fmt_ms(wall['between_steps'])} ms and the tool's own measurements "
+            f"{fmt_ms(wall['measurement'])} ms."
+        )
+    else:
+        steady_wall = run["step_ms"]["mean"] or 0.0
+        steady_wall *= run["steady_steps"] or 0
+        message += (
+            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the "
+            f"{fmt_ms(warmup + steady_wall)} ms total of warm-up and steady steps; "
+            f"the {_fmt_count(run['steady_steps'])} steady steps after it took "
+            f"{fmt_ms(steady_wall)} ms in total. The fit's time outside the steps "
+            "was not recorded, so its total wall time is unknown."
+        )
     if finding_id == "warmup_dominated" and steady_verdict:
         message += f" In steady state the run is {steady_verdict}."
     fix = (
@@ -1003,6 +1224,86 @@ def _warmup_finding(run, finding_id, severity, steady_verdict=None):
         "jit_compile=True."
     )
     return _finding(finding_id, severity, message, fix)
+
+
+def _steps_text(steps, limit=5):
+    """` (steps 12, 40, ...)`, or nothing without steps."""
+    if not steps:
+        return ""
+    shown = ", ".join(str(step) for step in steps[:limit])
+    return f" (step{'s' if len(steps) > 1 else ''} {shown}{', ...' if len(steps) > limit else ''})"
+
+
+def _retrace_findings(run):
+    """`retracing` only with a recorded retrace count; other spikes are `stalls`."""
+    findings = []
+    retraces = run["retraces"]
+    count = retraces["count"]
+    spikes = run["spikes"] or 0
+    spike_steps = run["spike_steps"]
+    if count:
+        batches = run["batch_sizes"]
+        reason = ""
+        if batches["distinct"] and batches["distinct"] > 1:
+            reason = (
+                f" Batch sizes vary from {batches['min']} to {batches['max']}: "
+                "a smaller last batch is a new input shape, which can make "
+                "TensorFlow trace the step again."
+            )
+        findings.append(
+            _finding(
+                "retracing",
+                "moderate" if count >= RETRACING_MODERATE else "info",
+                f"The step function was traced again {_fmt_count(count)} time(s) "
+                f"after warm-up{_steps_text(retraces['steps'])}, by "
+                f"{retraces['source'] or 'the backend'}: each retrace repeats "
+                "tracing and graph optimisation inside a step." + reason,
+                "Keep input shapes fixed: batch(..., drop_remainder=True), pad "
+                "to bucketed lengths, pass tensors rather than Python values; "
+                "for custom tf.functions use reduce_retracing=True or an "
+                "input_signature.",
+            )
+        )
+    unexplained, unexplained_steps = spikes, spike_steps
+    if count:
+        retraced = set(retraces["steps"])
+        if retraced and spike_steps:
+            unexplained_steps = [step for step in spike_steps if step not in retraced]
+            unexplained = max(0, spikes - (len(spike_steps) - len(unexplained_steps)))
+        else:
+            unexplained = max(0, spikes - count)
+            unexplained_steps = []
+    if unexplained:
+        if count is None:
+            evidence = (
+                "Whether the step function was traced again was not recorded, so "
+                "they are not called retracing."
+            )
+        elif count == 0:
+            evidence = (
+                "The step function was not traced again (by "
+                f"{retraces['source'] or 'the backend'}), so they are not retracing."
+            )
+        else:
+            evidence = "The retraces recorded do not account for them."
+        findings.append(
+            _finding(
+                "stalls",
+                "moderate" if unexplained >= STALLS_MODERATE else "info",
+                f"{_fmt_count(unexplained)} step(s) after warm-up took more than "
+                f"{SPIKE_RATIO:g}x the p50 compute{_steps_text(unexplained_steps)}. "
+                + evidence
+                + " Causes can be Python garbage collection, another process on "
+                "the machine or on a shared accelerator, or a checkpoint or log "
+                "written in a batch hook.",
+                "Look at what else ran at those steps: other processes, "
+                "callbacks that save or log every N batches. gc.freeze() after "
+                "building the model shortens garbage-collection pauses. A "
+                "profiler trace window over such a step (profile_steps=...) "
+                "shows what it waited for.",
+            )
+        )
+    return findings
 
 
 def _run_findings(run):
@@ -1038,34 +1339,7 @@ def _run_findings(run):
                 "steps_per_execution=1.",
             )
         )
-    spikes = run["spikes"] or 0
-    if spikes:
-        steps = run["spike_steps"][:5]
-        where = f" (steps {', '.join(str(step) for step in steps)}" + (
-            ", ...)" if len(run["spike_steps"]) > 5 else ")"
-        ) if steps else ""
-        batches = run["batch_sizes"]
-        reason = ""
-        if batches["distinct"] and batches["distinct"] > 1:
-            reason = (
-                f" Batch sizes vary from {batches['min']} to {batches['max']}: "
-                "a smaller last batch gives the step a new input shape, which "
-                "makes TensorFlow trace it again."
-            )
-        findings.append(
-            _finding(
-                "retracing",
-                "moderate" if spikes >= RETRACING_MODERATE else "info",
-                f"{spikes} step(s) after warm-up took more than "
-                f"{SPIKE_RATIO:g}x the median compute{where}: typically "
-                "retracing or recompiling when an input shape or a Python "
-                "argument changes, or garbage collection." + reason,
-                "Keep input shapes fixed: batch(..., drop_remainder=True), pad "
-                "to bucketed lengths, pass tensors rather than Python values; "
-                "for custom tf.functions use reduce_retracing=True or an "
-                "input_signature.",
-            )
-        )
+    findings.extend(_retrace_findings(run))
     placement = run["placement"]
     ops = placement["ops"]
     device = run["device"]
@@ -1076,7 +1350,7 @@ def _run_findings(run):
                 "cpu_ops_on_accelerator_run",
                 "high",
                 f"An accelerator is visible ({', '.join(accelerators) or 'GPU'}) "
-                f"but none of the step's {sum(ops.values()):,} ops ran on it: "
+                f"but none of the step's {_fmt_count(sum(ops.values()))} ops ran on it: "
                 f"the model trained on {device}.",
                 "Check that the model and its data are not pinned with "
                 "tf.device('/CPU:0'), that the TensorFlow build sees the GPU "
@@ -1092,8 +1366,8 @@ def _run_findings(run):
             _finding(
                 "cpu_ops_on_accelerator_run",
                 "moderate",
-                f"The step runs on {device}, yet {cpu_ops:,} of its "
-                f"{sum(ops.values()):,} ops ran on the CPU, of {len(names)} "
+                f"The step runs on {device}, yet {_fmt_count(cpu_ops)} of its "
+                f"{_fmt_count(sum(ops.values()))} ops ran on the CPU, of {len(names)} "
                 f"type(s): {shown}. Each forces copies between host and device "
                 "in the middle of the step.",
                 "Keep ops on the accelerator: replace ops without GPU kernels "
@@ -1105,13 +1379,16 @@ def _run_findings(run):
         )
     copies = placement["cross_device_copies"]
     if copies:
-        busy = ", ".join(f"{name} ({n:,} ops)" for name, n in sorted(ops.items()) if n)
+        busy = ", ".join(
+            f"{name} ({_fmt_count(n)} ops)" for name, n in sorted(ops.items()) if n
+        )
         findings.append(
             _finding(
                 "cross_device_copies",
                 "moderate" if _is_accelerator(device) else "info",
-                f"The step's graph has {copies:,} edge(s) where data crosses "
-                f"between devices (Send/Recv pairs); its ops ran on {busy or '?'}. "
+                f"The step's graph has {_fmt_count(copies)} edge(s) where data crosses "
+                f"between devices (Send/Recv pairs); its ops ran on "
+                f"{busy or formatting.MISSING}. "
                 f"Each copy is paid on every step.",
                 "Keep the step on one device: remove tf.device(...) pins inside "
                 "layers, keep variables on the device that uses them, and move "
@@ -1129,7 +1406,7 @@ def _run_findings(run):
                 "small_batch",
                 "moderate" if on_accelerator else "info",
                 f"Each step processes only {batch} samples in {fmt_ms(median)} ms "
-                f"(median): at this size the fixed cost of a step (the Python "
+                f"(p50): at this size the fixed cost of a step (the Python "
                 "loop, dispatch"
                 + (", kernel launches, host-device synchronisation" if on_accelerator else "")
                 + ") is a large part of it, so "
@@ -1145,49 +1422,170 @@ def _run_findings(run):
 
 # Comparison.
 
+# Roles of a run, from the last part of its name: `fit` writes `train` and
+# `validation`, `evaluate` writes `evaluation`. Runs are compared only with
+# runs of the same role.
+ROLES = ("train", "validation", "evaluation")
+# A device named in a run name: `cpu`, `gpu0`, `GPU:1`, `tpu_2`... Two runs
+# whose names differ only in such words are the same model on two devices.
+_DEVICE_WORD = re.compile(
+    r"(?<![a-z0-9])(cpu|gpu|tpu|cuda|mps|xpu)(?:[:_]?\d+)?(?![a-z])", re.IGNORECASE
+)
+
 
 def _role(run_name):
     """`"gpu/train"` -> (`"gpu"`, `"train"`); a bare name has no role."""
     head, _, tail = run_name.rpartition("/")
-    if tail in ("train", "validation"):
+    if head and tail in ROLES:
         return head, tail
     return run_name, ""
 
 
-def default_baseline(results):
-    """The first CPU training run, else the first CPU run, else the first
-    training run, else the first run."""
-    def cpu(result):
-        return isinstance(result.get("device"), str) and not _is_accelerator(
-            result["device"]
-        )
+def _model_key(run_name):
+    """(role, name with its device words replaced), or `None` without one."""
+    prefix, role = _role(run_name)
+    key = _DEVICE_WORD.sub("<device>", prefix.lower())
+    return (role, key) if key != prefix.lower() else None
 
-    for test in (
-        lambda r: cpu(r) and _role(r["run"])[1] == "train",
-        cpu,
-        lambda r: _role(r["run"])[1] == "train",
-        lambda r: True,
-    ):
+
+def _on_cpu(result):
+    """Whether a run trained on the CPU (by its device, else by its name)."""
+    device = result.get("device")
+    if isinstance(device, str):
+        return not _is_accelerator(device)
+    words = [m.group(1).lower() for m in _DEVICE_WORD.finditer(_role(result["run"])[0])]
+    return bool(words) and all(word == "cpu" for word in words)
+
+
+def _cpu_counterpart(result, results):
+    """The same model's CPU run of the same role, or `None`.
+
+    Same model: the run names differ only in device words (`cpu/train` for
+    `gpu/train`, `mlp/batch64-cpu0/train` for `mlp/batch64-gpu0/train`). A
+    run on the CPU has no counterpart: it is one.
+    """
+    if _on_cpu(result):
+        return None
+    key = _model_key(result["run"])
+    if key is None:
+        return None
+    candidates = [
+        other
+        for other in results
+        if other["run"] != result["run"] and _model_key(other["run"]) == key and _on_cpu(other)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda other: other["run"])["run"]
+
+
+def _plan(results, baseline):
+    """(pairs of run and the run it is compared with, baseline, reason).
+
+    Pairs hold run names, in the order of `results`; a run paired with
+    itself is a baseline (of its role). Nothing is compared across roles,
+    and no group holds only its baseline.
+    """
+    names = [result["run"] for result in results]
+    chosen_by_name = baseline is not None
+    against = {}
+    left_out = []
+    if baseline is not None:
+        base_prefix, base_role = _role(baseline)
+        siblings = []
+        for name in names:
+            prefix, role = _role(name)
+            sibling = f"{base_prefix}/{role}" if role and base_role else None
+            if role == base_role:
+                against[name] = baseline
+            elif sibling in names:
+                against[name] = sibling
+                if sibling not in siblings:
+                    siblings.append(sibling)
+            else:
+                left_out.append(name)
+        reason = f"{baseline} was chosen as the baseline"
+        if siblings:
+            reason += (
+                "; runs of another role are compared with its run of that role ("
+                + ", ".join(siblings)
+                + ")"
+            )
+    else:
+        pairs = []
         for result in results:
-            if test(result):
-                return result["run"]
-    return None
+            counterpart = _cpu_counterpart(result, results)
+            if counterpart is not None:
+                against[result["run"]] = counterpart
+                against.setdefault(counterpart, counterpart)
+                pairs.append(f"{result['run']} with {counterpart}")
+        reason = (
+            "Each run is compared with the same model trained on the CPU: the "
+            "run of the same role whose name differs only in the device ("
+            + "; ".join(pairs[:3])
+            + ("; ..." if len(pairs) > 3 else "")
+            + ")"
+        )
+    compared = {base for name, base in against.items() if name != base}
+    pairs = [(name, against[name]) for name in names if against.get(name) in compared]
+    if not compared:
+        return [], None, None
+    dropped = [name for name in names if name in against and against[name] not in compared]
+    left_out = sorted(set(left_out + dropped) - compared)
+    if baseline is None:
+        train = {base for name, base in pairs if _role(base)[1] == "train"}
+        every = {base for name, base in pairs}
+        baseline = next(
+            (min(group) for group in (train, every) if len(group) == 1), None
+        )
+    if not chosen_by_name:
+        left_out = [name for name in names if name not in against]
+    if left_out:
+        shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
+        reason += (
+            "; left out, with no run of their role to compare with: "
+            if chosen_by_name
+            else "; left out, with no such run: "
+        ) + shown
+    return pairs, baseline, reason + "."
+
+
+def default_baseline(results):
+    """The baseline `compare_runs` picks when none is named, or `None`.
+
+    The same model trained on the CPU: a CPU run of the same role whose
+    name differs from another run's only in the device (`cpu/train` for
+    `gpu/train`). With several models, each is compared with its own, and
+    this returns the one training baseline when there is exactly one.
+    """
+    results = [result for result in results if result is not None]
+    return _plan(results, None)[1]
 
 
 def compare_runs(results, baseline=None):
-    """Each run against a baseline: speedups, differences, reasons in words.
+    """Runs against a baseline: speedups, differences, reasons in words.
+
+    Like is compared with like: a training run with a training run, a
+    validation run with a validation run, an evaluation with an evaluation;
+    never a run with itself.
 
     Args:
         results: `analyze_run` results.
-        baseline: Run name to compare against. Defaults to the first CPU
-            training run, else the first CPU run, else the first run.
+        baseline: Run name to compare against. Runs of its role are compared
+            with it, runs of another role with its run of that role (its
+            sibling: `cpu/validation` for `cpu/train`), and runs with no such
+            sibling are left out. Defaults to each run's same model trained
+            on the CPU (see `default_baseline`); runs without one are left
+            out.
 
     Returns:
-        `None` with fewer than two runs, else `{"baseline": name, "rows":
-        [...]}` with a row per run, the baseline included (speedup 1.0).
-        A run is compared with the baseline's sibling of the same role
-        (`cpu/validation` for `gpu/validation`) when there is one; its row
-        names it in `against`.
+        `None` when nothing is compared (fewer than two runs, or no run has
+        a baseline), else `{"baseline": name or None, "baseline_reason":
+        text, "baselines": [...], "statistic": "mean", "rows": [...]}`: a
+        row per compared run, each baseline included (`is_baseline`,
+        speedup 1.0, explanation `"baseline"`); `against` names the run
+        each row is compared with. Speedups and differences are of mean
+        steady-state steps (`statistic`): throughput is what a mean gives.
 
     Raises:
         ValueError: when `baseline` is not one of the runs.
@@ -1201,18 +1599,17 @@ def compare_runs(results, baseline=None):
         )
     if len(results) < 2:
         return None
-    if baseline is None:
-        baseline = default_baseline(results)
-    base_prefix, base_role = _role(baseline)
-    rows = []
-    for result in results:
-        against = baseline
-        prefix, role = _role(result["run"])
-        sibling = f"{base_prefix}/{role}" if role else None
-        if role and role != base_role and sibling in by_name:
-            against = sibling
-        rows.append(_compare(result, by_name[against]))
-    return {"baseline": baseline, "rows": rows}
+    pairs, chosen, reason = _plan(results, baseline)
+    if not pairs:
+        return None
+    rows = [_compare(by_name[name], by_name[base]) for name, base in pairs]
+    return {
+        "baseline": chosen,
+        "baseline_reason": reason,
+        "baselines": sorted({base for _, base in pairs}),
+        "statistic": "mean",
+        "rows": rows,
+    }
 
 
 def _per_sample(result, name):
@@ -1250,6 +1647,7 @@ def _compare(run, base):
     row = {
         "run": run["run"],
         "against": base["run"],
+        "is_baseline": same_run,
         "device": run["device"],
         "batch_size": run["batch_size"],
         "speedup": speedup,
@@ -1299,23 +1697,23 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         unit, values, base_values = "per 1000 samples", per_1000, base_per_1000
         detail = (
             f"{_fmt_count(row['samples_per_s'])} against "
-            f"{_fmt_count(base['samples_per_s'])} samples/s; batch "
+            f"{_fmt_count(base['samples_per_s'])} samples/s in steady state; batch "
             f"{run['batch_size'] or '?'} against {base['batch_size'] or '?'}, "
             "so compared per sample, not per step"
         )
     else:
         unit, values, base_values = "per step", per_step, base_per_step
         detail = (
-            f"median step {fmt_ms(row['step_ms'])} ms against "
+            f"mean step {fmt_ms(row['step_ms'])} ms against "
             f"{fmt_ms(row['baseline_step_ms'])} ms"
         )
     if speedup is None:
         head = f"{name} cannot be compared with {base_name} (no step times)"
         return head + "."
     if abs(speedup - 1.0) < SAME_SPEED:
-        head = f"{name} is as fast as {base_name} ({speedup:.2f}x; {detail})"
+        head = f"{name} is as fast as {base_name} ({_fmt_speedup(speedup)}; {detail})"
     else:
-        head = f"{name} is {speedup:.2f}x as fast as {base_name} ({detail})"
+        head = f"{name} is {_fmt_speedup(speedup)} as fast as {base_name} ({detail})"
 
     known = [c for c in COMPONENTS if values[c] is not None and base_values[c] is not None]
     if not known:
@@ -1331,7 +1729,7 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     for index, component in enumerate(different):
         value, base_value = values[component], base_values[component]
         clause = (
-            f"its {_LABELS[component]} {unit} is "
+            f"its mean {_LABELS[component]} {unit} is "
             f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms"
         )
         if index == 0:
@@ -1352,7 +1750,7 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         and warm - base_warm >= WARMUP_NOTE_MS
     ):
         text += (
-            f" Its warm-up took {fmt_ms(warm)} ms against {fmt_ms(base_warm)} ms, "
+            f" Its warm-up took {fmt_ms(warm)} ms in total against {fmt_ms(base_warm)} ms, "
             "left out of this ratio."
         )
     if slower and run["verdict"] and run["verdict"] != base["verdict"]:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost import formatting
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
@@ -55,10 +56,17 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
+            imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported <= {"math", "re", "numpy"}, imported
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+    # Its own formatting rule aside (which imports only the standard library).
+    assert imported <= {"math", "re", "numpy", "tb_devicecost.formatting"}, imported
+    with open(formatting.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    assert names <= {"decimal", "math"}, names
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     # Nor does importing it load a framework (the package loads only
     # TensorBoard's protobuf definitions, for its format module).
     code = (
@@ -92,8 +100,10 @@ def test_input_bound_fit_is_input_bound(fit_records):
     assert result["steady_verdict"] == "input_bound"
     assert result["findings"][0]["id"] == "input_bound"
     assert result["findings"][0]["severity"] == "high"
-    # The pipeline sleeps INPUT_SLEEP_S per batch: the wait is at least that.
-    assert result["data_wait_ms"]["p50"] >= INPUT_SLEEP_S * 1e3 * 0.9
+    # The pipeline sleeps INPUT_SLEEP_S per batch, one batch at a time: no
+    # step can be shorter. (The wait alone can be: tf.data may start the
+    # next batch while the step runs.)
+    assert result["step_ms"]["p50"] >= INPUT_SLEEP_S * 1e3 * 0.95
     components = record.aggregate["components"]
     expected_share = (
         components["data_wait"]["mean_ms"] - result["ready_fetch_ms"]
@@ -181,29 +191,36 @@ def test_fit_comparison_names_the_slower_run_and_why(fit_records):
     assert "input_bound" in explanation
 
 
-# Verdict thresholds on synthetic runs (no fetch floor: all wait is waiting).
+# Verdict thresholds on synthetic runs.
 
 
 @pytest.mark.parametrize(
     "input_share, verdict, severity",
     [
         (0.20, "input_bound", "high"),
-        (0.199, "input_bound", "moderate"),
-        (0.05, "input_bound", "moderate"),
+        # A moderate share is a finding; the verdict names the dominant part.
+        (0.199, "compute_bound", "moderate"),
+        (0.05, "compute_bound", "moderate"),
         (0.049, "compute_bound", None),
     ],
 )
 def test_input_thresholds(helpers, input_share, verdict, severity):
-    step = 10.0
-    wait = input_share * step
-    result = run_with(helpers, wait, step - wait, 0.0, batch_size=512)
+    # Every step waits `floor` for a ready batch plus the starved part.
+    step, floor = 10.0, 0.01
+    starved = input_share * step
+    wait = starved + floor
+    result = run_with(helpers, wait, step - wait, 0.0, batch_size=512,
+                      fetch_floor_ms=floor)
     assert result["input_share"] == pytest.approx(input_share)
     assert result["verdict"] == verdict
     found = finding(result, "input_bound")
     assert (found and found["severity"]) == severity
     if found:
         assert analysis.fmt_share(input_share) in found["message"]
-        assert f"{analysis.fmt_ms(wait)} ms of {analysis.fmt_ms(step)} ms" in found["message"]
+        assert (
+            f"{analysis.fmt_ms(starved)} ms of the {analysis.fmt_ms(step)} ms mean step"
+            in found["message"]
+        )
 
 
 @pytest.mark.parametrize(
@@ -224,13 +241,16 @@ def test_host_thresholds(helpers, host_share, verdict, severity):
     found = finding(result, "host_overhead_bound")
     assert (found and found["severity"]) == severity
     if found:
-        assert f"{analysis.fmt_ms(host)} ms of {analysis.fmt_ms(step)} ms" in found["message"]
+        assert (
+            f"{analysis.fmt_ms(host)} ms of the {analysis.fmt_ms(step)} ms mean step"
+            in found["message"]
+        )
         assert "steps_per_execution" in found["fix"]
 
 
 def test_high_host_beats_moderate_input(helpers):
     # 10% input (moderate) and 30% host (high): the host is the bottleneck.
-    result = run_with(helpers, 1.0, 6.0, 3.0, batch_size=512)
+    result = run_with(helpers, 1.0, 6.0, 3.0, batch_size=512, fetch_floor_ms=0.01)
     assert result["verdict"] == "host_overhead_bound"
     assert result["findings"][0]["id"] == "host_overhead_bound"
     assert finding(result, "input_bound")["severity"] == "moderate"
@@ -290,8 +310,8 @@ def test_wait_at_the_fetch_floor_is_not_input_bound(helpers):
     assert result["starved_data_wait_ms"] == pytest.approx(0.0)
     assert result["verdict"] == "compute_bound"
     message = finding(result, "compute_bound")["message"]
-    assert f"the data wait is {analysis.fmt_ms(wait)} ms" in message
-    assert f"{analysis.fmt_ms(floor)} ms measured" in message
+    assert f"the p50 data wait {analysis.fmt_ms(wait)} ms" in message
+    assert f"is {analysis.fmt_ms(floor)} ms" in message
 
 
 def test_wait_far_above_the_floor_is_starvation(helpers):
@@ -302,8 +322,11 @@ def test_wait_far_above_the_floor_is_starvation(helpers):
     assert result["input_share"] == pytest.approx((wait - floor) / (wait + compute))
     assert result["verdict"] == "input_bound"
     message = finding(result, "input_bound")["message"]
-    assert f"{analysis.fmt_ms(wait - floor)} ms of {analysis.fmt_ms(wait + compute)} ms" in message
-    assert f"the data wait is {analysis.fmt_ms(wait)} ms" in message
+    assert (
+        f"{analysis.fmt_ms(wait - floor)} ms of the {analysis.fmt_ms(wait + compute)} ms mean step"
+        in message
+    )
+    assert f"of the mean data wait of {analysis.fmt_ms(wait)} ms per step" in message
 
 
 def test_rare_stalls_are_not_input_bound(helpers):
@@ -412,17 +435,6 @@ def test_cross_device_copies_severity(helpers):
     assert found["severity"] == "info"
     assert "2 edge(s)" in found["message"]
     assert "CPU:1 (3 ops)" in found["message"]
-
-
-@pytest.mark.parametrize("spikes, severity", [(0, None), (1, "info"), (3, "moderate")])
-def test_retracing(helpers, spikes, severity):
-    result = run_with(helpers, 0.0, 5.0, 0.0, spikes=spikes, batch_size=512)
-    found = finding(result, "retracing")
-    assert (found and found["severity"]) == severity
-    assert result["spikes"] == spikes
-    if found:
-        assert f"{spikes} step(s)" in found["message"]
-        assert "drop_remainder=True" in found["fix"]
 
 
 @pytest.mark.parametrize(
@@ -668,9 +680,9 @@ def test_different_batch_sizes_compare_samples_per_second(helpers):
 def test_same_speed_and_warmup_note(helpers):
     base = run_with(helpers, 0.1, 1.0, 0.0, name="a/train", warmup_ms=300.0)
     other = run_with(helpers, 0.1, 1.0, 0.0, name="b/train", warmup_ms=1800.0)
-    row = analysis.compare_runs([base, other])["rows"][1]
+    row = analysis.compare_runs([base, other], baseline="a/train")["rows"][1]
     assert row["explanation"].startswith("b/train is as fast as a/train")
-    assert "warm-up took 1,800 ms against 300 ms" in row["explanation"]
+    assert "warm-up took 1,800 ms in total against 300 ms" in row["explanation"]
 
 
 # The report.
@@ -771,3 +783,413 @@ def test_malformed_fields_skip_the_run_not_the_report(helpers):
 )
 def test_shares_never_round_up_across_a_threshold(share, shown):
     assert analysis.fmt_share(share) == shown
+
+
+# Issue 10, item 2: each figure is one statistic, and says which.
+
+
+def test_comparison_says_its_speedup_is_of_mean_steps(helpers):
+    # The stalling run's p50 step is short, its mean long: the explanation
+    # must quote the means it divides, and say they are means.
+    wait = np.full(100, 0.2)
+    wait[::4] = 30.0
+    steady = run_with(helpers, 0.2, 3.0, 0.1, name="cpu/train")
+    stalling = run_with(helpers, wait, 2.0, 0.1, name="gpu/train",
+                        placement=helpers.gpu_placement())
+    comparison = analysis.compare_runs([steady, stalling])
+    assert comparison["statistic"] == "mean"
+    row = {row["run"]: row for row in comparison["rows"]}["gpu/train"]
+    mean_step = float(np.mean(wait + 2.0 + 0.1))
+    median_step = float(np.median(wait + 2.0 + 0.1))
+    assert analysis.fmt_ms(mean_step) != analysis.fmt_ms(median_step)
+    assert (
+        f"mean step {analysis.fmt_ms(mean_step)} ms against {analysis.fmt_ms(3.3)} ms"
+        in row["explanation"]
+    )
+    assert "median" not in row["explanation"]
+    assert row["speedup"] == pytest.approx(3.3 / mean_step)
+
+
+STATISTICS = re.compile(r"\b(p50|p90|p99|mean|means|total|max|min)\b")
+
+
+def sentences_with_figures(text):
+    """Sentences of `text` that quote a time in ms."""
+    return [
+        sentence
+        for sentence in re.split(r"(?<=\.)\s+(?=[A-Z])", text)
+        if re.search(r"\d ms\b", sentence)
+    ]
+
+
+def test_every_sentence_with_a_figure_names_its_statistic(helpers, fit_records):
+    results = [analysis.analyze_run(r) for r in fit_records.values()]
+    results += [
+        run_with(helpers, 3.0, 1.0, 0.5, spikes=4, warmup_ms=300.0),
+        run_with(helpers, 0.5, 6.0, 0.1, name="cpu/validation"),
+        run_with(helpers, [0.2] * 95 + [20.0] * 5, 4.0, 0.0, fetch_floor_ms=0.1),
+        run_with(helpers, 0.3, 0.7, 0.0, fetch_floor_ms=0.1, batch_size=10),
+        run_with(helpers, 0.0, 5.0, 0.0, warmup_ms=4000.0),
+        gpu_run(helpers, trace={"schema": 1, "device_busy_fraction": 0.03}),
+    ]
+    cpu = run_with(helpers, 0.1, 0.8, 0.05, name="cpu/train", batch_size=10)
+    gpu = analysis.analyze_run(helpers.make_record(
+        "gpu/train", aggregate=helpers.make_aggregate(0.1, 1.9, 0.05, batch_size=10,
+                                                      warmup_ms=900.0),
+        placement=helpers.gpu_placement()))
+    texts = [f["message"] for result in results for f in result["findings"]]
+    texts += [row["explanation"] for row in analysis.compare_runs([cpu, gpu])["rows"]]
+    checked = 0
+    for text in texts:
+        for sentence in sentences_with_figures(text):
+            checked += 1
+            assert STATISTICS.search(sentence), sentence
+            assert "median" not in sentence, sentence
+    assert checked >= 10
+
+
+# Item 3: a part is never larger than its whole.
+
+
+def explained_parts(message):
+    """(whole, part) of each 'of the mean data wait of X ms per step, Y ms'."""
+    return [
+        (float(whole.replace(",", "")), float(part.replace(",", "")))
+        for whole, part in re.findall(
+            r"of the mean data wait of ([\d.,]+) ms per step, ([\d.,]+) ms", message
+        )
+    ]
+
+
+def test_fetch_floor_above_the_wait_is_never_printed_as_part_of_it(helpers):
+    # The report's case: a 0.229 ms wait and a 0.593 ms floor.
+    floor, wait = 0.593, 0.229
+    result = run_with(helpers, wait, 5.0, 0.1, fetch_floor_ms=floor, batch_size=512)
+    assert result["ready_fetch_ms"] == pytest.approx(wait)
+    assert result["starved_data_wait_ms"] == pytest.approx(0.0)
+    message = finding(result, "compute_bound")["message"]
+    assert "of which" not in message
+    # The floor is compared with the wait of the same statistic (p50)...
+    assert (
+        f"is {analysis.fmt_ms(floor)} ms, and the p50 data wait {analysis.fmt_ms(wait)} ms"
+        in message
+    )
+    # ... and the part set apart is the wait itself, never the larger floor.
+    parts = explained_parts(message)
+    assert parts == [(wait, wait)]
+
+
+def test_ready_batch_cost_is_clamped_to_the_mean_wait(helpers):
+    # Most steps wait 0.4 ms, some almost nothing: the p50 (0.4 ms) is above
+    # the mean; the cost taken from the p50 must not exceed the mean wait.
+    waits = [0.4] * 60 + [0.05] * 40
+    mean = float(np.mean(waits))
+    result = run_with(helpers, waits, 5.0, 0.1, fetch_floor_ms=0.2, batch_size=512)
+    assert result["data_wait_ms"]["p50"] > mean
+    assert result["ready_fetch_ms"] == pytest.approx(mean)
+    message = finding(result, "compute_bound")["message"]
+    assert "clamped" in message
+    for whole, part in explained_parts(message):
+        assert part <= whole
+    assert explained_parts(message)
+
+
+# Item 4: false input_bound verdicts.
+
+
+def test_moderate_input_share_is_a_finding_not_the_verdict(helpers):
+    # 88% compute, 10% waiting beyond the floor: compute sets the pace.
+    floor = 0.05
+    result = run_with(helpers, 1.0 + floor, 8.8, 0.2 - floor, fetch_floor_ms=floor,
+                      batch_size=512)
+    assert result["input_share"] == pytest.approx(0.1)
+    assert result["verdict"] == "compute_bound"
+    assert result["findings"][0]["id"] == "compute_bound"
+    found = finding(result, "input_bound")
+    assert found["severity"] == "moderate"
+    assert "not the run's bottleneck" in found["message"]
+    assert "input pipeline keeps up" not in finding(result, "compute_bound")["message"]
+    # Only a high share makes it the verdict.
+    high = run_with(helpers, 2.5 + floor, 7.3, 0.2 - floor, fetch_floor_ms=floor,
+                    batch_size=512)
+    assert high["verdict"] == "input_bound"
+
+
+def test_run_without_fetch_floor_is_judged_conservatively(helpers):
+    # The issue's validation run: from_tensor_slices(...).batch(64), 7% of
+    # the step waiting 0.5 ms, no floor measured.
+    result = run_with(helpers, 0.5, 6.4, 0.1, name="mine/validation", batch_size=64)
+    assert result["fetch_floor_ms"] is None
+    assert result["verdict"] == "compute_bound"
+    assert finding(result, "input_bound") is None
+    note = finding(result, "no_fetch_floor")
+    assert note["severity"] == "info"
+    assert "No fetch floor was measured" in note["message"]
+    assert analysis.fmt_share(0.5 / 7.0) in note["message"]
+    # A high share of short waits is no evidence either.
+    short = run_with(helpers, 0.4, 0.6, 0.0, name="loop/train", batch_size=512)
+    assert short["shares"]["data_wait"] >= analysis.INPUT_HIGH
+    assert short["verdict"] == "compute_bound"
+    assert finding(short, "no_fetch_floor") is not None
+    # A high share of long waits is.
+    slow = run_with(helpers, 3.0, 2.0, 0.0, name="loop/train", batch_size=512)
+    assert slow["verdict"] == "input_bound"
+    assert "no fetch floor was measured" in finding(slow, "input_bound")["message"]
+
+
+def test_augmentation_advice_only_for_training_runs(helpers):
+    train = run_with(helpers, 3.0, 2.0, 0.0, name="mine/train", fetch_floor_ms=0.1)
+    validation = run_with(helpers, 3.0, 2.0, 0.0, name="mine/validation")
+    assert validation["verdict"] == train["verdict"] == "input_bound"
+    assert "augment" in finding(train, "input_bound")["fix"]
+    for item in validation["findings"]:
+        assert "augment" not in (item["message"] + item["fix"]).lower(), item
+
+
+# Item 5: the fit's whole wall time.
+
+
+def test_wall_time_breakdown_accounts_for_the_whole_fit(helpers):
+    parts = {"steps": 5000.0, "warmup": 2500.0, "between_steps": 2300.0,
+             "measurement": 200.0}
+    total = sum(parts.values())
+    aggregate = helpers.make_aggregate(0.5, 4.5, 0.0, warmup_ms=2500.0)
+    aggregate["wall_ms"] = dict(parts, total=total)
+    result = analysis.analyze_run(helpers.make_record("w/train", aggregate=aggregate))
+    assert result["wall_ms"] == dict(parts, total=total)
+    assert result["wall_shares"] == {key: pytest.approx(value / total)
+                                     for key, value in parts.items()}
+    # Warm-up over the fit's wall time (25%), not over warm-up plus steps
+    # (33%).
+    assert result["warmup_share_of_wall"] == pytest.approx(2500.0 / total)
+    assert result["verdict"] == "compute_bound"
+    found = finding(result, "warmup")
+    assert analysis.fmt_share(2500.0 / total) in found["message"]
+    assert f"{analysis.fmt_ms(total)} ms total wall time" in found["message"]
+    assert f"{analysis.fmt_ms(2300.0)} ms" in found["message"]
+    assert_json_clean(result)
+
+
+def test_wall_time_unknown_in_older_data_is_not_guessed(helpers):
+    aggregate = helpers.make_aggregate(0.0, 5.0, 0.0, warmup_ms=200.0)
+    assert "wall_ms" not in aggregate
+    result = analysis.analyze_run(helpers.make_record("old/train", aggregate=aggregate))
+    assert result["wall_ms"] == dict.fromkeys(
+        ("total", "steps", "warmup", "between_steps", "measurement"))
+    assert result["wall_shares"] == dict.fromkeys(
+        ("steps", "warmup", "between_steps", "measurement"))
+    # The share falls back to warm-up plus steady steps, and says so.
+    assert result["warmup_share_of_wall"] == pytest.approx(200.0 / (200.0 + 500.0))
+    assert "total wall time is unknown" in finding(result, "warmup")["message"]
+
+
+# Item 6: retracing only with evidence.
+
+
+@pytest.mark.parametrize("retraces", [None, {"count": 0, "steps": [],
+                                              "source": "tf.function tracing count"}])
+def test_spikes_without_retrace_evidence_are_stalls_not_retracing(helpers, retraces):
+    aggregate = helpers.make_aggregate(0.0, 5.0, 0.0, batch_size=512, spikes=7)
+    if retraces is not None:
+        aggregate["retraces"] = retraces
+    result = analysis.analyze_run(helpers.make_record("s/train", aggregate=aggregate))
+    assert finding(result, "retracing") is None
+    stalls = finding(result, "stalls")
+    assert stalls["severity"] == "info"
+    assert "7 step(s)" in stalls["message"]
+    assert "10x the p50 compute" in stalls["message"]
+    assert "garbage collection" in stalls["message"]
+    assert result["retraces"]["count"] == (None if retraces is None else 0)
+
+
+def test_many_stalls_are_moderate(helpers):
+    result = run_with(helpers, 0.0, 5.0, 0.0, batch_size=512, spikes=12)
+    assert finding(result, "stalls")["severity"] == "moderate"
+    assert finding(run_with(helpers, 0.0, 5.0, 0.0, batch_size=512), "stalls") is None
+
+
+def test_recorded_retraces_are_retracing(helpers):
+    aggregate = helpers.make_aggregate(0.0, 5.0, 0.0, batch_size=512, spikes=4)
+    # Spikes at steps 10-13; the train function was traced again at 11 and 13.
+    aggregate["retraces"] = {"count": 2, "steps": [11, 13],
+                             "source": "tf.function tracing count"}
+    result = analysis.analyze_run(helpers.make_record("r/train", aggregate=aggregate))
+    assert result["retraces"] == aggregate["retraces"]
+    found = finding(result, "retracing")
+    assert found["severity"] == "info"
+    assert "traced again 2 time(s)" in found["message"]
+    assert "steps 11, 13" in found["message"]
+    assert "tf.function tracing count" in found["message"]
+    # The two other spikes have no retrace to explain them.
+    stalls = finding(result, "stalls")
+    assert "2 step(s)" in stalls["message"]
+    assert "steps 10, 12" in stalls["message"]
+    many = helpers.make_aggregate(0.0, 5.0, 0.0, batch_size=512)
+    many["retraces"] = {"count": 3, "steps": [], "source": "tf.function tracing count"}
+    result = analysis.analyze_run(helpers.make_record("m/train", aggregate=many))
+    assert finding(result, "retracing")["severity"] == "moderate"
+    assert finding(result, "stalls") is None
+
+
+# Item 7: one formatting rule.
+
+
+@pytest.mark.parametrize("value, shown", [
+    (0.0625, "0.063"), (2.125, "2.13"), (12.25, "12.3"), (1234.5, "1,235"),
+    (1.005, "1.00"), (0.1884, "0.188"), (41.24, "41.2"), (1823.2, "1,823"),
+    (0.0, "0.000"), (None, "\u2014"), (float("nan"), "\u2014"),
+])
+def test_milliseconds_round_half_away_from_zero_like_the_tab(value, shown):
+    # JavaScript's toFixed rounds the exact binary value, ties away from
+    # zero; Python's format would give 0.062, 2.12, 12.2 and 1,234.
+    assert formatting.fmt_ms(value) == shown
+    assert analysis.fmt_ms(value) == shown
+
+
+def test_one_symbol_for_a_missing_value():
+    assert formatting.MISSING == "\u2014"
+    for function in (formatting.fmt_ms, formatting.fmt_share, formatting.fmt_count,
+                     formatting.fmt_speedup, formatting.fmt_signed_ms,
+                     formatting.fmt_ms_unit):
+        assert function(None) == "\u2014", function
+    # The analysis writes its findings with the same functions.
+    assert analysis.fmt_share(None) == analysis.fmt_ms(None) == "\u2014"
+    assert formatting.fmt_signed_ms(-0.0001) == "+0.000"
+    assert formatting.fmt_signed_ms(-1.25) == "-1.25"
+    assert formatting.fmt_speedup(0.455) == "0.46x"
+    assert formatting.fmt_count(9470.5) == "9,471"
+
+
+def test_findings_quote_shares_as_the_table_does(helpers):
+    # A data-wait share of 79.96%: the table (fmt_share) shows 79%, and the
+    # finding must too, never a rounded 80%.
+    result = run_with(helpers, 7.996, 2.004, 0.0, fetch_floor_ms=0.05, batch_size=512)
+    assert result["shares"]["data_wait"] == pytest.approx(0.7996)
+    message = finding(result, "input_bound")["message"]
+    assert "the data wait is 79% of the total steady-state time" in message
+    assert "80%" not in message
+
+
+# Item 9: like with like, never a run with itself.
+
+
+def test_default_comparison_is_none_between_unrelated_runs(helpers):
+    pinned = run_with(helpers, 0.1, 1.0, 0.0, name="placement/pinned_layer/train")
+    augment = run_with(helpers, 2.0, 1.0, 0.0, name="input_pipeline/augment_in_model/train")
+    assert analysis.default_baseline([pinned, augment]) is None
+    assert analysis.compare_runs([pinned, augment]) is None
+
+
+def test_one_model_train_and_validation_has_no_comparison(helpers):
+    train = run_with(helpers, 0.1, 1.0, 0.0, name="mine/train")
+    validation = run_with(helpers, 0.1, 0.5, 0.0, name="mine/validation")
+    assert analysis.compare_runs([train, validation]) is None
+    assert analysis.compare_runs([train, validation], baseline="mine/validation") is None
+    assert analysis.build_report([
+        helpers.make_record(name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0))
+        for name in ("mine/train", "mine/validation")
+    ], baseline="mine/validation")["comparison"] is None
+
+
+def test_baseline_of_another_role_never_compares_a_run_with_itself(helpers):
+    runs = [
+        run_with(helpers, 0.1, 1.0, 0.0, name="mine/train"),
+        run_with(helpers, 0.1, 0.5, 0.0, name="mine/validation"),
+        run_with(helpers, 0.1, 2.0, 0.0, name="other/train"),
+        run_with(helpers, 0.1, 3.0, 0.0, name="solo/evaluation"),
+    ]
+    comparison = analysis.compare_runs(runs, baseline="mine/validation")
+    rows = {row["run"]: row for row in comparison["rows"]}
+    for row in rows.values():
+        assert _role_of(row["run"]) == _role_of(row["against"]), row
+        if row["run"] == row["against"]:
+            assert row["is_baseline"] and row["explanation"] == "baseline"
+        else:
+            assert not row["is_baseline"]
+    # other/train is compared with the baseline's training sibling.
+    assert rows["other/train"]["against"] == "mine/train"
+    assert rows["other/train"]["speedup"] == pytest.approx(1.1 / 2.1)
+    # Nothing to compare the evaluation or the validation run with.
+    assert "solo/evaluation" not in rows
+    assert "mine/validation" not in rows
+    assert "solo/evaluation" in comparison["baseline_reason"]
+
+
+def _role_of(name):
+    return name.rsplit("/", 1)[-1]
+
+
+def test_comparison_says_why_its_baseline_was_chosen(helpers):
+    cpu = run_with(helpers, 0.1, 0.8, 0.05, name="cpu/train")
+    gpu = analysis.analyze_run(helpers.make_record(
+        "gpu/train", aggregate=helpers.make_aggregate(0.1, 1.9, 0.05),
+        placement=helpers.gpu_placement()))
+    comparison = analysis.compare_runs([gpu, cpu])
+    assert comparison["baseline"] == "cpu/train"
+    assert "same model trained on the CPU" in comparison["baseline_reason"]
+    assert "gpu/train with cpu/train" in comparison["baseline_reason"]
+    named = analysis.compare_runs([gpu, cpu], baseline="gpu/train")
+    assert named["baseline_reason"].startswith("gpu/train was chosen as the baseline")
+
+
+def test_evaluation_runs_compare_with_evaluation_runs(helpers):
+    names = ("cpu/train", "cpu/evaluation", "gpu/train", "gpu/evaluation")
+    runs = []
+    for name in names:
+        placement = helpers.gpu_placement() if name.startswith("gpu") else None
+        runs.append(analysis.analyze_run(helpers.make_record(
+            name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0), placement=placement)))
+    against = {row["run"]: row["against"] for row in analysis.compare_runs(runs)["rows"]}
+    assert against == {"cpu/train": "cpu/train", "cpu/evaluation": "cpu/evaluation",
+                       "gpu/train": "cpu/train", "gpu/evaluation": "cpu/evaluation"}
+
+
+def test_each_model_is_compared_with_its_own_cpu_run(helpers):
+    # The demo's layout: <scenario>/<variant>-<device>/train.
+    names = ["small_work/batch10-cpu0/train", "small_work/batch10-gpu0/train",
+             "small_work/batch512-cpu0/train", "small_work/batch512-gpu0/train",
+             "tfrecord/parallel_prefetch-cpu0/train"]
+    runs = []
+    for name in names:
+        placement = helpers.gpu_placement() if "gpu" in name else None
+        runs.append(analysis.analyze_run(helpers.make_record(
+            name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0), placement=placement)))
+    comparison = analysis.compare_runs(runs)
+    against = {row["run"]: row["against"] for row in comparison["rows"]}
+    assert against["small_work/batch10-gpu0/train"] == "small_work/batch10-cpu0/train"
+    assert against["small_work/batch512-gpu0/train"] == "small_work/batch512-cpu0/train"
+    assert "tfrecord/parallel_prefetch-cpu0/train" not in against
+    # Two training baselines: no single one to name.
+    assert comparison["baseline"] is None
+    assert comparison["baselines"] == ["small_work/batch10-cpu0/train",
+                                       "small_work/batch512-cpu0/train"]
+
+
+# Item 10: where the step ran.
+
+
+def test_device_is_where_the_step_ran_not_the_visible_devices(helpers):
+    def device_of(placement):
+        record = helpers.make_record(
+            "d/train", aggregate=helpers.make_aggregate(0.0, 1.0, 0.0),
+            placement=placement)
+        return analysis.analyze_run(record)
+
+    # Two logical CPUs visible, every op on the first.
+    plain = helpers.cpu_placement(ops=400)
+    plain["devices"]["logical"].append({"name": "CPU:1", "kind": "CPU"})
+    result = device_of(plain)
+    assert result["device"] == "CPU:0"
+    assert result["devices_used"] == ["CPU:0"]
+    assert result["device_source"] == "ops"
+    # A pinned layer: both devices ran ops, the busier first.
+    result = device_of(helpers.cpu_placement(ops=400, extra_devices={"CPU:1": 10}))
+    assert result["devices_used"] == ["CPU:0", "CPU:1"]
+    # Nothing but the visible devices: said so, not taken as fact.
+    bare = helpers.gpu_placement()
+    bare["ops"], bare["variables"] = {}, {}
+    result = device_of(bare)
+    assert result["device"] == "GPU:0"
+    assert result["device_source"] == "visible_devices"
+    assert result["devices_used"] == []
+    assert any("only a visible one" in problem for problem in result["problems"])
