@@ -16,6 +16,7 @@ import sys
 import textwrap
 
 from tb_devicecost import analysis
+from tb_devicecost import formatting
 from tb_devicecost import version
 
 PROG = "tb-devicecost"
@@ -67,9 +68,11 @@ def _build_parser():
         "--baseline",
         metavar="RUN",
         help=(
-            "run to compare the others against, e.g. cpu/train (default: the "
-            "first CPU training run, else the first CPU run, else the first "
-            "training run, else the first run)"
+            "run to compare the others against, e.g. cpu/train; runs of another "
+            "role (validation, evaluation) are compared with its run of that "
+            "role (default: each run against the same model trained on the "
+            "CPU, the run whose name differs only in the device; runs without "
+            "one are not compared)"
         ),
     )
     output = report.add_mutually_exclusive_group()
@@ -191,7 +194,7 @@ def _report(args):
         bars = _bar_characters()
         text = render_text(report, args.logdir, bars=bars)
         if bars == _ASCII_BARS:
-            text = text.replace("Δ", "d").replace("…", "~")
+            text = _ascii(text)
     _write(text)
     return 0
 
@@ -221,6 +224,16 @@ def _write(text):
         sys.stdout.write("\n")
 
 
+def _ascii(text):
+    """The few non-ASCII characters of the report, for a terminal without them."""
+    for character, replacement in (
+        ("Δ", "d"), ("…", "~"), (formatting.MISSING, "-"), ("\u2212", "-"),
+        ("×", "x"), ("–", "-"), ("µ", "u"),
+    ):
+        text = text.replace(character, replacement)
+    return text
+
+
 def _bar_characters(stream=None):
     encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
     try:
@@ -230,30 +243,56 @@ def _bar_characters(stream=None):
     return _BARS
 
 
-# Shared formatting.
+# Shared formatting: every figure through `tb_devicecost.formatting`, the
+# rule the findings and the tab use too.
+
+_MISSING = formatting.MISSING
 
 
-def _ms(value, unit=" ms"):
-    return "-" if value is None else analysis.fmt_ms(value) + unit
+def _ms(value):
+    return formatting.fmt_ms_unit(value)
 
 
 def _share(value):
-    return "-" if value is None else analysis.fmt_share(value)
+    return formatting.fmt_share(value)
 
 
 def _count(value):
-    return "-" if value is None else f"{value:,.0f}"
+    return formatting.fmt_count(value)
 
 
 def _signed_ms(value):
-    if value is None:
-        return "-"
-    sign = "+" if value >= 0 else "-"
-    return sign + analysis.fmt_ms(abs(value))
+    return formatting.fmt_signed_ms(value)
+
+
+def _is_baseline(row):
+    return row.get("is_baseline", row["run"] == row.get("against"))
 
 
 def _speedup(row):
-    return "-" if row["speedup"] is None else f"{row['speedup']:.2f}x"
+    return "baseline" if _is_baseline(row) else formatting.fmt_speedup(row["speedup"])
+
+
+def _wall_text(run):
+    """`wall 12,345 ms: steps 80%, warm-up 10%, ...`: the fit's whole time."""
+    wall = run.get("wall_ms") or {}
+    shares = run.get("wall_shares") or {}
+    if not wall.get("total"):
+        return "wall: not recorded (older data); time between steps unknown"
+    return (
+        f"wall {_ms(wall['total'])}: steps {_share(shares.get('steps'))}, "
+        f"warm-up {_share(shares.get('warmup'))}, between steps "
+        f"{_share(shares.get('between_steps'))}, measuring "
+        f"{_share(shares.get('measurement'))}"
+    )
+
+
+def _row_groups(rows):
+    """Rows grouped by the run they are compared with, in order."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(row.get("against") or row["run"], []).append(row)
+    return list(groups.items())
 
 
 def share_bar(shares, width=_BAR_WIDTH, characters=_BARS):
@@ -307,9 +346,9 @@ def render_text(report, logdir=None, bars=_BARS):
             cell = ""
         lines.append(
             _fit(
-                f"{cell:<{_RUN_WIDTH}} {(run['device'] or '-'):<7} "
+                f"{cell:<{_RUN_WIDTH}} {(run['device'] or _MISSING):<7} "
                 f"{_count(run['batch_size']):>6} {_ms(run['step_ms']['p50']):>10} "
-                f"{_count(run['samples_per_s']):>10} {run['verdict'] or '-'}"
+                f"{_count(run['samples_per_s']):>10} {run['verdict'] or _MISSING}"
             )
         )
         shares = run["shares"]
@@ -320,10 +359,17 @@ def render_text(report, logdir=None, bars=_BARS):
         if run["warmup_share_of_wall"] is not None:
             detail += f"  warm-up {_share(run['warmup_share_of_wall'])}"
         lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
+        lines.append(_fit(f"  {_wall_text(run)}"))
     lines.append(
         _fit(
-            f"  {bars[0]} data wait  {bars[1]} compute  {bars[2]} host overhead, "
-            "steady state; warm-up: % of wall time"
+            f"  {bars[0]} data wait  {bars[1]} compute  {bars[2]} host overhead: "
+            "shares of the total steady-state time"
+        )
+    )
+    lines.append(
+        _fit(
+            "  warm-up: share of the fit's wall time; wall: the fit's whole time, "
+            "in parts"
         )
     )
 
@@ -345,34 +391,47 @@ def render_text(report, logdir=None, bars=_BARS):
     comparison = report["comparison"]
     if comparison:
         lines.append("")
-        lines.append(_fit(f"COMPARISON against {comparison['baseline']}"))
+        title = "COMPARISON"
+        if comparison.get("baseline"):
+            title += f" against {comparison['baseline']}"
+        lines.append(_fit(title))
+        if comparison.get("baseline_reason"):
+            lines.append(_wrap(comparison["baseline_reason"], "  "))
         lines.append(
             f"{'RUN':<{_RUN_WIDTH}} {'SPEEDUP':>8} {'PER':>10} {'Δ WAIT':>10} "
             f"{'Δ COMPUTE':>10} {'Δ HOST':>10}"
         )
-        for row in comparison["rows"]:
-            per_sample, deltas = _row_deltas(row)
-            cell = row["run"]
-            if len(cell) > _RUN_WIDTH:
-                lines.append(_fit(cell))
-                cell = ""
-            lines.append(
-                _fit(
-                    f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8} "
-                    f"{('1k samples' if per_sample else 'step'):>10} "
-                    + " ".join(
-                        f"{_signed_ms(deltas[name]):>10}" for name in analysis.COMPONENTS
+        groups = _row_groups(comparison["rows"])
+        for against, rows in groups:
+            if len(groups) > 1:
+                lines.append(_fit(f"  against {against}:"))
+            for row in rows:
+                per_sample, deltas = _row_deltas(row)
+                cell = row["run"]
+                if len(cell) > _RUN_WIDTH:
+                    lines.append(_fit(cell))
+                    cell = ""
+                if _is_baseline(row):
+                    lines.append(_fit(f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8}"))
+                    continue
+                lines.append(
+                    _fit(
+                        f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8} "
+                        f"{('1k samples' if per_sample else 'step'):>10} "
+                        + " ".join(
+                            f"{_signed_ms(deltas[name]):>10}"
+                            for name in analysis.COMPONENTS
+                        )
                     )
                 )
-            )
         lines.append(
             _fit(
                 "  speedup: baseline mean step / run's (samples/s if batches "
-                "differ); Δ: ms"
+                "differ); Δ: mean ms"
             )
         )
         for row in comparison["rows"]:
-            if row["explanation"] != "baseline":
+            if not _is_baseline(row):
                 lines.append(_wrap("- " + row["explanation"], "  ").replace("  - ", "- ", 1))
 
     if report["skipped"]:
@@ -411,7 +470,7 @@ def render_markdown(report):
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for run in report["runs"]:
         shares = run["shares"]
-        warmup = "-"
+        warmup = _MISSING
         if run["warmup_ms"] is not None:
             warmup = f"{_ms(run['warmup_ms'])} ({_share(run['warmup_share_of_wall'])})"
         lines.append(
@@ -419,7 +478,7 @@ def render_markdown(report):
             + " | ".join(
                 [
                     _md_code(run["run"]),
-                    _md_cell(run["device"] or "-"),
+                    _md_cell(run["device"] or _MISSING),
                     _count(run["batch_size"]),
                     _ms(run["step_ms"]["p50"]),
                     _count(run["samples_per_s"]),
@@ -427,13 +486,17 @@ def render_markdown(report):
                     _share(shares["compute"]),
                     _share(shares["host_overhead"]),
                     warmup,
-                    f"**{run['verdict'] or '-'}**",
+                    f"**{run['verdict'] or _MISSING}**",
                 ]
             )
             + " |"
         )
     lines.append("")
-    lines.append("Shares are of the steady-state step; warm-up is the first step of each fit and its share of the fit's wall time.")
+    lines.append(
+        "Shares are of the total steady-state time; warm-up is the first step "
+        "of each fit and its share of the fit's wall time."
+    )
+    lines.extend(_md_wall_table(report["runs"]))
     lines.append("")
     lines.append("### Findings")
     for run in report["runs"]:
@@ -451,29 +514,43 @@ def render_markdown(report):
     comparison = report["comparison"]
     if comparison:
         lines.append("")
-        lines.append(f"### Comparison against {_md_code(comparison['baseline'])}")
+        title = "### Comparison"
+        if comparison.get("baseline"):
+            title += f" against {_md_code(comparison['baseline'])}"
+        lines.append(title)
         lines.append("")
+        if comparison.get("baseline_reason"):
+            lines.append(_md_cell(comparison["baseline_reason"]))
+            lines.append("")
         lines.append(
-            "| Run | Speedup | Basis | Δ data wait | Δ compute | Δ host overhead |"
+            "| Run | Against | Speedup (mean step) | Basis | Δ data wait | "
+            "Δ compute | Δ host overhead |"
         )
-        lines.append("|---|---:|---|---:|---:|---:|")
+        lines.append("|---|---|---:|---|---:|---:|---:|")
         for row in comparison["rows"]:
             per_sample, deltas = _row_deltas(row)
+            baseline = _is_baseline(row)
             lines.append(
                 "| "
                 + " | ".join(
                     [
                         _md_code(row["run"]),
+                        _md_code(row.get("against") or row["run"]),
                         _speedup(row),
-                        "ms per 1000 samples" if per_sample else "ms per step",
+                        ""
+                        if baseline
+                        else "ms per 1000 samples" if per_sample else "ms per step",
                     ]
-                    + [_signed_ms(deltas[name]) for name in analysis.COMPONENTS]
+                    + [
+                        "" if baseline else _signed_ms(deltas[name])
+                        for name in analysis.COMPONENTS
+                    ]
                 )
                 + " |"
             )
         lines.append("")
         for row in comparison["rows"]:
-            if row["explanation"] != "baseline":
+            if not _is_baseline(row):
                 lines.append(f"- {_md_cell(row['explanation'])}")
     if report["skipped"]:
         lines.append("")
@@ -482,6 +559,38 @@ def render_markdown(report):
         for item in report["skipped"]:
             lines.append(f"- {_md_code(item['run'])}: {_md_cell(_one_line(item['reason']))}")
     return "\n".join(lines) + "\n"
+
+
+def _md_wall_table(runs):
+    """The fit's whole wall time of each run, in parts (Markdown lines)."""
+    lines = ["", "#### Wall time of each fit", ""]
+    lines.append("| Run | Total | Steps | Warm-up | Between steps | Measurement |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    unknown = False
+    for run in runs:
+        wall = run.get("wall_ms") or {}
+        shares = run.get("wall_shares") or {}
+        if not wall.get("total"):
+            unknown = True
+        cells = [_md_code(run["run"]), _ms(wall.get("total"))]
+        for key in analysis.WALL_PARTS:
+            cell = _ms(wall.get(key))
+            if wall.get(key) is not None and shares.get(key) is not None:
+                cell += f" ({_share(shares[key])})"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "Steps: the steady steps; between steps: epoch starts, validation and "
+        "callbacks at epoch end; measurement: the tool's own measurements kept "
+        "out of the steps."
+        + (
+            f" {_MISSING}: not recorded (written by an older tb-devicecost)."
+            if unknown
+            else ""
+        )
+    )
+    return lines
 
 
 if __name__ == "__main__":
