@@ -1,7 +1,7 @@
 """How fast the Device Cost tab answers on a large log directory.
 
 Writes a log directory of `--runs` runs of `--steps` steps each with
-`StepRecorder` and a fake clock (synthetic, varied step times: input-,
+the callback's step accounting and a fake clock (synthetic, varied step times: input-,
 compute-, host-bound, stalling and balanced runs, several fits and epochs,
 warm-ups and a few spikes), starts a real TensorBoard on 127.0.0.1 (a free
 port, the default loader), waits until every run is served complete, then
@@ -106,8 +106,9 @@ def run_plan(runs, steps):
 
 
 def write_run(logdir, entry):
-    """Writes one run with `StepRecorder` driven by a fake clock."""
-    from tb_devicecost import StepRecorder
+    """Writes one run with the callback's step accounting, driven by a fake
+    clock."""
+    from tb_devicecost.accounting import StepAccounting
 
     rng = np.random.default_rng(1000 + entry["index"])
     profile = PROFILES[entry["profile"]]
@@ -133,7 +134,7 @@ def write_run(logdir, entry):
         compute[start] = (1.5 + rng.random()) * scale
 
     now = [1000.0]
-    recorder = StepRecorder(
+    recorder = StepAccounting(
         os.path.join(logdir, *entry["run"].split("/")), clock=lambda: now[0]
     )
     info = {
@@ -165,7 +166,7 @@ def write_run(logdir, entry):
         end_compute()
         now[0] += h
     recorder.boundary()
-    recorder.close()
+    recorder.end_session()
     return entry["run"]
 
 

@@ -10,11 +10,11 @@ import weakref
 
 import keras
 
+from tb_devicecost import accounting
 from tb_devicecost import fetch_floor
 from tb_devicecost import metadata
 from tb_devicecost import placement
 from tb_devicecost import profiling
-from tb_devicecost import recorder as recorder_module
 from tb_devicecost import run_info
 
 # The fetch floor is sampled while training, under the same load as the
@@ -616,14 +616,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     def _create_recorders(self):
         if self._train is None:
-            self._train = recorder_module.StepRecorder(
+            self._train = accounting.StepAccounting(
                 os.path.join(self.log_dir, "train"), flush_steps=self.flush_steps
             )
-            self._validation = recorder_module.StepRecorder(
+            self._validation = accounting.StepAccounting(
                 os.path.join(self.log_dir, "validation"),
                 flush_steps=self.flush_steps,
             )
-            self._evaluation = recorder_module.StepRecorder(
+            self._evaluation = accounting.StepAccounting(
                 os.path.join(self.log_dir, "evaluation"),
                 flush_steps=self.flush_steps,
             )

@@ -1,15 +1,10 @@
-"""StepRecorder: step accounting under a fake clock, bounded memory, failures."""
-
-import json
-import os
-import warnings
+"""StepRecorder: the custom-loop API, under a fake clock."""
 
 import numpy as np
 import pytest
 
-from tb_devicecost import metadata
+from tb_devicecost import StepRecorder
 from tb_devicecost import reader
-from tb_devicecost import recorder as recorder_module
 
 
 class FakeClock:
@@ -25,124 +20,13 @@ class FakeClock:
         self.now += milliseconds / 1e3
 
 
-def record_steps(recorder, clock, steps):
-    """Drives the low-level API with (data_wait, compute, host) ms triples."""
-    for data_wait, compute, host in steps:
-        recorder.begin_step()
-        clock.advance(data_wait)
-        recorder.end_fetch(batch_size=32)
-        clock.advance(compute)
-        recorder.end_compute()
-        clock.advance(host)
-    recorder.boundary()
-
-
-def read_back(run_dir, logdir):
-    records = reader.read_runs(reader.local_provider(logdir))
-    return {record.run: record for record in records}
-
-
-def test_components_add_up_to_wall_time_and_read_back_exactly(tmp_path):
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
-    recorder.begin_session({"backend": "test"})
-    steps = [(500.0, 40.0, 2.0)] + [(3.0, 10.0, 1.0)] * 9 + [(5.0, 12.0, 1.5)] * 10
-    record_steps(recorder, clock, steps)
-    recorder.close()
-
-    record = read_back(tmp_path / "run", tmp_path)["run"]
-    series = record.series
-    np.testing.assert_array_equal(series["step"], np.arange(len(steps)))
-    expected = np.array(steps)
-    np.testing.assert_allclose(series["data_wait_ms"], expected[:, 0], rtol=1e-5)
-    np.testing.assert_allclose(series["compute_ms"], expected[:, 1], rtol=1e-5)
-    np.testing.assert_allclose(series["host_overhead_ms"], expected[:, 2], rtol=1e-5)
-    np.testing.assert_array_equal(series["batch_size"], np.full(len(steps), 32))
-
-    aggregate = record.aggregate
-    steady = expected[1:]
-    assert aggregate["status"] == "complete"
-    assert aggregate["steps"] == len(steps)
-    assert aggregate["steady_steps"] == len(steps) - 1
-    assert aggregate["warmup"] == {
-        "count": 1,
-        "sum_ms": pytest.approx(542.0),
-        "max_ms": pytest.approx(542.0),
-        "steps": [0],
-    }
-    components = aggregate["components"]
-    for column, name in enumerate(metadata.COMPONENTS):
-        assert components[name]["sum_ms"] == pytest.approx(steady[:, column].sum())
-    assert components["step"]["sum_ms"] == pytest.approx(steady.sum())
-    assert aggregate["samples"] == 32 * len(steady)
-    assert aggregate["samples_per_s"] == pytest.approx(
-        32 * len(steady) / (steady.sum() / 1e3)
-    )
-    assert record.info["backend"] == "test"
-
-
-def test_percentiles_stay_within_one_percent_of_numpy(tmp_path):
-    rng = np.random.default_rng(0)
-    compute = rng.lognormal(mean=1.0, sigma=0.6, size=5000)
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
-    recorder.begin_session()
-    record_steps(recorder, clock, [(0.0, 1.0, 0.0)] + [(0.5, c, 0.1) for c in compute])
-    recorder.close()
-    summary = recorder.aggregate()["components"]["compute"]
-    for q in (50, 90, 99):
-        # The order statistic the recorder estimates: the ceil(q * n)-th value.
-        exact = np.percentile(compute, q, method="inverted_cdf")
-        assert summary[f"p{q}_ms"] == pytest.approx(exact, rel=0.0101)
-
-
-def test_memory_is_bounded_by_flush_steps(tmp_path):
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", flush_steps=64, clock=clock)
-    recorder.begin_session()
-    largest = 0
-    for _ in range(3000):
-        recorder.begin_step()
-        clock.advance(1.0)
-        recorder.end_fetch()
-        clock.advance(2.0)
-        recorder.end_compute()
-        largest = max(largest, len(recorder._rows))
-    recorder.close()
-    assert largest <= 64
-    assert recorder.aggregate()["steps"] == 3000
-
-
-def test_spikes_are_counted_against_the_running_median(tmp_path):
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", flush_steps=16, clock=clock)
-    recorder.begin_session()
-    steps = [(1.0, 2.0, 0.1)] * 40
-    steps[20] = (1.0, 2.0 * 25, 0.1)  # a retrace-sized step
-    steps[33] = (1.0, 2.0 * 11, 0.1)
-    record_steps(recorder, clock, [(0.0, 300.0, 0.0)] + steps)
-    recorder.close()
-    spikes = recorder.aggregate()["spikes"]
-    assert spikes["count"] == 2
-    assert spikes["steps"] == [21, 34]
-
-
-def test_each_session_starts_with_a_warmup_step(tmp_path):
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
-    for _ in range(2):
-        recorder.begin_session()
-        record_steps(recorder, clock, [(0.0, 200.0, 0.0)] + [(1.0, 1.0, 1.0)] * 5)
-    recorder.close()
-    aggregate = recorder.aggregate()
-    assert aggregate["warmup"]["steps"] == [0, 6]
-    assert aggregate["steady_steps"] == 10
-    assert aggregate["sessions"] == 2
+def read_back(logdir):
+    return {record.run: record for record in reader.read_runs(reader.local_provider(str(logdir)))}
 
 
 def test_custom_loop_api_times_fetch_and_compute(tmp_path):
     clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "custom", clock=clock)
+    recorder = StepRecorder(tmp_path / "custom", clock=clock)
 
     def batches():
         for _ in range(6):
@@ -155,7 +39,7 @@ def test_custom_loop_api_times_fetch_and_compute(tmp_path):
             clock.advance(7.0)
     recorder.close()
 
-    record = read_back(tmp_path / "custom", tmp_path)["custom"]
+    record = read_back(tmp_path)["custom"]
     np.testing.assert_allclose(record.series["data_wait_ms"], 4.0, rtol=1e-5)
     np.testing.assert_allclose(record.series["compute_ms"], 7.0, rtol=1e-5)
     np.testing.assert_allclose(record.series["host_overhead_ms"], 0.5, rtol=1e-4)
@@ -163,68 +47,34 @@ def test_custom_loop_api_times_fetch_and_compute(tmp_path):
     assert record.aggregate["warmup"]["steps"] == [0]
 
 
-def test_a_failing_writer_warns_once_and_switches_recording_off(tmp_path):
+
+def test_compute_without_timed_starts_each_step_itself(tmp_path):
     clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", flush_steps=4, clock=clock)
-    recorder.begin_session()
-
-    def broken(rows):
-        raise OSError("disk full")
-
-    recorder._writer.write_steps = broken
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 20)
-        recorder.close()
-    messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
-    assert len(messages) == 1
-    assert "OSError: disk full" in messages[0]
-    assert not recorder.enabled
+    recorder = StepRecorder(tmp_path / "custom", clock=clock)
+    for _ in range(5):
+        with recorder.compute(batch_size=8):
+            clock.advance(3.0)
+        clock.advance(1.0)  # the loop around the step: host overhead
+    recorder.close()
+    record = read_back(tmp_path)["custom"]
+    np.testing.assert_allclose(record.series["data_wait_ms"], 0.0)
+    np.testing.assert_allclose(record.series["compute_ms"], 3.0, rtol=1e-5)
+    # The last step ends at `close()`, one host-overhead period later.
+    np.testing.assert_allclose(record.series["host_overhead_ms"], 1.0, rtol=1e-4)
 
 
-def test_a_recorder_that_saw_nothing_writes_no_file(tmp_path):
-    recorder = recorder_module.StepRecorder(tmp_path / "unused")
-    recorder.end_session()
-    assert not (tmp_path / "unused").exists()
+def test_the_custom_loop_surface_is_timed_compute_and_close():
+    public = {name for name in dir(StepRecorder) if not name.startswith("_")}
+    assert public == {"timed", "compute", "close", "enabled"}
 
 
 @pytest.mark.parametrize(
     "kwargs, message",
     [
         ({"run_dir": ""}, "`run_dir` must be a non-empty path"),
-        ({"run_dir": 3}, "Received: run_dir=3"),
-        ({"run_dir": "x", "flush_steps": 0}, "Received: flush_steps=0"),
-        ({"run_dir": "x", "flush_steps": True}, "`flush_steps` must be a positive"),
+        ({"run_dir": "x", "flush_steps": 0}, r"Received: flush_steps=0"),
     ],
 )
 def test_invalid_arguments_say_what_was_received(kwargs, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        recorder_module.StepRecorder(**kwargs)
-
-
-def test_documents_carry_the_schema_version(tmp_path):
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
-    recorder.begin_session({"backend": "x"})
-    recorder.write_placement({"ops": {"CPU:0": 3}})
-    record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 3)
-    recorder.close()
-    record = read_back(tmp_path / "run", tmp_path)["run"]
-    assert record.placement == {"ops": {"CPU:0": 3}, "schema": metadata.SCHEMA_VERSION}
-    assert json.loads(json.dumps(record.aggregate)) == record.aggregate
-
-
-def test_files_of_one_run_sort_in_the_order_they_were_written(tmp_path):
-    """TensorBoard reads a run's event files in name order; a later file
-    that sorted first would make the older data look newest."""
-    clock = FakeClock()
-    recorder = recorder_module.StepRecorder(tmp_path / "run", clock=clock)
-    for session in range(12):  # past 9 -> 10, where unpadded names misorder
-        recorder.begin_session()
-        record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 2)
-        recorder.end_session()
-    names = sorted(os.listdir(tmp_path / "run"))
-    assert len(names) == 12
-    record = read_back(tmp_path / "run", tmp_path)["run"]
-    assert record.aggregate["sessions"] == 12
-    assert record.aggregate["steps"] == 24
+    with pytest.raises(ValueError, match=message):
+        StepRecorder(**kwargs)
