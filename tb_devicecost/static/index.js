@@ -440,6 +440,21 @@ export async function render() {
     if (hash) window.history.replaceState(window.history.state, '', new URL('#' + hash, window.location.href).href);
   }
   app.syncUrl = true;
+  if (top) {
+    // TensorBoard rewrites its hash when the user comes back to this tab
+    // ('#devicecost'): put the view back. A hash that names another view of
+    // ours (a link pasted into the same page) is followed instead.
+    top.addEventListener('hashchange', () => {
+      const data = pluginDataIn(top.location.hash);
+      if (tensorBoardHashFor(top.location.hash, data) === null) return; // another tab
+      const hash = hashFor(stateFromPluginData(data));
+      if (Object.keys(data).length && hash !== hashFor(parseHash(window.location.hash))) {
+        app.navigate(parseHash(hash));
+      } else {
+        writeViewToTensorBoardUrl(parseHash(window.location.hash));
+      }
+    });
+  }
   const first = app.load({quiet: false});
   if (host && !top && !window.location.hash) {
     host.send('experimental.GetURLPluginData', {pluginName: PLUGIN_NAME}).then((data) => {
