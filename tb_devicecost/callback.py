@@ -149,11 +149,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._spe = 1
         self._run_info = {}
         self._registered_exit = False
-        self._window = None
-        self._windows_to_digest = []
-        self._trace_entries = []
-        self._own_window_done = False
-        self._said_external_trace = False
+        self._traces = profiling.TraceSchedule(self.profile_steps)
         self._said_predict = False
 
     # Hooks. Each is guarded: an error here must not reach `fit`.
@@ -189,9 +185,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._pending_batch = None
             self._iterations = None
             self._steps_to_probe = 0
-            self._window = self._trace_window()
-            if self._window is not None:
-                self._train.watch_steps(range(self._window.start, self._window.stop))
+            self._traces.begin_fit(self._train, _sibling_callbacks())
             self._epoch_iterator = _caller_local("epoch_iterator", _epoch_iterator_class())
             self._wrap("train_function", self._train, "train")
         except Exception as error:  # pylint: disable=broad-except
@@ -205,8 +199,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # so the step's device work is complete.
         if self._in_fit:
             self._train.end_compute()
-            if self._window is not None:
-                self._window.after_step()
+            if self._traces.window is not None:
+                self._traces.window.after_step()
             if self._pending_batch is not None or self._steps_to_probe == 1:
                 self._probe_between_steps()
             elif self._steps_to_probe > 1:
@@ -286,7 +280,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         try:
             self._train.boundary()
             self._note_retraces("train_function", self._train)
-            self._digest_windows()
+            self._traces.digest(self._train)
             self._train.flush()
             if self._validation_started:
                 self._validation.flush()
@@ -335,8 +329,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         def timed_step_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
-            if role == "train" and self._window is not None:
-                self._advance_window(recorder)
+            if role == "train" and self._traces.window is not None:
+                self._traces.before_step(recorder)
             if original not in _TRACED_BY_KERAS:
                 return self._first_call(original, iterator, recorder, role)
             recorder.begin_step()
@@ -405,8 +399,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         def timed_execution_function(iterator):
             if not recorder.enabled:
                 return original(iterator)
-            if role == "train" and self._window is not None:
-                self._advance_window(recorder)
+            if role == "train" and self._traces.window is not None:
+                self._traces.before_step(recorder)
             begin = self._batch_begin
             recorder.begin_step()
             try:
@@ -537,81 +531,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
             "evaluation": self._evaluation,
         }[role]
 
-    # Profiler trace windows.
-
-    def _trace_window(self):
-        """The window to trace in this fit, if any."""
-        first_step = self._train.upcoming_step()
-        external = profiling.keras_tensorboard_window(
-            _sibling_callbacks(), first_step
-        )
-        if external is not None:
-            if not self._said_external_trace:
-                self._said_external_trace = True
-                dropped = ""
-                if self.profile_steps is not None:
-                    start, stop = self.profile_steps
-                    dropped = (
-                        f" Your profile_steps=({start}, {stop}) window is "
-                        f"dropped: steps {external.start} to {external.stop - 1} "
-                        "are traced instead."
-                    )
-                warnings.warn(
-                    "DeviceCostCallback: keras.callbacks.TensorBoard("
-                    "profile_batch=...) traces this fit, so no second profiler "
-                    "is started: its trace is marked and digested instead."
-                    + dropped,
-                    stacklevel=3,
-                )
-            return external
-        if self.profile_steps is None or self._own_window_done:
-            return None
-        start, stop = self.profile_steps
-        if stop <= first_step:
-            return None
-        return profiling.TraceWindow(start, stop, self._train.run_dir)
-
-    def _advance_window(self, recorder):
-        """Starts or stops the profiler before a step, outside its time."""
-        started = time.perf_counter()
-        window = self._window
-        try:
-            window.before_step(recorder.upcoming_step())
-        except Exception as error:  # pylint: disable=broad-except
-            window.error = f"Tracing failed: {type(error).__name__}: {error}"
-            window.state = "done"
-        if window.state == "done":
-            self._retire_window()
-        recorder.exclude(time.perf_counter() - started)
-
-    def _retire_window(self):
-        window, self._window = self._window, None
-        if window is None:
-            return
-        window.finish()
-        if window.owns_profiler:
-            self._own_window_done = True
-        self._windows_to_digest.append(window)
-
-    def _digest_windows(self):
-        """Reads finished windows' traces into the `devicecost/trace` document."""
-        if not self._windows_to_digest:
-            return
-        windows, self._windows_to_digest = self._windows_to_digest, []
-        ours = {entry["step"]: entry for entry in self._train.watched_steps()}
-        for window in windows:
-            entry = window.document()
-            # Our own numbers for the same steps, to set beside the trace's.
-            entry["recorded_steps"] = [
-                ours[step] for step in range(window.start, window.stop) if step in ours
-            ]
-            self._trace_entries.append(entry)
-        # A few windows per run are useful; keep the document small.
-        del self._trace_entries[:-20]
-        self._train.write_document(
-            metadata.TAG_TRACE, {"windows": list(self._trace_entries)}
-        )
-
     # Lifecycle and failure handling.
 
     def _create_recorders(self):
@@ -643,9 +562,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._train.boundary()
             self._note_retraces("train_function", self._train)
             self._train.end_span()
-            self._retire_window()
+            self._traces.end_fit()
             try:
-                self._digest_windows()
+                self._traces.digest(self._train)
             except Exception as error:  # pylint: disable=broad-except
                 self._disable(error)
         self._test_role = None
@@ -686,10 +605,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
         try:
             self._unwrap("train_function")
             self._unwrap("test_function")
-            if self._window is not None:
-                # Never leave a profiler running behind the user's back.
-                window, self._window = self._window, None
-                window.finish()
+            # Never leave a profiler running behind the user's back.
+            self._traces.stop()
             for recorder in (self._train, self._validation, self._evaluation):
                 if recorder is not None:
                     recorder.end_session()

@@ -11,7 +11,9 @@ step number), and after the window its trace is read back and digested
 
 import os
 import time
+import warnings
 
+from tb_devicecost import metadata
 from tb_devicecost import trace as trace_module
 
 SOURCE_DEVICECOST = "tb_devicecost"
@@ -150,3 +152,108 @@ def keras_tensorboard_window(callbacks, first_step):
                 source=SOURCE_KERAS_TENSORBOARD,
             )
     return None
+
+
+# Windows kept in the `devicecost/trace` document: a few per run are useful.
+_MAX_WINDOWS = 20
+
+
+class TraceSchedule:
+    """Which steps of a run are traced, and the digest of each window.
+
+    One per callback. At most one window of its own is traced (the
+    `profile_steps` one), plus the window of any
+    `keras.callbacks.TensorBoard(profile_batch=...)` in the same fit, whose
+    trace is used instead of starting a second profiler.
+
+    Args:
+        profile_steps: `(start, stop)` global steps to trace, or `None`.
+    """
+
+    def __init__(self, profile_steps):
+        self.profile_steps = profile_steps
+        self.window = None
+        self._finished = []
+        self._entries = []
+        self._own_window_done = False
+        self._said_external = False
+
+    def begin_fit(self, accounting, callbacks):
+        """Chooses the window of the fit that starts now, if any."""
+        first_step = accounting.upcoming_step()
+        self.window = self._window_for(first_step, callbacks, accounting.run_dir)
+        if self.window is not None:
+            accounting.watch_steps(range(self.window.start, self.window.stop))
+
+    def _window_for(self, first_step, callbacks, run_dir):
+        external = keras_tensorboard_window(callbacks, first_step)
+        if external is not None:
+            if not self._said_external:
+                self._said_external = True
+                dropped = ""
+                if self.profile_steps is not None:
+                    start, stop = self.profile_steps
+                    dropped = (
+                        f" Your profile_steps=({start}, {stop}) window is "
+                        f"dropped: steps {external.start} to {external.stop - 1} "
+                        "are traced instead."
+                    )
+                warnings.warn(
+                    "DeviceCostCallback: keras.callbacks.TensorBoard("
+                    "profile_batch=...) traces this fit, so no second profiler "
+                    "is started: its trace is marked and digested instead."
+                    + dropped,
+                    stacklevel=4,
+                )
+            return external
+        if self.profile_steps is None or self._own_window_done:
+            return None
+        start, stop = self.profile_steps
+        if stop <= first_step:
+            return None
+        return TraceWindow(start, stop, run_dir)
+
+    def before_step(self, accounting):
+        """Starts or stops the profiler before a step, outside its time."""
+        started = time.perf_counter()
+        window = self.window
+        try:
+            window.before_step(accounting.upcoming_step())
+        except Exception as error:  # pylint: disable=broad-except
+            window.error = f"Tracing failed: {type(error).__name__}: {error}"
+            window.state = "done"
+        if window.state == "done":
+            self.end_fit()
+        accounting.exclude(time.perf_counter() - started)
+
+    def end_fit(self):
+        """Ends the fit's window, if one is open."""
+        window, self.window = self.window, None
+        if window is None:
+            return
+        window.finish()
+        if window.owns_profiler:
+            self._own_window_done = True
+        self._finished.append(window)
+
+    def stop(self):
+        """Stops any profiler we started, without digesting."""
+        window, self.window = self.window, None
+        if window is not None:
+            window.finish()
+
+    def digest(self, accounting):
+        """Writes finished windows' digests into `devicecost/trace`."""
+        if not self._finished:
+            return
+        windows, self._finished = self._finished, []
+        ours = {entry["step"]: entry for entry in accounting.watched_steps()}
+        for window in windows:
+            entry = window.document()
+            # Our own numbers for the same steps, to set beside the trace's.
+            entry["recorded_steps"] = [
+                ours[step] for step in range(window.start, window.stop) if step in ours
+            ]
+            self._entries.append(entry)
+        del self._entries[:-_MAX_WINDOWS]
+        accounting.write_document(metadata.TAG_TRACE, {"windows": list(self._entries)})
