@@ -21,19 +21,21 @@ import numpy as np
 
 from tb_devicecost import metadata
 from tb_devicecost import stats
+from tb_devicecost import vocabulary
 from tb_devicecost import writer as writer_module
 
-# A step whose compute exceeds this multiple of the running median is a spike
-# (retracing, garbage collection, another process taking the machine).
-SPIKE_RATIO = 10.0
 # Spikes are judged against the median once this many steps are known.
 _SPIKE_MIN_HISTORY = 8
 # Step numbers kept for warm-ups and spikes (for marking them on charts).
 _MAX_MARKED_STEPS = 100
 
-# Per-step row: global step, wall time, data wait, compute, host overhead
-# (milliseconds), batch size, and 1.0 for a warm-up step.
-_ROW_WARMUP = writer_module.ROW_WIDTH
+# Per-step rows hold `vocabulary.ROW_COLUMNS`, in that order.
+_ROW_WARMUP = vocabulary.COLUMN[vocabulary.WARMUP]
+_ROW_COMPONENTS = slice(
+    vocabulary.COLUMN[vocabulary.DATA_WAIT_MS],
+    vocabulary.COLUMN[vocabulary.HOST_OVERHEAD_MS] + 1,
+)
+_ROW_BATCH = vocabulary.COLUMN[vocabulary.BATCH_SIZE]
 
 
 class StepAccounting:
@@ -86,7 +88,7 @@ class StepAccounting:
         self._next_is_warmup = True
         self._sessions = 0
         self._steady = {
-            name: stats.RunningStats() for name in metadata.COMPONENTS + ("step",)
+            name: stats.RunningStats() for name in vocabulary.COMPONENTS + ("step",)
         }
         self._warmup = stats.RunningStats()
         self._warmup_steps = collections.deque(maxlen=_MAX_MARKED_STEPS)
@@ -374,27 +376,28 @@ class StepAccounting:
         warmup = rows[:, _ROW_WARMUP] > 0
         steady = rows[~warmup]
         for row in rows[warmup]:
-            self._warmup.add(row[2:5].sum(keepdims=True))
+            self._warmup.add(row[_ROW_COMPONENTS].sum(keepdims=True))
             self._warmup_steps.append(int(row[0]))
         if len(steady):
             self._add_steady(steady)
-        self._writer.write_steps(rows[:, :_ROW_WARMUP])
+        # The warm-up flag is written per step, so readers never guess it.
+        self._writer.write_steps(rows)
 
     def _add_steady(self, rows):
-        data_wait, compute, host = rows[:, 2], rows[:, 3], rows[:, 4]
+        data_wait, compute, host = rows[:, _ROW_COMPONENTS].T
         compute_stats = self._steady["compute"]
         if compute_stats.count >= _SPIKE_MIN_HISTORY:
             median = compute_stats.percentile(50)
         else:
             median = float(np.median(compute))
-        spikes = rows[compute > SPIKE_RATIO * max(median, 1e-6), 0]
+        spikes = rows[compute > vocabulary.SPIKE_RATIO * max(median, 1e-6), 0]
         self._num_spikes += len(spikes)
         self._spike_steps.extend(int(step) for step in spikes)
         self._steady["data_wait"].add(data_wait)
         self._steady["compute"].add(compute)
         self._steady["host_overhead"].add(host)
         self._steady["step"].add(data_wait + compute + host)
-        batch = rows[:, 5]
+        batch = rows[:, _ROW_BATCH]
         known = np.isfinite(batch)
         self._steady_samples += int(batch[known].sum())
         self._batch_sizes.update(int(size) for size in np.unique(batch[known]))
@@ -420,7 +423,7 @@ class StepAccounting:
             },
             "spikes": {
                 "count": self._num_spikes,
-                "ratio": SPIKE_RATIO,
+                "ratio": vocabulary.SPIKE_RATIO,
                 "steps": list(self._spike_steps),
             },
             "samples": self._steady_samples,

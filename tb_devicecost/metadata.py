@@ -10,26 +10,22 @@ import json
 
 from tensorboard.compat.proto import summary_pb2
 
+from tb_devicecost import vocabulary
+
 # The name under which summaries are written and the plugin is registered.
 PLUGIN_NAME = "devicecost"
 
 # Bumped whenever a reader of an older version would misread the data.
 SCHEMA_VERSION = 1
 
-# Per-step series: one scalar per recorded step (an execution, when
-# `steps_per_execution > 1`), at a global step that only increases.
-TAG_DATA_WAIT_MS = "devicecost/data_wait_ms"
-TAG_COMPUTE_MS = "devicecost/compute_ms"
-TAG_HOST_OVERHEAD_MS = "devicecost/host_overhead_ms"
-TAG_BATCH_SIZE = "devicecost/batch_size"
-
-# Column order of the per-step tags; the recorder buffers rows in this order.
-STEP_TAGS = (
-    TAG_DATA_WAIT_MS,
-    TAG_COMPUTE_MS,
-    TAG_HOST_OVERHEAD_MS,
-    TAG_BATCH_SIZE,
+# Per-step series: one scalar per step at a global step that only increases,
+# a tag per column of the step's row (`vocabulary.SERIES_COLUMNS`).
+STEP_TAGS = tuple(f"{PLUGIN_NAME}/{column}" for column in vocabulary.SERIES_COLUMNS)
+TAG_DATA_WAIT_MS, TAG_COMPUTE_MS, TAG_HOST_OVERHEAD_MS, TAG_BATCH_SIZE, TAG_WARMUP = (
+    STEP_TAGS
 )
+# The series key (a `vocabulary` column name) of each per-step tag.
+SERIES_KEY = dict(zip(STEP_TAGS, vocabulary.SERIES_COLUMNS))
 
 # Cumulative JSON documents (rank-0 string tensors). The newest value always
 # survives TensorBoard's sampling, so each one is complete on its own.
@@ -40,8 +36,7 @@ TAG_TRACE = "devicecost/trace"
 
 JSON_TAGS = (TAG_AGGREGATE, TAG_RUN_INFO, TAG_PLACEMENT, TAG_TRACE)
 
-# Step components, in the order used everywhere (the step is their sum).
-COMPONENTS = ("data_wait", "compute", "host_overhead")
+COMPONENTS = vocabulary.COMPONENTS
 
 
 class FormatError(ValueError):

@@ -18,12 +18,8 @@ from tb_devicecost import metadata
 # Points per per-step series handed to charts; totals come from aggregates.
 DEFAULT_SERIES_POINTS = 1000
 
-SERIES_KEYS = {
-    metadata.TAG_DATA_WAIT_MS: "data_wait_ms",
-    metadata.TAG_COMPUTE_MS: "compute_ms",
-    metadata.TAG_HOST_OVERHEAD_MS: "host_overhead_ms",
-    metadata.TAG_BATCH_SIZE: "batch_size",
-}
+# Written since the warm-up flag is written per step; older runs lack it.
+_OPTIONAL_SERIES = frozenset({metadata.TAG_WARMUP})
 
 _PROFILE_CAPTURE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
 _PROFILE_FILE = re.compile(r"^(?P<host>.+)\.(xplane\.pb|xplane\.riegeli)$")
@@ -170,8 +166,10 @@ def read_runs(
 def _fill_series(run_record, by_tag):
     steps = None
     columns = {}
-    for tag, key in SERIES_KEYS.items():
+    for tag, key in metadata.SERIES_KEY.items():
         data = by_tag.get(tag) or []
+        if not data and tag in _OPTIONAL_SERIES:
+            continue
         by_step = {datum.step: datum.value for datum in data}
         columns[key] = by_step
         steps = set(by_step) if steps is None else steps & set(by_step)

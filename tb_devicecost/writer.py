@@ -20,11 +20,12 @@ from tensorboard.compat.proto import types_pb2
 
 from tb_devicecost import metadata
 from tb_devicecost import records
+from tb_devicecost import vocabulary
 
 # Column layout of the per-step rows handed to `write_steps`.
-ROW_STEP, ROW_WALL_TIME = 0, 1
-ROW_VALUES = slice(2, 2 + len(metadata.STEP_TAGS))
-ROW_WIDTH = 2 + len(metadata.STEP_TAGS)
+ROW_STEP = vocabulary.COLUMN[vocabulary.STEP]
+ROW_WALL_TIME = vocabulary.COLUMN[vocabulary.WALL_TIME]
+ROW_VALUES = slice(2, len(vocabulary.ROW_COLUMNS))
 
 # Distinguishes files opened by one process in the same second.
 _file_counter = itertools.count()
@@ -99,9 +100,10 @@ class SummaryWriter:
         """Writes one event per row of per-step values.
 
         Args:
-            rows: 2-D numpy array with `ROW_WIDTH` columns: global step,
-                wall time (seconds since the epoch), then one column per tag
-                of `metadata.STEP_TAGS`.
+            rows: 2-D numpy array whose columns are
+                `vocabulary.ROW_COLUMNS`: global step, wall time (seconds
+                since the epoch), then one column per tag of
+                `metadata.STEP_TAGS`.
         """
         if len(rows) == 0:
             return

@@ -205,3 +205,15 @@ def test_files_of_one_run_sort_in_the_order_they_were_written(tmp_path):
     record = read_back(tmp_path / "run", tmp_path)["run"]
     assert record.aggregate["sessions"] == 12
     assert record.aggregate["steps"] == 24
+
+
+def test_the_warmup_flag_is_written_per_step(tmp_path):
+    """Readers take warm-up from the data, never from "step 0 is warm-up"."""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    for _ in range(2):  # two fits: each starts with a warm-up step
+        recorder.begin_session()
+        record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 3)
+    recorder.end_session()
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    np.testing.assert_array_equal(record.series["warmup"], [1, 0, 0, 1, 0, 0])

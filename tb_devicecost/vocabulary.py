@@ -1,0 +1,43 @@
+"""The step's vocabulary: one name, with its unit, for each recorded quantity.
+
+A step's wall time splits into three components, each in milliseconds:
+
+    data_wait_ms      blocked getting the next batch
+    compute_ms        the step until its results are on the host
+    host_overhead_ms  the rest until the next step starts
+
+They add up to the step's wall time (`step_ms`). These names are used as
+they are from the recorder's rows to the event-file tags (`devicecost/<name>`),
+the reader's series, the report's JSON (`data_wait_ms: {p50, p90, mean}`)
+and the tab. No protobuf, Keras or TensorBoard import here: the writer, the
+reader, the analysis and the tab's data all import this module.
+"""
+
+# The components, in the order used everywhere; the step is their sum.
+COMPONENTS = ("data_wait", "compute", "host_overhead")
+# The unit of every duration below, as a name suffix.
+UNIT = "ms"
+
+# Columns of a per-step row, in order. `step` and `wall_time` become the
+# event's step and wall time; every other column is a per-step series.
+STEP = "step"
+WALL_TIME = "wall_time"
+DATA_WAIT_MS = "data_wait_ms"
+COMPUTE_MS = "compute_ms"
+HOST_OVERHEAD_MS = "host_overhead_ms"
+BATCH_SIZE = "batch_size"
+# 1.0 for a warm-up step (tracing, compilation), else 0.0.
+WARMUP = "warmup"
+
+ROW_COLUMNS = (STEP, WALL_TIME, DATA_WAIT_MS, COMPUTE_MS, HOST_OVERHEAD_MS, BATCH_SIZE, WARMUP)
+SERIES_COLUMNS = ROW_COLUMNS[2:]
+COLUMN = {name: index for index, name in enumerate(ROW_COLUMNS)}
+
+# A steady step whose compute exceeds this multiple of the median compute is
+# a spike (a retrace, garbage collection, another process on the machine).
+SPIKE_RATIO = 10.0
+
+
+def component_column(component):
+    """`"data_wait"` -> `"data_wait_ms"`."""
+    return f"{component}_{UNIT}"
