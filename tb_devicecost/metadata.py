@@ -73,23 +73,6 @@ def create_summary_metadata(data_class):
     )
 
 
-def parse_plugin_content(content):
-    """Returns the schema version stored in a summary's plugin content.
-
-    Raises:
-        FormatError: when the content is not ours or is newer than this code.
-    """
-    if not isinstance(content, bytes):
-        raise TypeError(f"Content must be bytes. Received: {type(content)}")
-    try:
-        parsed = json.loads(content.decode("utf-8")) if content else {}
-        schema = int(parsed.get("schema", 0))
-    except (ValueError, AttributeError) as error:
-        raise FormatError(f"Unreadable plugin content {content[:40]!r}: {error}")
-    check_schema(schema)
-    return schema
-
-
 def check_schema(schema):
     """Raises `FormatError` unless `schema` is a version this code reads."""
     if not isinstance(schema, int) or schema < 1:

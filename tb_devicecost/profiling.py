@@ -64,7 +64,9 @@ class TraceWindow:
         if self.state == "active" and step >= self.stop:
             self.finish()
         if self.state == "active":
-            self._marker = tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+            self._marker = tf.profiler.experimental.Trace(
+                trace_module.MARKER_NAME, step_num=step, _r=1
+            )
             self._marker.__enter__()
 
     def after_step(self):

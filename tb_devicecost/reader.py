@@ -9,10 +9,10 @@ import concurrent.futures
 import dataclasses
 import functools
 import os
-import re
 
 import numpy as np
 
+from tb_devicecost import captures
 from tb_devicecost import metadata
 
 # Points per per-step series handed to charts; totals come from aggregates.
@@ -21,8 +21,6 @@ DEFAULT_SERIES_POINTS = 1000
 # Written since the warm-up flag is written per step; older runs lack it.
 _OPTIONAL_SERIES = frozenset({metadata.TAG_WARMUP})
 
-_PROFILE_CAPTURE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
-_PROFILE_FILE = re.compile(r"^(?P<host>.+)\.(xplane\.pb|xplane\.riegeli)$")
 
 
 @dataclasses.dataclass
@@ -193,24 +191,10 @@ def list_profile_captures(logdir, run):
     run_dir = os.path.realpath(os.path.join(root, run))
     if os.path.commonpath([root, run_dir]) != root:
         return []
-    profile_dir = os.path.join(run_dir, "plugins", "profile")
-    captures = []
-    try:
-        names = sorted(os.listdir(profile_dir), reverse=True)
-    except OSError:
-        return []
-    for name in names:
-        if not _PROFILE_CAPTURE.match(name):
-            continue
-        try:
-            files = sorted(os.listdir(os.path.join(profile_dir, name)))
-        except OSError:
-            continue
-        for file_name in files:
-            match = _PROFILE_FILE.match(file_name)
-            if match:
-                captures.append({"capture": name, "host": match.group("host")})
-    return captures
+    return [
+        {"capture": capture, "host": host}
+        for _, capture, host in captures.list_captures(run_dir)
+    ]
 
 
 def find_profile_runs(logdir, max_depth=6):

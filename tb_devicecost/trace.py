@@ -21,6 +21,8 @@ import bisect
 import os
 import re
 
+from tb_devicecost import captures
+
 MARKER_NAME = "train"
 _STEP_STAT = "step_num"
 _INPUT_EVENT = re.compile(r"^(Iterator::|IteratorGetNext|IteratorGetNextOp|EagerLocalExecute: IteratorGetNext)")
@@ -284,27 +286,16 @@ def summarize(steps):
 
 
 def newest_capture(run_dir, after=None):
-    """The newest `plugins/profile/<ts>/<host>.xplane.pb` under `run_dir`.
+    """The newest trace under `run_dir` (`captures.list_captures`).
 
     Returns `(path, capture, host)` or `None`; with `after` (a Unix time),
     only files written since then count.
     """
-    profile_dir = os.path.join(run_dir, "plugins", "profile")
-    try:
-        captures = sorted(os.listdir(profile_dir), reverse=True)
-    except OSError:
-        return None
-    for capture in captures:
-        directory = os.path.join(profile_dir, capture)
+    for path, capture, host in captures.list_captures(run_dir):
         try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".xplane.pb"):
-                continue
-            path = os.path.join(directory, name)
             if after is not None and os.path.getmtime(path) < after:
                 continue
-            return path, capture, name[: -len(".xplane.pb")]
+        except OSError:
+            continue
+        return path, capture, host
     return None
