@@ -11,18 +11,7 @@ from tb_devicecost import metadata
 from tb_devicecost import reader
 from tb_devicecost import accounting
 
-
-class FakeClock:
-    """A clock that only moves when told to."""
-
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, milliseconds):
-        self.now += milliseconds / 1e3
+from support import FakeClock
 
 
 def record_steps(recorder, clock, steps):

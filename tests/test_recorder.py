@@ -6,18 +6,7 @@ import pytest
 from tb_devicecost import StepRecorder
 from tb_devicecost import reader
 
-
-class FakeClock:
-    """A clock that only moves when told to."""
-
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, milliseconds):
-        self.now += milliseconds / 1e3
+from support import FakeClock
 
 
 def read_back(logdir):
