@@ -150,11 +150,17 @@ def test_compare_shows_the_speedup_and_the_reason(tab, screenshots):
     for run in ("cpu/train", "slow/train"):
         frame.locator(f'.dc-run-row[data-run="{run}"] input[type="checkbox"]').check()
     frame.get_by_role("button", name="Compare").click()
+    # The two runs are not the same model on two devices: no baseline is
+    # chosen for the user, who chooses one.
+    select = frame.locator(".dc-compare select.dc-baseline")
+    expect(select).to_be_visible(timeout=30_000)
+    select.select_option("cpu/train")
     explanation = frame.locator(".dc-compare .dc-explanation").filter(has_text="slow/train")
     expect(explanation.first).to_be_visible(timeout=30_000)
-    expect(frame.locator(".dc-compare .dc-compare-row .dc-speedup").first).to_have_text(
-        re.compile(r"\d\.\d\dx")
+    expect(frame.locator('.dc-compare-table .dc-compare-row[data-run="slow/train"] .dc-speedup')).to_have_text(
+        re.compile(r"^\d\.\d\dx")
     )
+    expect(frame.locator(".dc-baseline-note")).to_contain_text("cpu/train")
     page.screenshot(path=os.path.join(screenshots, "compare.png"), full_page=True)
     assert problems["console_errors"] == []
     assert problems["page_errors"] == []
@@ -851,4 +857,20 @@ def test_the_detail_view_breaks_down_the_fit_wall_time(tab):
         formatting.fmt_ms(wall["total"])
     )
     expect(panel.locator(".dc-wall-sentence")).to_contain_text(formatting.fmt_ms_unit(wall["total"]))
+    assert problems["page_errors"] == []
+
+
+def test_without_a_sensible_baseline_no_speedup_is_shown(tab, logdir):
+    """The fixture's runs are not one model on two devices, so the analysis
+    chooses no baseline: no ratio in the tab, and a sentence that says why."""
+    page, frame, problems = tab
+    assert _report(logdir)["comparison"] is None
+    cells = frame.locator(".dc-run-row .dc-speedup")
+    expect(cells).to_have_count(3)
+    for text in cells.all_inner_texts():
+        assert text.strip() == formatting.MISSING
+    expect(frame.locator(".dc-overview .dc-baseline-note")).to_contain_text("No speedups")
+    frame.locator(".dc-overview select.dc-baseline").select_option("cpu/train")
+    expect(frame.locator('.dc-run-row[data-run="cpu/train"] .dc-speedup')).to_contain_text("baseline")
+    expect(frame.locator(".dc-overview .dc-baseline-note")).to_contain_text("cpu/train")
     assert problems["page_errors"] == []

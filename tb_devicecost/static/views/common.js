@@ -192,16 +192,26 @@ export function deviceCell(run, sub = null) {
 }
 
 /**
- * The speedup cell of a run against the comparison's baseline.
+ * Whether run `name` is a baseline: the comparison's, or the one its role's
+ * runs are compared with (its row is compared with itself).
+ */
+export function isBaselineRun(name, row, baseline) {
+  return (baseline !== null && name === baseline) ||
+    Boolean(row && row.against != null && String(row.against) === name);
+}
+
+/**
+ * The speedup cell of a run against its baseline.
  * @param {string} name the run.
  * @param {?Object} row its comparison row (`speedup`, `basis`, `against`,
  *     `explanation`), if any.
- * @param {?string} baseline the comparison's baseline.
+ * @param {?string} baseline the comparison's baseline (null when each model
+ *     has its own, or there is none).
  */
 export function speedupCell(name, row, baseline) {
   const cell = el('td', {class: 'dc-num dc-speedup', attrs: {'data-stat': 'speedup'}});
   const against = row && row.against != null ? String(row.against) : baseline;
-  if (baseline !== null && (name === baseline || against === name)) {
+  if (isBaselineRun(name, row, baseline)) {
     cell.append(fmtSpeedup(1), el('div', {class: 'dc-muted dc-small', text: 'baseline'}));
     cell.classList.add('dc-speedup-baseline');
   } else if (row && isNum(row.speedup)) {
@@ -221,19 +231,22 @@ export function speedupCell(name, row, baseline) {
 
 /** Which baseline the speedups are against, and why; or why there is none. */
 export function baselineNote(comparison) {
-  if (!comparison || comparison.baseline == null) {
+  const rows = comparison && Array.isArray(comparison.rows) ? comparison.rows : null;
+  if (!comparison || (comparison.baseline == null && rows !== null && rows.length === 0)) {
     return el('p', {
       class: 'dc-baseline-note dc-muted',
-      text: 'No speedups: none of these runs is a like-for-like baseline for the others ' +
-        '(such as the same model on the CPU). Choose a baseline to compare against it.',
+      text: 'No speedups: none of these runs is a like-for-like baseline for another (the same ' +
+        'model trained on the CPU, in a run named like it but for the device). Choose a baseline ' +
+        'to compare against it.',
     });
   }
   const reason = comparison.baseline_reason ? String(comparison.baseline_reason).trim() : '';
   return el('p', {class: 'dc-baseline-note dc-muted'}, [
-    'Speedups are against ',
-    runName(String(comparison.baseline)),
-    reason ? ' (' + reason.replace(/[.\s]+$/, '') + ')' : '',
-    ': the baseline\u2019s mean step time divided by the run\u2019s, per sample when ' +
-      'batch sizes differ.',
+    comparison.baseline != null ? 'Speedups are against ' : null,
+    comparison.baseline != null ? runName(String(comparison.baseline)) : null,
+    comparison.baseline != null ? '. ' : null,
+    reason ? reason.replace(/([^.])$/, '$1.') + ' ' : null,
+    'A speedup is the baseline\u2019s mean step time divided by the run\u2019s (samples/s when ' +
+      'batch sizes differ).',
   ]);
 }

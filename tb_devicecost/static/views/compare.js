@@ -5,7 +5,7 @@ import {el, runName} from './dom.js';
 import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
 import {stackedBars, componentLegend, COMPONENTS} from './charts.js';
 import {
-  verdictBadge, panel, backLink, runningNote, deviceCell, baselineNote, speedupCell,
+  verdictBadge, panel, backLink, runningNote, deviceCell, baselineNote, speedupCell, isBaselineRun,
 } from './common.js';
 
 /**
@@ -31,7 +31,9 @@ export function buildCompare(data, app) {
   if (runs.length >= 2) {
     const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
     if (baseline === null) {
-      select.appendChild(el('option', {text: 'none', attrs: {value: '', selected: true}}));
+      select.appendChild(el('option', {
+        text: rows.length ? 'each model\u2019s CPU run' : 'none', attrs: {value: '', selected: true},
+      }));
     }
     for (const run of runs) {
       const name = String(run.run);
@@ -53,16 +55,14 @@ export function buildCompare(data, app) {
     root.appendChild(el('p', {class: 'dc-empty', text: 'None of these runs has Device Cost data.'}));
     return root;
   }
-  root.appendChild(baselineNote(baseline === null ? null : {
-    baseline, baseline_reason: data.baseline_reason,
-  }));
+  root.appendChild(baselineNote({baseline, baseline_reason: data.baseline_reason, rows}));
 
   // What the differences mean, first: that is the answer the user came for.
   if (rows.length) {
     const explanations = el('ul', {class: 'dc-explanations'});
     for (const row of rows) {
       const name = String(row.run);
-      const isBase = isBaseline(name, row, baseline);
+      const isBase = isBaselineRun(name, row, baseline);
       const text = row.explanation && row.explanation !== 'baseline'
         ? String(row.explanation)
         : isBase ? 'The baseline: the other runs are measured against it.' : 'No explanation available.';
@@ -95,15 +95,22 @@ export function buildCompare(data, app) {
   return root;
 }
 
-function isBaseline(name, row, baseline) {
-  return baseline !== null && (name === baseline || (row && row.against != null && String(row.against) === name));
-}
-
 function meanComponents(run) {
   const out = {};
   for (const c of COMPONENTS) {
     const stats = run[c.key + '_ms'];
     out[c.key] = stats && isNum(stats.mean) ? stats.mean : null;
+  }
+  return out;
+}
+
+/** Mean ms per 1000 samples of each component (the analysis's rule). */
+function perThousandSamples(run) {
+  const out = {};
+  const means = meanComponents(run);
+  for (const c of COMPONENTS) {
+    out[c.key] = isNum(means[c.key]) && isNum(run.samples_per_step) && run.samples_per_step > 0
+      ? means[c.key] / run.samples_per_step * 1000 : null;
   }
   return out;
 }
@@ -134,7 +141,7 @@ function summaryTable(runs, rowByName, baseline) {
     const row = rowByName.get(name) || null;
     const step = run.step_ms || {};
     tbody.appendChild(el('tr', {
-      class: 'dc-compare-row' + (isBaseline(name, row, baseline) ? ' dc-baseline-row' : ''),
+      class: 'dc-compare-row' + (isBaselineRun(name, row, baseline) ? ' dc-baseline-row' : ''),
       attrs: {'data-run': name},
     }, [
       runCell(name),
@@ -157,7 +164,10 @@ function componentTable(runs, rowByName, baseline) {
     el('tr', {}, [
       el('th', {attrs: {rowspan: 2}, class: 'dc-col-run', text: 'Run'}),
       el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'Mean ms per step (\u0394 vs baseline)'}),
-      el('th', {attrs: {colspan: 3}, class: 'dc-group', text: 'Mean ms per 1000 samples'}),
+      el('th', {
+        attrs: {colspan: 3}, class: 'dc-group',
+        text: 'Mean ms per 1000 samples (\u0394 when batch sizes differ)',
+      }),
     ]),
     el('tr', {}, [...COMPONENTS, ...COMPONENTS].map((c) =>
       el('th', {class: 'dc-num dc-sub'}, [
@@ -169,21 +179,26 @@ function componentTable(runs, rowByName, baseline) {
   for (const run of runs) {
     const name = String(run.run);
     const row = rowByName.get(name) || null;
-    const isBase = isBaseline(name, row, baseline);
+    const isBase = isBaselineRun(name, row, baseline);
     const perStep = meanComponents(run);
-    const delta = (row && row.delta_ms) || {};
-    const per1000 = (row && row.per_1000_samples_ms) || {};
+    // Differences where the speedup was judged: per step, or per 1000
+    // samples when the batch sizes differ (as the report prints them).
+    const perSample = Boolean(row && row.basis === 'samples_per_s');
+    const deltaStep = (!perSample && row && row.delta_ms) || {};
+    const deltaSample = (perSample && row && row.delta_per_1000_samples_ms) || {};
+    const per1000 = (row && row.per_1000_samples_ms) || perThousandSamples(run);
+    const cell = (value, delta, key) => el('td', {class: 'dc-num', attrs: {'data-component': key}}, [
+      el('span', {text: fmtMs(value)}),
+      !isBase && isNum(delta)
+        ? el('div', {class: 'dc-delta ' + (delta > 0 ? 'dc-slower' : 'dc-faster'), text: fmtSignedMs(delta)})
+        : null,
+    ]);
     tbody.appendChild(el('tr', {
       class: 'dc-compare-row' + (isBase ? ' dc-baseline-row' : ''), attrs: {'data-run': name},
     }, [
       runCell(name),
-      ...COMPONENTS.map((c) => el('td', {class: 'dc-num', attrs: {'data-component': c.key}}, [
-        el('span', {text: fmtMs(perStep[c.key])}),
-        !isBase && isNum(delta[c.key])
-          ? el('div', {class: 'dc-delta ' + (delta[c.key] > 0 ? 'dc-slower' : 'dc-faster'), text: fmtSignedMs(delta[c.key])})
-          : null,
-      ])),
-      ...COMPONENTS.map((c) => el('td', {class: 'dc-num', text: fmtMs(per1000[c.key])})),
+      ...COMPONENTS.map((c) => cell(perStep[c.key], deltaStep[c.key], c.key)),
+      ...COMPONENTS.map((c) => cell(per1000[c.key], deltaSample[c.key], c.key)),
     ]));
   }
   table.appendChild(tbody);

@@ -52,7 +52,9 @@ export function buildOverview(data, app) {
   if (runs.length >= 2) {
     const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
     if (baseline === null) {
-      select.appendChild(el('option', {text: 'none', attrs: {value: '', selected: true}}));
+      select.appendChild(el('option', {
+        text: comparison ? 'each model\u2019s CPU run' : 'none', attrs: {value: '', selected: true},
+      }));
     }
     for (const r of runs) {
       const name = String(r.run);
@@ -77,8 +79,10 @@ export function buildOverview(data, app) {
   compareButton.addEventListener('click', () => {
     const picked = runs.map((r) => String(r.run)).filter((name) => app.picks.has(name));
     if (picked.length < 2) return;
-    const base = baseline && picked.includes(baseline) ? baseline : picked[0];
-    app.navigate({view: 'compare', runs: picked, baseline: base});
+    // The baseline the user chose, if picked; else the analysis chooses (or
+    // finds none that makes sense).
+    const chosen = app.state.baseline;
+    app.navigate({view: 'compare', runs: picked, baseline: chosen && picked.includes(chosen) ? chosen : null});
   });
   toolbar.appendChild(compareButton);
   toolbar.appendChild(el('span', {class: 'dc-spacer'}));
