@@ -209,15 +209,26 @@ class StepAccounting:
     def _close_step(self, now):
         start, fetched, compute_started, computed, batch_size, steps = self._open
         self._open = None
-        if steps < 1:
-            # An execution that ran no step (the end of the data).
-            self._excluded = 0.0
-            return
+        excluded, self._excluded = self._excluded, 0.0
         data_wait = fetched - start
         compute = 0.0 if computed is None else computed - compute_started
-        host = max(0.0, now - start - data_wait - compute - self._excluded)
-        self._measurement_total += self._excluded
-        self._excluded = 0.0
+        host = max(0.0, now - start - data_wait - compute - excluded)
+        self.add_step(start, data_wait, compute, host, batch_size, steps, excluded)
+
+    def add_step(self, start, data_wait, compute, host, batch_size=None, steps=1, excluded=0.0):
+        """Adds a step whose parts are known (seconds), e.g. one timed under
+        asynchronous dispatch; `steps` > 1 writes an execution as its steps.
+
+        Args:
+            start: When the step began, on this recorder's clock.
+            excluded: Seconds of our own measurements left out of it.
+        """
+        if not self.enabled:
+            return
+        if steps < 1:
+            # An execution that ran no step (the end of the data).
+            return
+        self._measurement_total += excluded
         wall = data_wait + compute + host
         for index in range(steps):
             self._rows.append(
@@ -291,14 +302,16 @@ class StepAccounting:
             self._span_total += now - self._span_started
             self._span_started = None
 
-    def set_retraces(self, count, steps=()):
-        """Records how often the step function was traced again after its
-        first trace (TensorFlow's tracing count), and at which steps."""
+    def set_retraces(self, count, steps=(), source="tf.function tracing count", seconds=None):
+        """Records how often the step function was traced (or compiled)
+        again after its warm-up, at which steps, and the evidence."""
         self._retraces = {
             "count": int(count),
             "steps": [int(step) for step in list(steps)[-_MAX_MARKED_STEPS:]],
-            "source": "tf.function tracing count",
+            "source": source,
         }
+        if seconds is not None:
+            self._retraces["seconds"] = float(seconds)
 
     def set_fetch_floor(self, milliseconds):
         """Records the cost of handing over a batch that is already ready."""

@@ -11,6 +11,8 @@ import weakref
 import keras
 
 from tb_devicecost import accounting
+from tb_devicecost import async_steps
+from tb_devicecost import backends
 from tb_devicecost import fetch_floor
 from tb_devicecost import metadata
 from tb_devicecost import placement
@@ -151,6 +153,18 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._registered_exit = False
         self._traces = profiling.TraceSchedule(self.profile_steps)
         self._said_predict = False
+        # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
+        self._backend = None
+        self._async = {}
+        self._compiles = None
+        self._fetch_started = None
+        self._batch_begun_at = None
+        self._pending_excluded = 0.0
+        self._said_profile_backend = False
+        # Keras runs batch-end hooks on a worker thread when every callback
+        # allows it; ours only reads the clock there, so the training loop
+        # keeps its asynchronous dispatch.
+        self.async_safe = True
 
     # Hooks. Each is guarded: an error here must not reach `fit`.
 
@@ -162,12 +176,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 # The previous fit ended without `on_train_end` (it raised).
                 self._end_fit(status="interrupted")
             backend = keras.backend.backend()
-            if backend != "tensorflow":
+            if backend not in ("tensorflow", "jax", "torch"):
                 self._disable(
-                    f"the {backend!r} backend is not measured yet (only "
-                    "'tensorflow' is); set KERAS_BACKEND=tensorflow to record"
+                    f"the {backend!r} backend is not measured (tensorflow, jax "
+                    "and torch are)"
                 )
                 return
+            self._backend = backend
             self._note_model()
             self._create_recorders()
             self._register_exit_handler()
@@ -185,18 +200,33 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._pending_batch = None
             self._iterations = None
             self._steps_to_probe = 0
+            if backend != "tensorflow":
+                self._begin_async_fit()
+                return
             self._traces.begin_fit(self._train, _sibling_callbacks())
             self._epoch_iterator = _caller_local("epoch_iterator", _epoch_iterator_class())
             self._wrap("train_function", self._train, "train")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        # PyTorch: the first fetch of an epoch starts with the epoch's
+        # iterator, outside any step (as on TensorFlow).
+        self._fetch_started = None
+
     def on_train_batch_begin(self, batch, logs=None):
         self._batch_begin = batch
+        if self._backend == "torch":
+            self._batch_begun_at = time.perf_counter()
 
     def on_train_batch_end(self, batch, logs=None):
         # The hot path: Keras has just copied the step's logs to the host,
         # so the step's device work is complete.
+        steps = self._async.get("train")
+        if steps is not None:
+            # A worker thread on JAX and PyTorch: only a clock read.
+            steps.completed(batch)
+            return
         if self._in_fit:
             self._train.end_compute()
             if self._traces.window is not None:
@@ -212,7 +242,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
         try:
             if self._in_fit:
                 recorder, role = self._validation, "validation"
-                self._train.boundary()
+                if self._backend == "tensorflow":
+                    # Under asynchronous dispatch the train steps still in
+                    # Keras's worker are written at the epoch's end.
+                    self._train.boundary()
                 if not self._validation_started:
                     recorder.begin_session(self._run_info)
                     self._validation_started = True
@@ -222,15 +255,19 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._create_recorders()
                 self._register_exit_handler()
                 recorder, role = self._evaluation, "evaluation"
-                self._run_info = self._gather_run_info(keras.backend.backend())
+                self._backend = keras.backend.backend()
+                self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
                 self._floors["evaluation"] = fetch_floor.FetchFloor()
                 self._needs_batch["evaluation"] = True
                 recorder.begin_session(self._run_info)
-            if keras.backend.backend() != "tensorflow":
-                return
             recorder.begin_span()
             self._test_role = role
+            if self._backend in ("jax", "torch"):
+                self._async[role] = async_steps.AsyncSteps(recorder)
+                self._fetch_started = None
+                self._wrap_async("test_function", role)
+                return
             self._test_epoch_iterator = _caller_local(
                 "epoch_iterator", _epoch_iterator_class()
             )
@@ -240,9 +277,15 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     def on_test_batch_begin(self, batch, logs=None):
         self._batch_begin = batch
+        if self._backend == "torch":
+            self._batch_begun_at = time.perf_counter()
 
     def on_test_batch_end(self, batch, logs=None):
         role = self._test_role
+        steps = self._async.get(role)
+        if steps is not None:
+            steps.completed(batch)
+            return
         if role is not None:
             recorder = self._recorder_for(role)
             recorder.end_compute()
@@ -255,6 +298,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
             return
         try:
             recorder = self._recorder_for(role)
+            steps = self._async.pop(role, None)
+            if steps is not None:
+                steps.boundary()
+                self._unwrap("test_function")
             recorder.boundary()
             self._note_retraces("test_function", recorder)
             recorder.end_span()
@@ -278,6 +325,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if not self._enabled or self._train is None or not self._in_fit:
             return
         try:
+            if "train" in self._async:
+                # Keras has waited for its worker: every step completed.
+                self._async["train"].boundary()
             self._train.boundary()
             self._note_retraces("train_function", self._train)
             self._traces.digest(self._train)
@@ -496,6 +546,16 @@ class DeviceCostCallback(keras.callbacks.Callback):
         return document
 
     def _note_retraces(self, attribute, recorder):
+        if self._backend == "jax" and attribute == "train_function":
+            compiles = self._compiles
+            if compiles is not None:
+                recorder.set_retraces(
+                    compiles.count,
+                    compiles.steps,
+                    source="jax.monitoring backend compile events",
+                    seconds=compiles.seconds,
+                )
+            return
         tracing = self._tracing.get(attribute)
         if tracing is not None and tracing.known:
             recorder.set_retraces(tracing.retraces, tracing.steps)
@@ -523,6 +583,123 @@ class DeviceCostCallback(keras.callbacks.Callback):
             )
             self._placement_written = False
         self._model_ref = weakref.ref(self._model)
+
+    # Asynchronous dispatch: the JAX and PyTorch backends.
+
+    def _begin_async_fit(self):
+        if self.profile_steps is not None and not self._said_profile_backend:
+            self._said_profile_backend = True
+            warnings.warn(
+                "DeviceCostCallback: `profile_steps` traces TensorFlow fits for "
+                f"now; this {self._backend} fit is recorded without a trace.",
+                stacklevel=3,
+            )
+        if self._backend == "jax" and self._compiles is None:
+            self._compiles = backends.CompileEvents()
+        self._async = {"train": async_steps.AsyncSteps(self._train)}
+        self._fetch_started = None
+        self._wrap_async("train_function", "train")
+
+    def _wrap_async(self, attribute, role):
+        original = getattr(self._model, attribute)
+        if original is None or getattr(original, "_devicecost_wrapper", False):
+            return
+        self._original_functions[attribute] = original
+        steps = self._async[role]
+        clock = time.perf_counter
+        callback = self
+
+        if self._backend == "jax":
+
+            def timed_jax(state, iterator):
+                proxy = async_steps.TimedIterator(iterator, clock)
+                first = callback._needs_batch.get(role, False)
+                compiles = callback._compiles
+                if compiles is not None and role == "train":
+                    compiles.step = steps.accounting.upcoming_step()
+                try:
+                    result = original(state, proxy)
+                finally:
+                    if compiles is not None:
+                        compiles.step = None
+                if proxy.count:
+                    steps.dispatched(
+                        callback._batch_begin + callback._spe - 1,
+                        proxy.start,
+                        proxy.fetched,
+                        proxy.count,
+                        placement.batch_size(proxy.first),
+                        callback._take_excluded(),
+                    )
+                if first and proxy.first is not None:
+                    # The input state was donated to the step: read the new one.
+                    callback._after_first_async_step(role, proxy.first, result[1])
+                return result
+
+            wrapper = timed_jax
+        else:
+
+            def timed_torch(data):
+                fetched = callback._batch_begun_at or clock()
+                start = callback._fetch_started or fetched
+                batch = data[0] if isinstance(data, list) and data else data
+                steps.dispatched(
+                    callback._batch_begin,
+                    start,
+                    fetched,
+                    1,
+                    placement.batch_size(batch),
+                    callback._take_excluded(),
+                )
+                result = original(data)
+                if callback._needs_batch.get(role, False):
+                    callback._after_first_async_step(role, batch, None)
+                callback._fetch_started = clock()
+                return result
+
+            wrapper = timed_torch
+        wrapper._devicecost_wrapper = True
+        setattr(self._model, attribute, wrapper)
+
+    def _take_excluded(self):
+        excluded, self._pending_excluded = self._pending_excluded, 0.0
+        return excluded
+
+    def _after_first_async_step(self, role, batch, state):
+        """Placement and the fetch floor, once the first step is dispatched
+        (its device work overlaps them); their time is kept out of the next
+        step."""
+        started = time.perf_counter()
+        self._needs_batch[role] = False
+        recorder = self._recorder_for(role)
+        try:
+            if role == "train":
+                if self._compiles is not None:
+                    self._compiles.armed = True
+                if not self._placement_written:
+                    self._placement_written = True
+                    if state is not None:  # JAX: the fit holds variables as state
+                        variables = list(state[0]) + list(state[1])
+                        optimizer_variables = list(state[2])
+                    else:
+                        variables = self._model.variables
+                        optimizer = getattr(self._model, "optimizer", None)
+                        optimizer_variables = getattr(optimizer, "variables", [])
+                    recorder.write_placement(
+                        backends.placement_document(
+                            self._backend, variables, optimizer_variables, batch
+                        )
+                    )
+            floor = self._floors.get(role)
+            if floor is not None and floor.start_python(
+                batch, backends.handover(self._backend)
+            ):
+                floor.stop()
+                recorder.set_fetch_floor(floor.milliseconds())
+            recorder.update_info({"batch_size": placement.batch_size(batch)})
+        except Exception as error:  # pylint: disable=broad-except
+            self._disable(error)
+        self._pending_excluded += time.perf_counter() - started
 
     def _recorder_for(self, role):
         return {
@@ -559,6 +736,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
         for floor in self._floors.values():
             floor.stop()
         if self._train is not None:
+            for steps in self._async.values():
+                steps.boundary()
+            self._async = {}
+            if self._compiles is not None:
+                self._compiles.armed = False
             self._train.boundary()
             self._note_retraces("train_function", self._train)
             self._train.end_span()

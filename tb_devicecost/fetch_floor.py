@@ -68,6 +68,25 @@ class FetchFloor:
         self.sample(_FIRST_SAMPLES)
         return True
 
+    def start_python(self, batch, handover):
+        """Samples the handover of a ready batch in a Python loop (the JAX
+        and PyTorch backends): `next()` on a generator that passes the
+        batch through `handover`, as Keras's loop hands batches over."""
+
+        def ready():
+            while True:
+                yield handover(batch)
+
+        self._iterator = ready()
+        try:
+            for _ in range(_WARM_BATCHES):
+                next(self._iterator)
+        except Exception:  # pylint: disable=broad-except
+            self._iterator = None
+            return False
+        self.sample(_FIRST_SAMPLES)
+        return True
+
     def sample(self, count=1):
         """Times `count` more fetches from the ready iterator."""
         if self._iterator is None:

@@ -142,6 +142,9 @@ def input_bytes(batch):
     """
     total = 0
     for element in _leaves(batch):
+        if hasattr(element, "element_size") and hasattr(element, "numel"):
+            total += int(element.element_size()) * int(element.numel())  # torch
+            continue
         dtype = getattr(element.dtype, "as_numpy_dtype", element.dtype)
         try:
             dtype = np.dtype(dtype)

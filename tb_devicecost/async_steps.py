@@ -1,0 +1,122 @@
+"""Step accounting under asynchronous dispatch (the JAX and PyTorch backends).
+
+On JAX, and on PyTorch with an accelerator, a step function returns as
+soon as its work is queued; the device finishes it later. Keras converts
+each step's logs to Python numbers on a worker thread (when every callback
+is `async_safe`), which waits for that step's results. The callback reads
+the clock there, so measuring adds no synchronisation to the training loop.
+
+Per step, from the main thread: `start` (the fetch begins) and `fetched`
+(the batch is there, dispatch follows); from the worker: `done` (the step's
+logs are on the host). With `previous` the completion of the step before
+(or `start` for the first step after a boundary), the step covers
+`[previous, done]` and splits as:
+
+    compute        = done - max(fetched, previous)
+    data_wait      = max(0, fetched - max(start, previous))
+    host_overhead  = the rest: the device idle while Python ran the loop
+
+A fetch that overlaps the previous step's device work costs nothing: the
+device was busy. The parts add up to the time between completions, so the
+steps' sum is the fit's steady wall time.
+"""
+
+import collections
+import threading
+import time
+
+
+class AsyncSteps:
+    """Turns per-step timestamps from two threads into rows, in step order.
+
+    Args:
+        accounting: The `StepAccounting` the rows go to.
+        clock: Function returning seconds from a monotonic clock. Defaults
+            to `time.perf_counter`.
+    """
+
+    def __init__(self, accounting, clock=time.perf_counter):
+        self.accounting = accounting
+        self.clock = clock
+        self._lock = threading.Lock()
+        # [key, start, fetched, steps, batch_size, done, excluded]
+        self._pending = collections.deque()
+        self._by_key = {}
+        self._previous = None
+
+    def dispatched(self, key, start, fetched, steps=1, batch_size=None, excluded=0.0):
+        """Main thread: a step (or an execution of `steps`) was dispatched.
+
+        Args:
+            key: What the worker's `completed` call names it by (Keras's
+                batch index within the epoch).
+        """
+        entry = [key, start, fetched, steps, batch_size, None, excluded]
+        with self._lock:
+            self._pending.append(entry)
+            self._by_key[key] = entry
+
+    def completed(self, key, now=None):
+        """Worker thread: the step's results are on the host."""
+        now = self.clock() if now is None else now
+        with self._lock:
+            entry = self._by_key.pop(key, None)
+            if entry is not None:
+                entry[5] = now
+                self._drain(final=False)
+
+    def boundary(self):
+        """Main thread, once Keras has waited for its worker: writes every
+        completed step and starts the next one afresh (an epoch or the fit
+        ends, validation starts)."""
+        with self._lock:
+            self._drain(final=True)
+            self._pending.clear()
+            self._by_key.clear()
+            self._previous = None
+
+    def _drain(self, final):
+        pending = self._pending
+        while pending and (pending[0][5] is not None or final):
+            key, start, fetched, steps, batch_size, done, excluded = pending.popleft()
+            if done is None:
+                continue  # Never completed (the step raised): no row.
+            previous = start if self._previous is None else self._previous
+            done = max(done, previous)
+            compute = done - max(fetched, previous)
+            data_wait = max(0.0, fetched - max(start, previous))
+            host = max(0.0, done - previous - compute - data_wait - excluded)
+            self._previous = done
+            self.accounting.add_step(
+                previous, data_wait, compute, host, batch_size, steps, excluded
+            )
+
+
+class TimedIterator:
+    """Hands Keras's JAX step the batches of `iterator`, timing each fetch.
+
+    Keras's JAX `train_function(state, iterator)` calls `next()` itself;
+    this proxy lets it, so the step is dispatched exactly as without it.
+    """
+
+    def __init__(self, iterator, clock):
+        self._iterator = iterator
+        self._clock = clock
+        self.start = None
+        self.fetched = None
+        self.count = 0
+        self.first = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        started = self._clock()
+        if self.start is None:
+            self.start = started
+        batch = next(self._iterator)
+        self.fetched = self._clock()
+        if self.count == 0:
+            self.first = batch
+        self.count += 1
+        return batch
