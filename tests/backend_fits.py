@@ -1,0 +1,134 @@
+"""Real fits on one Keras backend, run in a process of their own.
+
+The Keras backend is fixed when Keras is imported, so `test_backends.py`
+runs this script once per backend: `python backend_fits.py BACKEND LOGDIR`.
+It trains the scenarios below with `DeviceCostCallback` into LOGDIR and
+prints one JSON object of facts the tests check against what the callback
+recorded (read back by the tests, not here).
+"""
+
+import json
+import os
+import sys
+import time
+import warnings
+
+BACKEND, LOGDIR = sys.argv[1], sys.argv[2]
+os.environ["KERAS_BACKEND"] = BACKEND
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tb_devicecost  # noqa: E402
+
+# Per-batch sleep of the injected-delay pipeline.
+DELAY_S = 0.02
+
+
+def mlp(hidden=128):
+    model = keras.Sequential(
+        [
+            keras.Input((100,)),
+            keras.layers.Dense(hidden, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
+def arrays(samples):
+    rng = np.random.default_rng(0)
+    return (
+        rng.random((samples, 100), dtype=np.float32),
+        rng.integers(0, 10, samples),
+    )
+
+
+class Delayed(keras.utils.PyDataset):
+    """A pipeline that sleeps `delay` seconds per batch, in the main thread."""
+
+    def __init__(self, x, y, batch_size, delay, **kwargs):
+        super().__init__(**kwargs)
+        self.x, self.y, self.batch_size, self.delay = x, y, batch_size, delay
+
+    def __len__(self):
+        return len(self.x) // self.batch_size
+
+    def __getitem__(self, index):
+        time.sleep(self.delay)
+        part = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        return self.x[part], self.y[part]
+
+
+def callback(name):
+    return tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, name))
+
+
+def main():
+    facts = {"backend": keras.backend.backend()}
+    x, y = arrays(2048)
+
+    # Input-bound: the pipeline sleeps DELAY_S per batch.
+    mlp().fit(Delayed(x, y, 32, DELAY_S), epochs=1, verbose=0, callbacks=[callback("delay")])
+    facts["delay_ms"] = DELAY_S * 1e3
+
+    # Compute-bound: arrays in memory, a wide model.
+    mlp(hidden=2048).fit(x, y, batch_size=256, epochs=2, verbose=0, callbacks=[callback("compute")])
+
+    # Validation, and two fits with one callback.
+    reused = callback("twice")
+    model = mlp()
+    model.fit(x[:640], y[:640], batch_size=32, epochs=2, verbose=0,
+              validation_data=(x[:128], y[:128]), callbacks=[reused])
+    model.fit(x[:320], y[:320], batch_size=32, epochs=1, verbose=0, callbacks=[reused])
+
+    # A failure inside the writer: recording stops, training does not.
+    broken = callback("broken")
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+    broken_model = mlp()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        broken_model.fit(x[:640], y[:640], batch_size=32, epochs=1, verbose=0,
+                         callbacks=[broken, _BreakWriter(broken, fail)])
+    facts["broken_warnings"] = [
+        str(w.message) for w in caught if "stopped recording" in str(w.message)
+    ]
+    facts["broken_history_epochs"] = len(broken_model.history.history["loss"])
+
+    # The same fit with and without the callback, from the same seed.
+    weights = []
+    for with_callback in (False, True):
+        keras.utils.set_random_seed(3)
+        model = mlp()
+        model.fit(x[:500], y[:500], batch_size=32, epochs=2, verbose=0,
+                  validation_data=(x[:100], y[:100]),
+                  callbacks=[callback("same")] if with_callback else [])
+        weights.append([np.asarray(w) for w in model.get_weights()])
+        facts.setdefault("histories", []).append(model.history.history)
+    facts["weights_identical"] = all(
+        np.array_equal(a, b) for a, b in zip(*weights)
+    )
+    print(json.dumps(facts))
+
+
+class _BreakWriter(keras.callbacks.Callback):
+    """Breaks the writer of `target`'s train run after its first epoch
+    begins, as a full disk would."""
+
+    def __init__(self, target, fail):
+        super().__init__()
+        self.target, self.fail = target, fail
+
+    def on_epoch_begin(self, epoch, logs=None):
+        writer = self.target._train._writer
+        writer.write_steps = self.fail
+        writer.write_json = self.fail
+
+
+if __name__ == "__main__":
+    main()

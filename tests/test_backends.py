@@ -1,0 +1,115 @@
+"""DeviceCostCallback on the JAX and PyTorch backends, on the CPU.
+
+Each backend runs in a process of its own (`backend_fits.py`): Keras fixes
+its backend at import. `make test` installs JAX and PyTorch for the CPU;
+runs recorded on a real GPU are tested in `test_gpu_runs.py`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tb_devicecost import reader
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "backend_fits.py")
+
+
+@pytest.fixture(scope="module", params=["jax", "torch"])
+def fitted(request, tmp_path_factory):
+    backend = request.param
+    logdir = tmp_path_factory.mktemp(backend)
+    completed = subprocess.run(
+        [sys.executable, SCRIPT, backend, str(logdir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, KERAS_BACKEND=backend),
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    facts = json.loads(completed.stdout.strip().splitlines()[-1])
+    records = {
+        record.run: record
+        for record in reader.read_runs(reader.local_provider(str(logdir)))
+    }
+    return backend, facts, records
+
+
+def test_the_backend_is_measured(fitted):
+    backend, facts, records = fitted
+    assert facts["backend"] == backend
+    assert records["delay/train"].info["backend"] == backend
+
+
+def test_an_injected_delay_shows_as_median_data_wait(fitted):
+    _, facts, records = fitted
+    components = records["delay/train"].aggregate["components"]
+    assert components["data_wait"]["p50_ms"] == pytest.approx(facts["delay_ms"], rel=0.15)
+    assert components["compute"]["p50_ms"] < facts["delay_ms"] / 4
+
+
+def test_a_compute_bound_fit_is_mostly_compute(fitted):
+    _, _, records = fitted
+    components = records["compute/train"].aggregate["components"]
+    assert components["compute"]["sum_ms"] > 0.8 * components["step"]["sum_ms"]
+    # The fetch floor of the backend's loop was measured.
+    assert records["compute/train"].aggregate["fetch_floor_ms"] is not None
+
+
+def test_the_parts_of_each_step_add_up(fitted):
+    _, _, records = fitted
+    series = records["compute/train"].series
+    total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
+    assert (total > 0).all()
+    aggregate = records["compute/train"].aggregate
+    wall = aggregate["wall_ms"]
+    parts = wall["steps"] + wall["warmup"] + wall["between_steps"] + wall["measurement"]
+    assert parts == pytest.approx(wall["total"], rel=1e-9)
+
+
+def test_validation_and_two_fits_with_one_callback(fitted):
+    _, _, records = fitted
+    train = records["twice/train"].aggregate
+    # 640 / 32 x 2 epochs, then 320 / 32 x 1 epoch.
+    assert train["steps"] == 50
+    assert train["sessions"] == 2
+    assert train["warmup"]["steps"][0] == 0 and 40 in train["warmup"]["steps"]
+    assert list(records["twice/train"].series["step"]) == list(range(50))
+    # 128 / 32 validation steps after each of the first fit's two epochs.
+    assert records["twice/validation"].aggregate["steps"] == 8
+
+
+def test_a_failing_writer_does_not_fail_the_fit(fitted):
+    _, facts, _ = fitted
+    assert facts["broken_history_epochs"] == 1
+    assert len(facts["broken_warnings"]) == 1
+    assert "OSError: disk full" in facts["broken_warnings"][0]
+
+
+def test_training_is_unchanged_by_the_callback(fitted):
+    _, facts, _ = fitted
+    assert facts["weights_identical"]
+    without, with_callback = facts["histories"]
+    assert without == with_callback
+
+
+def test_placement_says_what_the_backend_cannot_tell(fitted):
+    backend, _, records = fitted
+    placement = records["compute/train"].placement
+    assert placement["variables"] == {"CPU:0": 4}
+    assert placement["input_bytes_per_step"] == 256 * 100 * 4 + 256 * 8
+    assert placement["ops"] is None
+    assert f"not available on the {backend} backend" in placement["ops_note"]
+    assert placement["cross_device_copies"] is None
+
+
+def test_retraces_have_evidence_on_jax_only(fitted):
+    backend, _, records = fitted
+    retraces = records["compute/train"].aggregate["retraces"]
+    if backend == "jax":
+        assert retraces["count"] == 0
+        assert retraces["source"] == "jax.monitoring backend compile events"
+    else:
+        assert retraces is None
