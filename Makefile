@@ -5,7 +5,7 @@ VENV_PYTHON := $(VENV)/bin/python
 PIP := $(VENV_PYTHON) -m pip
 ARGS ?=
 
-.PHONY: setup test-setup demo test benchmark frontend clean
+.PHONY: setup test-setup demo test benchmark clean
 
 $(VENV_PYTHON):
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +40,6 @@ test: test-setup
 
 benchmark: setup
 	$(VENV_PYTHON) benchmarks/overhead.py
-
-frontend: setup
-	$(VENV_PYTHON) frontend/build.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -20,12 +20,26 @@ from tb_devicecost import analysis
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
-_STATIC_DIR = os.path.realpath(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
-)
 # Run names are paths; anything longer is not one of ours.
 _MAX_RUN_NAME = 1024
 _MAX_COMPARED_RUNS = 100
+
+
+def _static_root():
+    """The folder whose files the tab is: the package's `static/`, which a
+    wheel holds (setup.py's `build_py` copies `frontend/` there), else the
+    repository's `frontend/` beside the package, which is where a checkout
+    and an editable install (`pip install -e .`) have them."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "static")
+    checkout = os.path.join(os.path.dirname(package), "frontend")
+    for root in (installed, checkout):
+        if os.path.isfile(os.path.join(root, "index.js")):
+            return os.path.realpath(root)
+    return os.path.realpath(installed)
+
+
+_STATIC_DIR = _static_root()
 
 
 class DeviceCostPlugin(base_plugin.TBPlugin):
@@ -226,9 +240,9 @@ def _check_run_name(value, name):
 
 
 def _static_file(request_path):
-    """The file under `static/` for a request path, or `None`.
+    """The file of the tab (under `_STATIC_DIR`) for a request path, or `None`.
 
-    Refuses anything that would leave the static directory, encoded or not.
+    Refuses anything that would leave that folder, encoded or not.
     """
     prefix = "/data/plugin/%s/static/" % metadata.PLUGIN_NAME
     index = request_path.find(prefix)

@@ -1,22 +1,52 @@
-"""The wheel built from the repository carries the frontend and entry points,
-and building it is clean."""
+"""The package as built from the repository: the sdist and the wheel carry
+the frontend (kept once, in `frontend/`) and the entry points, building them
+is clean, and an editable install serves the frontend in place."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRONTEND = os.path.join(REPO, "frontend")
+
+
+def _frontend_files():
+    """The frontend's files, relative to `frontend/`, with "/"."""
+    return {
+        os.path.relpath(os.path.join(root, name), FRONTEND).replace(os.sep, "/")
+        for root, _, files in os.walk(FRONTEND)
+        if "__pycache__" not in root
+        for name in files
+    }
+
+
+def _build(hook, source, out_dir):
+    """Runs a hook of the build backend named in pyproject.toml as pip calls
+    it, in a process of its own, with every warning shown ("-W always").
+    Returns `(the file built, the build's output)`."""
+    completed = subprocess.run(
+        [sys.executable, "-W", "always", "-c",
+         f"import sys; from setuptools import build_meta; print(build_meta.{hook}(sys.argv[1]))",
+         str(out_dir)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output[-3000:]
+    return out_dir / completed.stdout.strip().splitlines()[-1], output
 
 
 @pytest.fixture(scope="module")
-def built_wheel(tmp_path_factory):
-    """Builds a wheel from a copy of the checkout as a fresh clone has it (no
-    `build/`, no `*.egg-info`, whose leftovers would hide what a first build
-    does), with every warning shown. Returns `(wheel path, build output)`."""
+def clean_copy(tmp_path_factory):
+    """A copy of the checkout as a fresh clone has it (no `build/`, no
+    `*.egg-info`, whose leftovers would hide what a first build does)."""
     source = tmp_path_factory.mktemp("source") / "tb-devicecost"
     shutil.copytree(
         REPO,
@@ -25,35 +55,47 @@ def built_wheel(tmp_path_factory):
             ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "runs", "logs"
         ),
     )
-    wheel_dir = tmp_path_factory.mktemp("wheel")
-    # The build backend named in pyproject.toml, called as pip calls it, in a
-    # process of its own; "-W always" shows its deprecation warnings too.
-    completed = subprocess.run(
-        [sys.executable, "-W", "always", "-c",
-         "import sys; from setuptools import build_meta; build_meta.build_wheel(sys.argv[1])",
-         str(wheel_dir)],
-        cwd=source,
-        capture_output=True,
-        text=True,
-    )
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-3000:]
-    [wheel] = list(wheel_dir.glob("tb_devicecost-*.whl"))
-    return wheel, completed.stdout + completed.stderr
+    return source
+
+
+@pytest.fixture(scope="module")
+def built_sdist(clean_copy, tmp_path_factory):
+    """`(sdist path, build output)`, built from the clean copy."""
+    return _build("build_sdist", clean_copy, tmp_path_factory.mktemp("sdist"))
+
+
+@pytest.fixture(scope="module")
+def built_wheel(built_sdist, tmp_path_factory):
+    """`(wheel path, build output)`: the wheel built from the unpacked sdist,
+    as pip and `python -m build` build it (the sdist's output included)."""
+    sdist, sdist_output = built_sdist
+    unpacked = tmp_path_factory.mktemp("unpacked")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(unpacked, filter="data")
+    [source] = list(unpacked.iterdir())
+    wheel, output = _build("build_wheel", source, tmp_path_factory.mktemp("wheel"))
+    return wheel, sdist_output + output
+
+
+def test_the_sdist_holds_the_frontend_once(built_sdist):
+    sdist, _ = built_sdist
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"frontend/" + name for name in _frontend_files()} <= names
+    assert not [name for name in names if name.startswith("tb_devicecost/static")]
 
 
 def test_wheel_contains_the_frontend_and_the_plugin_entry_point(built_wheel):
     wheel, _ = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
-    static = os.path.join(REPO, "tb_devicecost", "static")
-    shipped = {
-        "tb_devicecost/static/" + os.path.relpath(os.path.join(root, name), static).replace(os.sep, "/")
-        for root, dirs, files in os.walk(static)
-        if "__pycache__" not in root
-        for name in files
-    }
-    assert "tb_devicecost/static/index.js" in shipped
-    assert any(name.startswith("tb_devicecost/static/views/") for name in shipped)
-    assert shipped <= names, sorted(shipped - names)
+    shipped = {name for name in names if name.startswith("tb_devicecost/static/")}
+    assert "index.js" in _frontend_files()
+    assert any(name.startswith("views/") for name in _frontend_files())
+    # Every file of frontend/, at the same place under static/, and nothing else.
+    assert shipped == {"tb_devicecost/static/" + name for name in _frontend_files()}
+    for name in shipped:
+        with open(os.path.join(FRONTEND, name.removeprefix("tb_devicecost/static/")), "rb") as source:
+            assert zipfile.ZipFile(wheel).read(name) == source.read(), name
     assert not [name for name in names if "__pycache__" in name]
     [entry_points] = [name for name in names if name.endswith("entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -62,12 +104,44 @@ def test_wheel_contains_the_frontend_and_the_plugin_entry_point(built_wheel):
     assert "tb-devicecost = tb_devicecost.cli:main" in text
 
 
-def test_building_the_wheel_warns_about_no_package(built_wheel):
-    """setuptools warns when a folder Python can import (the frontend's
-    `static/`) ships as data of a package that does not list it."""
+# What setuptools says when it would leave data out, when a folder of the
+# package is not listed, or when a build step cannot run for an editable install.
+SETUPTOOLS_WARNINGS = re.compile(
+    r"would be ignored|absent from|as data is deprecated|Setuptools\w*Warning|incompatible with editable"
+)
+
+
+def test_building_warns_about_no_package(built_wheel):
     _, output = built_wheel
-    warnings = [
-        line for line in output.splitlines()
-        if "would be ignored" in line or "absent from" in line or "as data is deprecated" in line
-    ]
+    warnings = [line for line in output.splitlines() if SETUPTOOLS_WARNINGS.search(line)]
     assert not warnings, "\n".join(warnings)
+
+
+def test_an_editable_install_serves_the_checkouts_frontend(clean_copy, tmp_path):
+    """`pip install -e .` (what `make test` and `make demo` use) builds no
+    static copy: the plugin finds `frontend/` beside the package."""
+    editable, output = _build("build_editable", clean_copy, tmp_path / "editable")
+    assert not SETUPTOOLS_WARNINGS.search(output), output[-3000:]
+    site_dir = tmp_path / "site"
+    with zipfile.ZipFile(editable) as archive:
+        archive.extractall(site_dir)
+    # A Python that sees the copy through the editable wheel's own finder (and
+    # not this checkout's: no `site`, whose .pth files would install it), and
+    # then this environment's TensorBoard.
+    import tensorboard
+
+    probe = (
+        "import site, sys; site.addsitedir(sys.argv[1]); sys.path.append(sys.argv[2]);"
+        "from tb_devicecost import plugin;"
+        "print(plugin._static_file('/data/plugin/devicecost/static/views/dom.js'))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-S", "-c", probe, str(site_dir),
+         os.path.dirname(os.path.dirname(tensorboard.__file__))],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.strip() == os.path.realpath(clean_copy / "frontend" / "views" / "dom.js")

@@ -143,9 +143,10 @@ def test_static_route_refuses_traversal(client, path):
     assert response.status_code == 404
 
 
-def test_static_file_resolution_stays_inside_the_package():
-    assert plugin_module._static_file(PREFIX + "/static/index.js").endswith(
-        os.path.join("static", "index.js")
+def test_static_file_resolution_stays_inside_the_frontend():
+    # The package's static/ when installed from a wheel, frontend/ in a checkout.
+    assert plugin_module._static_file(PREFIX + "/static/index.js") == os.path.join(
+        plugin_module._STATIC_DIR, "index.js"
     )
     assert plugin_module._static_file(PREFIX + "/static/%2e%2e%2fplugin.py") is None
 

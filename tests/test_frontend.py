@@ -1,0 +1,40 @@
+"""The frontend (`frontend/`, shipped as `tb_devicecost/static/`) is safe to
+serve inside TensorBoard."""
+
+import os
+import re
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRONTEND = os.path.join(REPO, "frontend")
+
+
+def _lines_matching(pattern):
+    """`path:line: text` of each line of the frontend that `pattern` finds."""
+    found = []
+    for dirpath, _, filenames in os.walk(FRONTEND):
+        for name in sorted(filenames):
+            if not name.endswith((".js", ".css", ".html")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    if pattern.search(line):
+                        found.append(f"{os.path.relpath(path, REPO)}:{lineno}: {line.strip()}")
+    return found
+
+
+def test_the_entry_module_exports_render():
+    with open(os.path.join(FRONTEND, "index.js"), encoding="utf-8") as f:
+        assert "export async function render()" in f.read()
+
+
+def test_no_html_injection_sinks():
+    offenders = _lines_matching(re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write"))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_scripts_or_styles_from_other_hosts():
+    # TensorBoard's content security policy blocks them; everything ships with
+    # the package. (The SVG namespace URI is a name, not a fetch.)
+    offenders = _lines_matching(re.compile(r"https?://(?!www\.w3\.org/2000/svg)"))
+    assert not offenders, "\n".join(offenders)
