@@ -70,12 +70,6 @@ export function fmtSignedMs(value) {
   return (value < 0 && nonzero(text) ? '-' : '+') + text;
 }
 
-/** fmtSignedMs with " ms". */
-export function fmtSignedMsUnit(value) {
-  const text = fmtSignedMs(value);
-  return text === DASH ? text : text + ' ms';
-}
-
 /** A share of 1 as a percentage, floored: 73%, 4.2%, 4%. */
 export function fmtShare(value) {
   if (!isNum(value)) return DASH;

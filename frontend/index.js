@@ -43,7 +43,7 @@ function decode(raw) {
  * @param {string} hash location.hash, with or without '#'.
  * @return {{view: string, run: ?string, runs: string[], baseline: ?string}}
  */
-export function parseHash(hash) {
+function parseHash(hash) {
   const raw = {};
   for (const part of String(hash || '').replace(/^#/, '').split('&')) {
     if (!part) continue;
@@ -63,7 +63,7 @@ export function parseHash(hash) {
  * with plain values, except `runs`, which keeps the iframe hash's form
  * (names encoded one by one, joined with commas).
  */
-export function pluginDataFor(state) {
+function pluginDataFor(state) {
   const data = {};
   if (state.view === 'detail' && state.run) {
     data.view = 'detail';
@@ -77,7 +77,7 @@ export function pluginDataFor(state) {
 }
 
 /** The state held by TensorBoard plugin URL data; the inverse of pluginDataFor. */
-export function stateFromPluginData(data) {
+function stateFromPluginData(data) {
   if (!data || typeof data !== 'object') return parseHash('');
   return parseHash(Object.entries(data)
     .filter(([k, v]) => ['view', 'run', 'runs', 'baseline'].includes(k) && v !== null && v !== undefined)
@@ -93,7 +93,7 @@ const PARAM_PREFIX = 'p.' + PLUGIN_NAME + '.';
  * and values encodeURIComponent-encoded (TensorBoard's tf_storage); parts
  * that are not ours are kept as they are.
  */
-export function tensorBoardHashFor(hash, data) {
+function tensorBoardHashFor(hash, data) {
   const parts = String(hash || '').replace(/^#/, '').split('&').filter((p) => p !== '');
   const tab = parts.filter((p) => !p.includes('=')).pop();
   if (tab === undefined || decode(tab) !== PLUGIN_NAME) return null;
@@ -104,7 +104,7 @@ export function tensorBoardHashFor(hash, data) {
 }
 
 /** Our plugin data in TensorBoard's hash ({} when there is none). */
-export function pluginDataIn(hash) {
+function pluginDataIn(hash) {
   const data = {};
   for (const part of String(hash || '').replace(/^#/, '').split('&')) {
     const pair = part.split('=');
@@ -146,7 +146,7 @@ function writeViewToTensorBoardUrl(state) {
 }
 
 /** The hash (without '#') for a state; the inverse of parseHash. */
-export function hashFor(state) {
+function hashFor(state) {
   const parts = [];
   if (state.view === 'detail') {
     parts.push('view=detail', 'run=' + encodeURIComponent(state.run || ''));
@@ -171,7 +171,6 @@ class App {
     this.lastText = null;
     this.lastLoadAt = 0;
     this.inFlight = false;
-    this.hashFor = hashFor;
     this.profileTab = null;
     this.syncUrl = false;
   }

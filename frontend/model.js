@@ -21,7 +21,7 @@
  * @param {{signal?: AbortSignal}} [options]
  * @return {Promise<Result>}
  */
-export async function fetchJSON(route, params = {}, options = {}) {
+async function fetchJSON(route, params = {}, options = {}) {
   const url = new URL(route, document.baseURI);
   for (const [key, value] of Object.entries(params)) {
     for (const item of Array.isArray(value) ? value : [value]) {

@@ -24,7 +24,7 @@ export const TRACE_COLOR = '#00897b';
  * @param {Array<{label: string, color: string, kind?: string}>} items kind is
  *     'box' (default), 'line' (dashed vertical line) or 'marker' (triangle).
  */
-export function legend(items) {
+function legend(items) {
   return el(
     'div',
     {class: 'dc-legend'},
@@ -119,7 +119,7 @@ export function warmupBar(share, warmupMs, {width = 48, height = 14} = {}) {
 // Axis helpers.
 
 /** "Nice" tick values from 0 (or lo) to hi. */
-export function niceTicks(lo, hi, count = 5) {
+function niceTicks(lo, hi, count = 5) {
   if (!(hi > lo)) return [lo];
   const raw = (hi - lo) / Math.max(1, count);
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));

@@ -75,10 +75,10 @@ export function runningNote(name) {
 }
 
 /** The lines a user needs to record a first run. */
-export const RECORD_SNIPPET =
+const RECORD_SNIPPET =
   'import tb_devicecost\n' +
   'model.fit(ds, epochs=3, callbacks=[tb_devicecost.DeviceCostCallback("logs/run1")])';
-export const TENSORBOARD_COMMAND = 'tensorboard --logdir logs';
+const TENSORBOARD_COMMAND = 'tensorboard --logdir logs';
 
 /**
  * Shown when no run holds Device Cost data.

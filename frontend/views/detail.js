@@ -311,7 +311,7 @@ function strategyText(info) {
 }
 
 /** [label, value] rows of the run info a user needs; values are strings. */
-export function infoRows(run) {
+function infoRows(run) {
   const info = run.info && typeof run.info === 'object' ? run.info : {};
   const versions = info.versions && typeof info.versions === 'object' ? info.versions : {};
   const versionText = LIBRARIES.filter(([key]) => text(versions[key]))

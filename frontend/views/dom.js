@@ -41,7 +41,7 @@ export function svg(tag, attrs = {}, children = []) {
 }
 
 /** Appends children (nodes or strings) to `node`. */
-export function append(node, children) {
+function append(node, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     node.appendChild(
