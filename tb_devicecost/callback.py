@@ -565,8 +565,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             run_info.machine_info(), **run_info.keras_model_info(self._model, backend)
         )
         spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
-        # Records are per step: an execution of N steps is written as N.
-        info["fetch_in_graph"] = spe > 1
+        # Records are per step: an execution of N steps is written as N. On
+        # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
+        info["fetch_in_graph"] = spe > 1 and backend == "tensorflow"
         info["steps_per_record"] = 1
         return info
 

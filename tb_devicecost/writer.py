@@ -11,6 +11,7 @@ Keras, so any Keras backend (and a custom loop) can use it.
 import itertools
 import os
 import socket
+import sys
 import time
 
 from tensorboard.compat.proto import event_pb2
@@ -29,6 +30,22 @@ ROW_VALUES = slice(2, len(vocabulary.ROW_COLUMNS))
 
 # Distinguishes files opened by one process in the same second.
 _file_counter = itertools.count()
+
+
+def _gfile():
+    """TensorBoard's file-system layer (local paths, gs://, s3://...).
+
+    TensorFlow's own when a TensorFlow program already loaded it, else
+    TensorBoard's stub of it: importing TensorFlow into a JAX or PyTorch
+    program would cost seconds and memory for nothing.
+    """
+    if "tensorflow" in sys.modules:
+        from tensorboard.compat import tf
+
+        return tf.io.gfile
+    from tensorboard.compat.tensorflow_stub.io import gfile
+
+    return gfile
 
 
 class SummaryWriter:
@@ -51,11 +68,8 @@ class SummaryWriter:
 
     def _event_file(self):
         if self._file is None:
-            # TensorBoard's file-system layer (local paths, gs://...), loaded
-            # on first use: it pulls in TensorFlow when that is installed.
-            from tensorboard.compat import tf
-
-            tf.io.gfile.makedirs(self.run_dir)
+            gfile = _gfile()
+            gfile.makedirs(self.run_dir)
             # TensorBoard reads a run's files in name order, so the counter
             # is zero-padded: files opened in the same second (repeated fits)
             # must sort in the order they were written.
@@ -65,7 +79,7 @@ class SummaryWriter:
                 os.getpid(),
                 next(_file_counter),
             )
-            self._file = tf.io.gfile.GFile(os.path.join(self.run_dir, name), "wb")
+            self._file = gfile.GFile(os.path.join(self.run_dir, name), "wb")
             header = event_pb2.Event(
                 wall_time=time.time(),
                 file_version="brain.Event:2",

@@ -1,0 +1,189 @@
+"""The callback's cost on the JAX and PyTorch backends, on a GPU and its CPU.
+
+Target: on every GPU case, the median ratio of a fit's time with the
+callback to without it is at most 1.03 (a callback that overrides a batch
+hook without `async_safe` costs up to 1.47x: docs/PERFORMANCE.md).
+
+Cases: the common MLP (100 -> 128 -> 10) at batch 32 and 8192, and a CNN on
+64x64x3 images at batch 128, each trained from arrays in memory. Per case:
+one warm-up fit (compilation), then ROUNDS rounds, each one fit without
+and one with `DeviceCostCallback`, alternating so drift hits both alike;
+the ratio of the median fit times is reported. The recorded runs are kept
+(`--out`), and a sweep of the MLP over batch sizes is recorded too (the
+crossover data of docs/PERFORMANCE.md).
+
+Also checked, per case: the recorded steady steps' sum against the fit's
+own wall time (timed outside Keras) less the recorded warm-up, time
+between steps and measurement: within 5% means the steps account for the
+fit.
+
+Each backend and device runs in a process of its own (Keras fixes its
+backend at import; the CPU runs hide the GPU from the framework).
+
+Usage: python benchmarks/gpu_backends.py --out DIR [--rounds 3]
+Prints a JSON line per case, then the summary table last.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+CASES = (
+    ("mlp", 32, 200),
+    ("mlp", 8192, 100),
+    ("cnn", 128, 60),
+)
+SWEEP_BATCHES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+SWEEP_STEPS = 60
+
+
+def worker(backend, device, out, rounds):
+    os.environ["KERAS_BACKEND"] = backend
+    import keras
+    import numpy as np
+
+    import tb_devicecost
+    from tb_devicecost import reader
+
+    def build(kind):
+        if kind == "mlp":
+            layers = [
+                keras.Input((100,)),
+                keras.layers.Dense(128, activation="relu"),
+                keras.layers.Dense(10),
+            ]
+        else:
+            layers = [
+                keras.Input((64, 64, 3)),
+                keras.layers.Conv2D(32, 3, activation="relu"),
+                keras.layers.MaxPooling2D(),
+                keras.layers.Conv2D(64, 3, activation="relu"),
+                keras.layers.GlobalAveragePooling2D(),
+                keras.layers.Dense(10),
+            ]
+        model = keras.Sequential(layers)
+        model.compile(
+            "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
+        return model
+
+    def data(kind, samples):
+        rng = np.random.default_rng(0)
+        shape = (samples, 100) if kind == "mlp" else (samples, 64, 64, 3)
+        return rng.random(shape, dtype=np.float32), rng.integers(0, 10, samples)
+
+    def fit_seconds(model, x, y, batch, callbacks):
+        started = time.perf_counter()
+        model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=callbacks)
+        return time.perf_counter() - started
+
+    tag = f"{backend}_{device}"
+    results = []
+    for kind, batch, steps in CASES:
+        x, y = data(kind, batch * steps)
+        model = build(kind)
+        fit_seconds(model, x, y, batch, [])  # compile
+        run_dir = os.path.join(out, "runs", f"{tag}_{kind}_b{batch}")
+        callback = tb_devicecost.DeviceCostCallback(run_dir)
+        without, with_callback = [], []
+        for _ in range(rounds):
+            without.append(fit_seconds(model, x, y, batch, []))
+            with_callback.append(fit_seconds(model, x, y, batch, [callback]))
+        [record] = [
+            r for r in reader.read_runs(reader.local_provider(run_dir)) if r.run == "train"
+        ]
+        aggregate = record.aggregate
+        wall = aggregate["wall_ms"]
+        fit_ms = sum(with_callback) * 1e3
+        outside = wall["warmup"] + wall["between_steps"] + wall["measurement"]
+        result = {
+            "backend": backend,
+            "device": device,
+            "case": f"{kind} b{batch}",
+            "steps_per_fit": steps,
+            "ms_per_step_without": statistics.median(without) / steps * 1e3,
+            "ms_per_step_with": statistics.median(with_callback) / steps * 1e3,
+            "ratio": statistics.median(with_callback) / statistics.median(without),
+            "ratios": [b / a for a, b in zip(without, with_callback)],
+            "steps_sum_ms": wall["steps"],
+            "fit_ms_less_outside": fit_ms - outside,
+            "accounting_gap": abs(wall["steps"] - (fit_ms - outside)) / (fit_ms - outside),
+            "p50_ms": {
+                name: aggregate["components"][name]["p50_ms"]
+                for name in ("step", "data_wait", "compute", "host_overhead")
+            },
+            "fetch_floor_ms": aggregate["fetch_floor_ms"],
+            "device_model": [
+                d.get("model") for d in record.placement["devices"]["physical"] if d["kind"] != "CPU"
+            ] if record.placement else None,
+        }
+        results.append(result)
+        print(json.dumps(result), flush=True)
+
+    # The sweep: the MLP over batch sizes, recorded.
+    for batch in SWEEP_BATCHES:
+        x, y = data("mlp", batch * SWEEP_STEPS)
+        model = build("mlp")
+        callback = tb_devicecost.DeviceCostCallback(
+            os.path.join(out, "sweep", f"{tag}_b{batch}")
+        )
+        model.fit(x, y, batch_size=batch, epochs=2, verbose=0, shuffle=False, callbacks=[callback])
+    with open(os.path.join(out, f"results_{tag}.json"), "w", encoding="utf-8") as file:
+        json.dump(results, file)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "DEVICE"))
+    parser.add_argument("--backends", default="jax,torch")
+    args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker, args.out, args.rounds)
+        return
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    for backend in args.backends.split(","):
+        for device in ("gpu", "cpu"):
+            env = dict(os.environ, KERAS_BACKEND=backend, PYTHONUNBUFFERED="1")
+            if device == "cpu":
+                env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="")
+            log = os.path.join(args.out, f"log_{backend}_{device}.txt")
+            with open(log, "w", encoding="utf-8") as output:
+                code = subprocess.call(
+                    [sys.executable, __file__, "--out", args.out, "--rounds", str(args.rounds),
+                     "--worker", backend, device],
+                    stdout=output, stderr=subprocess.STDOUT, env=env,
+                )
+            path = os.path.join(args.out, f"results_{backend}_{device}.json")
+            if code != 0 or not os.path.exists(path):
+                print(f"{backend} {device}: failed (exit {code}); see {log}")
+                with open(log, encoding="utf-8") as output:
+                    print(output.read()[-3000:])
+                continue
+            with open(path, encoding="utf-8") as file:
+                results.extend(json.load(file))
+    with tarfile.open(os.path.join(args.out, "recorded_runs.tar.gz"), "w:gz") as archive:
+        for folder in ("runs", "sweep"):
+            if os.path.isdir(os.path.join(args.out, folder)):
+                archive.add(os.path.join(args.out, folder), arcname=folder)
+    print("| backend | device | case | ms/step without | with | ratio (median) | steps vs fit |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for r in results:
+        print(
+            f"| {r['backend']} | {r['device']} | {r['case']} | {r['ms_per_step_without']:.3f} | "
+            f"{r['ms_per_step_with']:.3f} | {r['ratio']:.3f} | {r['accounting_gap'] * 100:.1f}% |"
+        )
+    gpu = [r["ratio"] for r in results if r["device"] == "gpu"]
+    if gpu:
+        print(f"worst GPU ratio with/without: {max(gpu):.3f} (target <= 1.03)")
+
+
+if __name__ == "__main__":
+    main()
