@@ -36,13 +36,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -50,19 +47,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
+from tb_devicecost import serve  # noqa: E402
+
 ROUTE_TARGET_MS = 200.0
 RENDER_TARGET_MS = 1500.0
 # In the log directory: what it holds and whether it is complete, for `--reuse`.
 MARKER = "plugin_latency.json"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ROW_SELECTOR = ".dc-run-row"
 IFRAME_SELECTOR = 'iframe[src*="name=devicecost"]'
 
@@ -227,17 +217,6 @@ def write_marker(logdir, content):
 # TensorBoard.
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def get_json(url, timeout=60):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.load(response)
-
-
 @contextlib.contextmanager
 def tensorboard(logdir, names, steps, log_path):
     """A real `tensorboard` (default loader) serving every run complete.
@@ -246,49 +225,32 @@ def tensorboard(logdir, names, steps, log_path):
     all its steps and a complete status: the newest aggregate is the last
     thing in each event file, so the whole file has been read.
     """
-    port = free_port()
-    with open(log_path, "wb") as log:
-        # Its own process group: the data server it starts goes with it.
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", logdir,
-             "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
+    expected = set(names)
+    served = [0]
+
+    def all_complete(runs):
+        complete = {run["run"] for run in runs if run.get("steps") == steps and run.get("status") == "complete"}
+        served[0] = len(complete & expected)
+        return complete >= expected
+
+    started = time.perf_counter()
     try:
-        started = time.perf_counter()
-        deadline = time.monotonic() + 600
-        expected = set(names)
-        served = 0
-        while True:
-            try:
-                listing = get_json(url + "/data/plugins_listing", timeout=10)
-                if listing.get("devicecost", {}).get("enabled"):
-                    report = get_json(url + "/data/plugin/devicecost/runs", timeout=60)
-                    complete = {
-                        run["run"]
-                        for run in report["runs"]
-                        if run.get("steps") == steps and run.get("status") == "complete"
-                    }
-                    served = len(complete & expected)
-                    if complete >= expected:
-                        break
-            except (urllib.error.URLError, ConnectionError, socket.timeout, ValueError):
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"TensorBoard did not serve the {len(expected)} runs complete in time "
-                    f"({served} were); its log, {log_path}:\n" + tail(log_path)
-                )
-            time.sleep(0.5)
+        # Its own process group: the data server it starts goes with it.
+        process, url = serve.start_tensorboard(
+            logdir, expected_runs=len(names), ready=all_complete, timeout=600,
+            log=log_path, new_session=True,
+        )
+    except RuntimeError as error:
+        raise RuntimeError(
+            f"TensorBoard did not serve the {len(expected)} runs complete ({served[0]} were); "
+            f"its log is {log_path}"
+        ) from error
+    try:
         print(f"TensorBoard at {url} served all {len(names)} runs complete after "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         yield url, process
     finally:
-        stop_process_group(process)
+        serve.stop_tensorboard(process)
 
 
 def tail(path, size=3000):
@@ -297,22 +259,6 @@ def tail(path, size=3000):
             return file.read()[-size:].decode(errors="replace")
     except OSError:
         return ""
-
-
-def stop_process_group(process):
-    """Stops `process` and the process group it leads (started by us)."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    # Anything left in the group (the data server), by the group's id.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def loader_in_use(log_path):
@@ -401,7 +347,7 @@ def measure_first_render(url, count, loads):
 
     renders, walls, problems, milestones = [], [], [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = serve.launch_chromium(playwright)
         try:
             for _ in range(loads):
                 # A fresh context: empty cache, no service worker, no storage.

@@ -219,10 +219,10 @@ def take_screenshots(logdir, images, device="cpu0"):
     overview, a run detail and a comparison for the README's top."""
     from playwright.sync_api import sync_playwright
 
-    from demo.__main__ import start_tensorboard, stop_tensorboard
+    from tb_devicecost import serve
 
     os.makedirs(images, exist_ok=True)
-    process, base = start_tensorboard(logdir, 6106)
+    process, base = serve.start_tensorboard(logdir, 6106)
     views = {"overview": ""}
     for section in SECTIONS:
         kind, variants = section["screenshot"]
@@ -235,11 +235,7 @@ def take_screenshots(logdir, images, device="cpu0"):
             views[f"tour_{section['scenario']}"] = "view=detail&run=" + _encode(name(variants))
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"],
-            )
+            browser = serve.launch_chromium(playwright)
             page = browser.new_page(viewport={"width": 1400, "height": 1500})
             page.goto(base + "/#devicecost")
             frame = page.frame_locator('iframe[src*="name=devicecost"]')
@@ -250,7 +246,7 @@ def take_screenshots(logdir, images, device="cpu0"):
                 page.screenshot(path=os.path.join(images, f"{file_name}.png"))
             browser.close()
     finally:
-        stop_tensorboard(process)
+        serve.stop_tensorboard(process)
 
 
 def _encode(text):

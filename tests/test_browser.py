@@ -9,7 +9,6 @@ directory.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -21,20 +20,11 @@ from playwright.sync_api import sync_playwright
 from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import reader
+from tb_devicecost import serve
 
 import plugin_runs
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +36,15 @@ def logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tensorboard_url(logdir):
-    process, url = plugin_runs.start_tensorboard(logdir, expected_runs=3)
+    process, url = serve.start_tensorboard(logdir, expected_runs=3)
     yield url
-    plugin_runs.stop_tensorboard(process)
+    serve.stop_tensorboard(process)
 
 
 @pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        instance = serve.launch_chromium(playwright)
         yield instance
         instance.close()
 

@@ -12,8 +12,7 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost import reader
-
-import plugin_runs
+from tb_devicecost import serve
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
@@ -192,7 +191,7 @@ def is_alive(pid):
 def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
     """Ctrl-C stops the demo and its TensorBoard even when the demo inherits
     SIGINT ignored (started with `&` from a script, or under `nohup`)."""
-    port = plugin_runs.free_port()
+    port = serve.free_port()
     with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
                     "--port", str(port), sigint="SIG_IGN") as demo:
         url = demo.wait_for_url()
@@ -210,7 +209,7 @@ def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
 
 
 def test_sigterm_stops_the_demo_and_its_tensorboard(tmp_path):
-    port = plugin_runs.free_port()
+    port = serve.free_port()
     with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
                     "--port", str(port)) as demo:
         assert demo.wait_for_url() is not None, demo.stderr()

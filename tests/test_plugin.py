@@ -16,6 +16,7 @@ from tb_devicecost import analysis
 from tb_devicecost import plugin as plugin_module
 from tb_devicecost import plugin_loader
 from tb_devicecost import reader
+from tb_devicecost import serve
 
 import plugin_runs
 
@@ -154,9 +155,9 @@ def test_static_file_resolution_stays_inside_the_frontend():
 @pytest.fixture(scope="module")
 def tensorboard_server(logdir):
     """A real `tensorboard` process on a free port, with its default loader."""
-    process, url = plugin_runs.start_tensorboard(logdir, expected_runs=3)
+    process, url = serve.start_tensorboard(logdir, expected_runs=3)
     yield url
-    plugin_runs.stop_tensorboard(process)
+    serve.stop_tensorboard(process)
 
 
 def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):

@@ -15,9 +15,8 @@ import tensorflow as tf
 import tb_devicecost
 from tb_devicecost import profiling
 from tb_devicecost import reader
+from tb_devicecost import serve
 from tb_devicecost import trace
-
-import plugin_runs
 
 
 def model():
@@ -161,7 +160,7 @@ def test_invalid_profile_steps_are_refused(steps):
 
 
 def test_running_tensorboard_lists_the_capture(traced_logdir):
-    process, url = plugin_runs.start_tensorboard(str(traced_logdir), expected_runs=2)
+    process, url = serve.start_tensorboard(str(traced_logdir), expected_runs=2)
     try:
         with urllib.request.urlopen(url + "/data/plugin/profile/runs", timeout=60) as response:
             body = response.read()
@@ -175,7 +174,7 @@ def test_running_tensorboard_lists_the_capture(traced_logdir):
         assert window["url"].startswith("../../../?")
         assert f"run=slow%2Ftrain%2F{capture}" in window["url"]
     finally:
-        plugin_runs.stop_tensorboard(process)
+        serve.stop_tensorboard(process)
 
 
 def test_a_recording_failure_mid_window_stops_the_profiler(tmp_path, monkeypatch):
