@@ -7,26 +7,25 @@ interface, documented in `docs/CLI.md`) or `--markdown`.
 
 Exit status: 0 on success; 2, with a one-line reason on stderr, when LOGDIR
 does not exist, holds no run with our data, or an option is wrong.
+
+This module reads the command line and the log directory and sets the exit
+status; `tb_devicecost.analysis` builds the report and
+`tb_devicecost.renderers` writes it.
 """
 
 import argparse
-import json
 import os
 import sys
-import textwrap
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
 from tb_devicecost import version
+from tb_devicecost.renderers import common
+from tb_devicecost.renderers import console
+from tb_devicecost.renderers import jsonrenderer
+from tb_devicecost.renderers import markdown
 
 PROG = "tb-devicecost"
-WIDTH = 80
 _USAGE = "tb-devicecost report LOGDIR [--baseline RUN] [--json | --markdown]"
-# Character bars for the shares: data wait, compute, host overhead.
-_BARS = ("█", "▓", "░")
-_ASCII_BARS = ("#", "=", "-")
-_BAR_WIDTH = 26
-_RUN_WIDTH = 22
 
 
 class UsageError(Exception):
@@ -103,20 +102,6 @@ def main(argv=None):
         return 2
 
 
-def _verdict_text(run):
-    """`input_bound`, or `warmup_dominated (steady state: compute_bound)`."""
-    text = run["verdict"] or "no verdict"
-    if run["steady_verdict"] and run["steady_verdict"] != run["verdict"]:
-        text += f" (steady state: {run['steady_verdict']})"
-    return text
-
-
-def _row_deltas(row):
-    """Whether a comparison row is per 1000 samples, and its deltas so."""
-    per_sample = row["basis"] == "samples_per_s"
-    return per_sample, row["delta_per_1000_samples_ms" if per_sample else "delta_ms"]
-
-
 def _load_records(logdir):
     if not os.path.exists(logdir):
         raise UsageError(
@@ -179,22 +164,19 @@ def _report(args):
             f"{item['run']}: {item['reason']}" for item in report["skipped"]
         )
         raise UsageError(
-            f"no run under {args.logdir!r} could be reported ({_one_line(reasons)})"
+            f"no run under {args.logdir!r} could be reported ({common.one_line(reasons)})"
         )
     if args.json:
         for item in report["skipped"]:
             print(
-                f"{PROG}: skipped {item['run']}: {_one_line(item['reason'])}",
+                f"{PROG}: skipped {item['run']}: {common.one_line(item['reason'])}",
                 file=sys.stderr,
             )
-        text = json.dumps(report, indent=2, allow_nan=False)
+        text = jsonrenderer.render(report)
     elif args.markdown:
-        text = render_markdown(report)
+        text = markdown.render(report)
     else:
-        bars = _bar_characters()
-        text = render_text(report, args.logdir, bars=bars)
-        if bars == _ASCII_BARS:
-            text = _ascii(text)
+        text = console.render(report, args.logdir, ascii_only=not _shows(console.BARS))
     _write(text)
     return 0
 
@@ -210,10 +192,6 @@ def _event_file_runs(logdir):
     return runs
 
 
-def _one_line(text):
-    return " ".join(str(text).split())
-
-
 def _write(text):
     try:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -224,373 +202,14 @@ def _write(text):
         sys.stdout.write("\n")
 
 
-def _ascii(text):
-    """The few non-ASCII characters of the report, for a terminal without them."""
-    for character, replacement in (
-        ("Δ", "d"), ("…", "~"), (formatting.MISSING, "-"), ("\u2212", "-"),
-        ("×", "x"), ("–", "-"), ("µ", "u"),
-    ):
-        text = text.replace(character, replacement)
-    return text
-
-
-def _bar_characters(stream=None):
+def _shows(characters, stream=None):
+    """Whether `stream` (default: stdout) can write `characters`."""
     encoding = getattr(stream or sys.stdout, "encoding", None) or "ascii"
     try:
-        "".join(_BARS).encode(encoding)
+        "".join(characters).encode(encoding)
     except (UnicodeEncodeError, LookupError):
-        return _ASCII_BARS
-    return _BARS
-
-
-# Shared formatting: every figure through `tb_devicecost.formatting`, the
-# rule the findings and the tab use too.
-
-_MISSING = formatting.MISSING
-
-
-def _ms(value):
-    return formatting.fmt_ms_unit(value)
-
-
-def _share(value):
-    return formatting.fmt_share(value)
-
-
-def _count(value):
-    return formatting.fmt_count(value)
-
-
-def _signed_ms(value):
-    return formatting.fmt_signed_ms(value)
-
-
-def _is_baseline(row):
-    return row.get("is_baseline", row["run"] == row.get("against"))
-
-
-def _speedup(row):
-    return "baseline" if _is_baseline(row) else formatting.fmt_speedup(row["speedup"])
-
-
-def _wall_text(run):
-    """`wall 12,345 ms: steps 80%, warm-up 10%, ...`: the fit's whole time."""
-    wall = run.get("wall_ms") or {}
-    shares = run.get("wall_shares") or {}
-    if not wall.get("total"):
-        return "wall: not recorded (older data); time between steps unknown"
-    return (
-        f"wall {_ms(wall['total'])}: steps {_share(shares.get('steps'))}, "
-        f"warm-up {_share(shares.get('warmup'))}, between steps "
-        f"{_share(shares.get('between_steps'))}, measuring "
-        f"{_share(shares.get('measurement'))}"
-    )
-
-
-def _row_groups(rows):
-    """Rows grouped by the run they are compared with, in order."""
-    groups = {}
-    for row in rows:
-        groups.setdefault(row.get("against") or row["run"], []).append(row)
-    return list(groups.items())
-
-
-def share_bar(shares, width=_BAR_WIDTH, characters=_BARS):
-    """A bar of `width` characters split by the steady-state shares."""
-    values = [shares.get(name) or 0.0 for name in analysis.COMPONENTS]
-    total = sum(values)
-    if total <= 0:
-        return " " * width
-    # Largest remainders, so the bar is always exactly `width` long.
-    exact = [value / total * width for value in values]
-    cells = [int(value) for value in exact]
-    order = sorted(range(len(exact)), key=lambda i: exact[i] - cells[i], reverse=True)
-    for index in order[: width - sum(cells)]:
-        cells[index] += 1
-    return "".join(char * cell for char, cell in zip(characters, cells))
-
-
-def _wrap(text, indent, width=WIDTH):
-    return textwrap.fill(
-        _one_line(text),
-        width=width,
-        initial_indent=indent,
-        subsequent_indent=indent,
-        break_long_words=True,
-        break_on_hyphens=False,
-    )
-
-
-# The terminal table.
-
-
-def render_text(report, logdir=None, bars=_BARS):
-    """The default output: fits an 80-column terminal."""
-    runs = report["runs"]
-    lines = []
-    title = f"tb-devicecost report: {len(runs)} run{'s' if len(runs) != 1 else ''}"
-    if logdir:
-        title += f" under {logdir}"
-    lines.append(_fit(title))
-    lines.append("")
-    header = (
-        f"{'RUN':<{_RUN_WIDTH}} {'DEVICE':<7} {'BATCH':>6} {'STEP p50':>10} "
-        f"{'SAMPLES/S':>10} VERDICT"
-    )
-    lines.append(header)
-    for run in runs:
-        name = run["run"]
-        cell = name
-        if len(name) > _RUN_WIDTH:
-            lines.append(_fit(name))
-            cell = ""
-        lines.append(
-            _fit(
-                f"{cell:<{_RUN_WIDTH}} {(run['device'] or _MISSING):<7} "
-                f"{_count(run['batch_size']):>6} {_ms(run['step_ms']['p50']):>10} "
-                f"{_count(run['samples_per_s']):>10} {run['verdict'] or _MISSING}"
-            )
-        )
-        shares = run["shares"]
-        detail = (
-            f"wait {_share(shares['data_wait'])} compute {_share(shares['compute'])} "
-            f"host {_share(shares['host_overhead'])}"
-        )
-        if run["warmup_share_of_wall"] is not None:
-            detail += f"  warm-up {_share(run['warmup_share_of_wall'])}"
-        lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
-        lines.append(_fit(f"  {_wall_text(run)}"))
-    lines.append(
-        _fit(
-            f"  {bars[0]} data wait  {bars[1]} compute  {bars[2]} host overhead: "
-            "shares of the total steady-state time"
-        )
-    )
-    lines.append(
-        _fit(
-            "  warm-up: share of the fit's wall time; wall: the fit's whole time, "
-            "in parts"
-        )
-    )
-
-    lines.append("")
-    lines.append("FINDINGS")
-    for run in runs:
-        lines.append("")
-        heading = f"{run['run']}: {_verdict_text(run)}"
-        if run["status"] in ("running", "interrupted"):
-            heading += f" [{run['status']}]"
-        lines.append(_fit(heading))
-        for finding in run["findings"]:
-            lines.append(f"  [{finding['severity']}] {finding['id']}")
-            lines.append(_wrap(finding["message"], "    "))
-            lines.append(_wrap("Fix: " + finding["fix"], "    "))
-        for problem in run["problems"]:
-            lines.append(_wrap("Note: " + problem, "  "))
-
-    comparison = report["comparison"]
-    if comparison:
-        lines.append("")
-        title = "COMPARISON"
-        if comparison.get("baseline"):
-            title += f" against {comparison['baseline']}"
-        lines.append(_fit(title))
-        if comparison.get("baseline_reason"):
-            lines.append(_wrap(comparison["baseline_reason"], "  "))
-        lines.append(
-            f"{'RUN':<{_RUN_WIDTH}} {'SPEEDUP':>8} {'PER':>10} {'Δ WAIT':>10} "
-            f"{'Δ COMPUTE':>10} {'Δ HOST':>10}"
-        )
-        groups = _row_groups(comparison["rows"])
-        for against, rows in groups:
-            if len(groups) > 1:
-                lines.append(_fit(f"  against {against}:"))
-            for row in rows:
-                per_sample, deltas = _row_deltas(row)
-                cell = row["run"]
-                if len(cell) > _RUN_WIDTH:
-                    lines.append(_fit(cell))
-                    cell = ""
-                if _is_baseline(row):
-                    lines.append(_fit(f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8}"))
-                    continue
-                lines.append(
-                    _fit(
-                        f"{cell:<{_RUN_WIDTH}} {_speedup(row):>8} "
-                        f"{('1k samples' if per_sample else 'step'):>10} "
-                        + " ".join(
-                            f"{_signed_ms(deltas[name]):>10}"
-                            for name in analysis.COMPONENTS
-                        )
-                    )
-                )
-        lines.append(
-            _fit(
-                "  speedup: baseline mean step / run's (samples/s if batches "
-                "differ); Δ: mean ms"
-            )
-        )
-        for row in comparison["rows"]:
-            if not _is_baseline(row):
-                lines.append(_wrap("- " + row["explanation"], "  ").replace("  - ", "- ", 1))
-
-    if report["skipped"]:
-        lines.append("")
-        lines.append("SKIPPED")
-        for item in report["skipped"]:
-            lines.append(_wrap(f"{item['run']}: {item['reason']}", "  "))
-    return "\n".join(lines) + "\n"
-
-
-def _fit(line, width=WIDTH):
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-# Markdown.
-
-
-def _md_cell(text):
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _md_code(text):
-    text = str(text)
-    if "`" in text:
-        return _md_cell(text)
-    return f"`{_md_cell(text)}`"
-
-
-def render_markdown(report):
-    """The report as GitHub-flavoured Markdown, for pull requests and CI."""
-    lines = ["## tb-devicecost report", ""]
-    lines.append(
-        "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
-        "| Host overhead | Warm-up | Verdict |"
-    )
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for run in report["runs"]:
-        shares = run["shares"]
-        warmup = _MISSING
-        if run["warmup_ms"] is not None:
-            warmup = f"{_ms(run['warmup_ms'])} ({_share(run['warmup_share_of_wall'])})"
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    _md_code(run["run"]),
-                    _md_cell(run["device"] or _MISSING),
-                    _count(run["batch_size"]),
-                    _ms(run["step_ms"]["p50"]),
-                    _count(run["samples_per_s"]),
-                    _share(shares["data_wait"]),
-                    _share(shares["compute"]),
-                    _share(shares["host_overhead"]),
-                    warmup,
-                    f"**{run['verdict'] or _MISSING}**",
-                ]
-            )
-            + " |"
-        )
-    lines.append("")
-    lines.append(
-        "Shares are of the total steady-state time; warm-up is the first step "
-        "of each fit and its share of the fit's wall time."
-    )
-    lines.extend(_md_wall_table(report["runs"]))
-    lines.append("")
-    lines.append("### Findings")
-    for run in report["runs"]:
-        lines.append("")
-        lines.append(f"#### {_md_code(run['run'])}: {_verdict_text(run)}")
-        lines.append("")
-        for finding in run["findings"]:
-            lines.append(
-                f"- **{finding['severity']}** `{finding['id']}`: "
-                f"{_md_cell(finding['message'])}  "
-            )
-            lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
-        for problem in run["problems"]:
-            lines.append(f"- *Note:* {_md_cell(problem)}")
-    comparison = report["comparison"]
-    if comparison:
-        lines.append("")
-        title = "### Comparison"
-        if comparison.get("baseline"):
-            title += f" against {_md_code(comparison['baseline'])}"
-        lines.append(title)
-        lines.append("")
-        if comparison.get("baseline_reason"):
-            lines.append(_md_cell(comparison["baseline_reason"]))
-            lines.append("")
-        lines.append(
-            "| Run | Against | Speedup (mean step) | Basis | Δ data wait | "
-            "Δ compute | Δ host overhead |"
-        )
-        lines.append("|---|---|---:|---|---:|---:|---:|")
-        for row in comparison["rows"]:
-            per_sample, deltas = _row_deltas(row)
-            baseline = _is_baseline(row)
-            lines.append(
-                "| "
-                + " | ".join(
-                    [
-                        _md_code(row["run"]),
-                        _md_code(row.get("against") or row["run"]),
-                        _speedup(row),
-                        ""
-                        if baseline
-                        else "ms per 1000 samples" if per_sample else "ms per step",
-                    ]
-                    + [
-                        "" if baseline else _signed_ms(deltas[name])
-                        for name in analysis.COMPONENTS
-                    ]
-                )
-                + " |"
-            )
-        lines.append("")
-        for row in comparison["rows"]:
-            if not _is_baseline(row):
-                lines.append(f"- {_md_cell(row['explanation'])}")
-    if report["skipped"]:
-        lines.append("")
-        lines.append("### Skipped")
-        lines.append("")
-        for item in report["skipped"]:
-            lines.append(f"- {_md_code(item['run'])}: {_md_cell(_one_line(item['reason']))}")
-    return "\n".join(lines) + "\n"
-
-
-def _md_wall_table(runs):
-    """The fit's whole wall time of each run, in parts (Markdown lines)."""
-    lines = ["", "#### Wall time of each fit", ""]
-    lines.append("| Run | Total | Steps | Warm-up | Between steps | Measurement |")
-    lines.append("|---|---:|---:|---:|---:|---:|")
-    unknown = False
-    for run in runs:
-        wall = run.get("wall_ms") or {}
-        shares = run.get("wall_shares") or {}
-        if not wall.get("total"):
-            unknown = True
-        cells = [_md_code(run["run"]), _ms(wall.get("total"))]
-        for key in analysis.WALL_PARTS:
-            cell = _ms(wall.get(key))
-            if wall.get(key) is not None and shares.get(key) is not None:
-                cell += f" ({_share(shares[key])})"
-            cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append(
-        "Steps: the steady steps; between steps: epoch starts, validation and "
-        "callbacks at epoch end; measurement: the tool's own measurements kept "
-        "out of the steps."
-        + (
-            f" {_MISSING}: not recorded (written by an older tb-devicecost)."
-            if unknown
-            else ""
-        )
-    )
-    return lines
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tb_devicecost import analysis
 from tb_devicecost import metadata
 from tb_devicecost import reader
 from tb_devicecost import writer as writer_module
@@ -272,6 +273,46 @@ def gpu_placement(gpu_ops=300, cpu_ops=40, cpu_op_types=("IteratorGetNext",), co
     }
 
 
+def make_trace(*device_busy_fractions, step_ms=2.0):
+    """A `devicecost/trace` document as the recorder writes it (docs/FORMAT.md).
+
+    One window of three traced steps per entry of `device_busy_fractions`:
+    a trace with a device plane whose device was busy that share of each
+    step, or, for `None`, a trace without one (a CPU-only run).
+    """
+    windows = []
+    for index, busy in enumerate(device_busy_fractions):
+        start = 10 * (index + 1)
+        steps = []
+        for step in range(start, start + 3):
+            entry = {"step": step, "step_ms": step_ms, "input_wait_ms": 0.05 * step_ms,
+                     "compute_ms": 0.9 * step_ms, "other_ms": 0.05 * step_ms,
+                     "pipeline_busy_ms": 0.1 * step_ms}
+            if busy is not None:
+                entry.update(device_busy_ms=busy * step_ms,
+                             device_idle_ms=(1 - busy) * step_ms, kernels=40)
+            steps.append(entry)
+        summary = {f"mean_{key}": value for key, value in steps[0].items() if key != "step"}
+        summary["input_wait_fraction"] = 0.05
+        window = {
+            "start_step": start, "stop_step": start + 3, "source": "tb_devicecost",
+            "profile_run_dir": "/logs/run/train", "capture": "2026_01_02_03_04_05",
+            "host": "host", "trace_bytes": 4096, "steps": steps, "summary": summary,
+            "has_device_plane": busy is not None,
+            "device_planes": ["/device:GPU:0"] if busy is not None else [],
+            "recorded_steps": [
+                {"step": entry["step"], "data_wait_ms": 0.05 * step_ms,
+                 "compute_ms": 0.9 * step_ms, "host_overhead_ms": 0.05 * step_ms}
+                for entry in steps
+            ],
+        }
+        if busy is not None:
+            summary["device_busy_fraction"] = busy
+            window["device_busy_fraction"] = busy
+        windows.append(window)
+    return {"schema": 1, "windows": windows, "updated": 0.0}
+
+
 def make_record(run, aggregate=None, info=None, placement=None, trace=None,
                 series=None, problems=None, newer_schema=False):
     """A `RunRecord` as the reader would return it."""
@@ -293,13 +334,53 @@ def make_record(run, aggregate=None, info=None, placement=None, trace=None,
 
 
 class Helpers:
-    """Builders for hand-made records and event files (see the functions)."""
+    """Builders for hand-made records and event files (see the functions),
+    and the analysis of hand-made runs."""
 
+    INPUT_SLEEP_S = INPUT_SLEEP_S
     stats_of = staticmethod(stats_of)
     make_aggregate = staticmethod(make_aggregate)
     make_record = staticmethod(make_record)
+    make_trace = staticmethod(make_trace)
     cpu_placement = staticmethod(cpu_placement)
     gpu_placement = staticmethod(gpu_placement)
+
+    @staticmethod
+    def run(data_wait, compute, host, name="cpu/train", **options):
+        """`analyze_run` of a run whose steady steps took these times (ms).
+
+        `warmup_ms`, `batch_size`, `spikes`, `fetch_floor_ms` and `status`
+        go to `make_aggregate`, other options to `make_record`.
+        """
+        aggregate_options = {
+            key: options.pop(key)
+            for key in ("warmup_ms", "batch_size", "spikes", "fetch_floor_ms", "status")
+            if key in options
+        }
+        aggregate = make_aggregate(data_wait, compute, host, **aggregate_options)
+        return analysis.analyze_run(make_record(name, aggregate=aggregate, **options))
+
+    @staticmethod
+    def gpu_run(trace=None, batch_size=512, **placement):
+        """`analyze_run` of `gpu/train`: short steps on GPU:0 (`gpu_placement`)."""
+        aggregate = make_aggregate(0.02, 1.0, 0.01, batch_size=batch_size)
+        record = make_record(
+            "gpu/train", aggregate=aggregate, placement=gpu_placement(**placement),
+            trace=trace,
+        )
+        return analysis.analyze_run(record)
+
+    @staticmethod
+    def finding(result, finding_id):
+        """The run object's finding `finding_id`, or `None`; never two."""
+        matches = [f for f in result["findings"] if f["id"] == finding_id]
+        assert len(matches) <= 1, result["findings"]
+        return matches[0] if matches else None
+
+    @staticmethod
+    def assert_json_clean(value):
+        """Fails unless `value` is JSON without NaN or infinities."""
+        json.dumps(value, allow_nan=False)
 
     @staticmethod
     def write_run(run_dir, aggregate=None, info=None, placement=None, rows=None,

@@ -11,6 +11,7 @@ import pytest
 from tb_devicecost import analysis
 from tb_devicecost import cli
 from tb_devicecost import version
+from tb_devicecost.renderers import console
 
 # Keys of the JSON report that DESIGN.md section 4 and docs/CLI.md promise,
 # with their types (None allowed where a number can be unknown).
@@ -97,7 +98,7 @@ def test_text_report(fit_logdir, capsys):
     code, out, err = run_main(capsys, "report", fit_logdir)
     assert code == 0, err
     lines = out.splitlines()
-    too_wide = [line for line in lines if len(line) > cli.WIDTH]
+    too_wide = [line for line in lines if len(line) > console.WIDTH]
     assert not too_wide
     for run in ("compute/train", "input/train", "pinned/train"):
         assert any(line.startswith(run) for line in lines), run
@@ -106,7 +107,7 @@ def test_text_report(fit_logdir, capsys):
     # Shares as a bar of characters, 26 wide, right under each run.
     bar_line = lines[lines.index(input_row) + 1]
     bar = bar_line.split()[0]
-    assert len(bar) == 26 and set(bar) <= set(cli._BARS)
+    assert len(bar) == 26 and set(bar) <= set(console.BARS)
     assert "FINDINGS" in lines
     assert "Fix: Make the pipeline parallel" in out
     # Three different models and no CPU counterpart: nothing to compare.
@@ -116,7 +117,7 @@ def test_text_report(fit_logdir, capsys):
     assert "COMPARISON against compute/train" in out
     assert "compute/train was chosen as the baseline" in out
     assert "- input/train is" in out
-    assert not [line for line in out.splitlines() if len(line) > cli.WIDTH]
+    assert not [line for line in out.splitlines() if len(line) > console.WIDTH]
 
 
 def test_json_report_has_every_documented_key(fit_logdir, capsys):
@@ -232,39 +233,15 @@ def test_docs_list_exactly_the_json_keys(fit_logdir, capsys):
     assert sorted(documented_keys("Each row:")) == sorted(row)
 
 
-def test_markdown_escapes_table_cells():
-    run = {
-        "run": "a|b", "device": "CPU:0", "batch_size": 1, "step_ms": {"p50": 1.0},
-        "samples_per_s": 1.0, "shares": dict.fromkeys(analysis.COMPONENTS, 1 / 3),
-        "warmup_ms": None, "warmup_share_of_wall": None, "verdict": "compute_bound",
-        "steady_verdict": "compute_bound", "findings": [], "problems": [],
-    }
-    out = cli.render_markdown({"runs": [run], "comparison": None, "skipped": []})
-    assert "`a\\|b`" in out
-
-
-def test_ascii_bars_when_the_terminal_cannot_show_blocks(fit_logdir, fit_records):
-    report = analysis.build_report(list(fit_records.values()))
-    out = cli.render_text(report, fit_logdir, bars=cli._ASCII_BARS)
-    assert "#" in out and "█" not in out
-
+def test_terminals_that_cannot_show_blocks_get_ascii():
     class Latin1:
         encoding = "latin-1"
 
-    assert cli._bar_characters(Latin1()) == cli._ASCII_BARS
+    class Utf8:
+        encoding = "utf-8"
 
-
-def test_share_bar_is_always_full_width():
-    for shares in (
-        {"data_wait": 1 / 3, "compute": 1 / 3, "host_overhead": 1 / 3},
-        {"data_wait": 0.0, "compute": 1.0, "host_overhead": 0.0},
-        {"data_wait": 0.005, "compute": 0.99, "host_overhead": 0.005},
-    ):
-        bar = cli.share_bar(shares, width=26)
-        assert len(bar) == 26
-    assert cli.share_bar({"data_wait": 0.5, "compute": 0.25, "host_overhead": 0.25}, 8) == (
-        "████▓▓░░"
-    )
+    assert not cli._shows(console.BARS, Latin1())
+    assert cli._shows(console.BARS, Utf8())
 
 
 # Bad input: what was skipped, and the rest reported.

@@ -33,8 +33,8 @@ def logdir(tmp_path_factory):
     return str(directory)
 
 
-@pytest.fixture(scope="module")
-def client(logdir):
+def make_client(logdir):
+    """A client of TensorBoard's WSGI app serving only our plugin over `logdir`."""
     multiplexer = plugin_event_multiplexer.EventMultiplexer()
     multiplexer.AddRunsFromDirectory(logdir)
     multiplexer.Reload()
@@ -43,6 +43,30 @@ def client(logdir):
     plugin = plugin_loader.DeviceCostPluginLoader().load(context)
     app = application.TensorBoardWSGI([plugin], data_provider=provider)
     return werkzeug_test.Client(app)
+
+
+@pytest.fixture(scope="module")
+def client(logdir):
+    return make_client(logdir)
+
+
+@pytest.fixture(scope="module")
+def paired_client(tmp_path_factory, helpers):
+    """One model trained on the CPU and on a GPU (hand-made), and another model."""
+    directory = tmp_path_factory.mktemp("paired_logs")
+    info = {"schema": 1, "backend": "tensorflow", "batch_size": 10,
+            "steps_per_record": 1, "fetch_in_graph": False}
+    for run, aggregate, placement in (
+        ("cpu/train", helpers.make_aggregate(0.1, 0.8, 0.05, batch_size=10),
+         helpers.cpu_placement()),
+        ("gpu/train", helpers.make_aggregate(0.1, 1.9, 0.05, batch_size=10),
+         helpers.gpu_placement()),
+        ("other/train", helpers.make_aggregate(0.1, 3.0, 0.05, batch_size=10),
+         helpers.cpu_placement()),
+    ):
+        helpers.write_run(str(directory / run), aggregate=aggregate, info=info,
+                          placement=placement)
+    return make_client(str(directory))
 
 
 def get_json(client, path):
@@ -63,7 +87,8 @@ def test_runs_route_serves_the_same_analysis_as_the_report(client, logdir):
     verdicts = {run["run"]: run["verdict"] for run in body["runs"]}
     assert verdicts["slow/train"] == "input_bound"
     assert verdicts["cpu/train"] != "input_bound"
-    assert body["comparison"]["baseline"] in names
+    # Three different models, none with a run on the CPU to compare with.
+    assert body["comparison"] == expected["comparison"] is None
     assert body["profile_only"] == ["other"]
 
 
@@ -81,7 +106,9 @@ def test_run_route_serves_series_and_profile_links(client):
     assert len(series["step"]) == 40
     assert series["step"] == sorted(series["step"])
     assert len(series["compute_ms"]) == len(series["step"])
-    assert body["warmup_steps"] == [0]  # one fit of two epochs: one warm-up
+    # One fit: its first step and, since Keras traced its step function in
+    # that fit, the next one (docs/FORMAT.md, `warmup`).
+    assert body["warmup_steps"] == [0, 1]
     assert body["info"]["backend"] == "tensorflow"
     [link] = body["profile"]
     assert link["url"].startswith("../../../?")
@@ -89,6 +116,31 @@ def test_run_route_serves_series_and_profile_links(client):
     assert query["run"] == [f"cpu/train/{link['capture']}"]
     assert query["tool"] == ["overview_page"]
     assert link["url"].endswith("#profile")
+
+
+def test_runs_route_compares_a_gpu_run_with_its_cpu_run(paired_client):
+    comparison = get_json(paired_client, "/runs")["comparison"]
+    assert comparison["baseline"] == "cpu/train"
+    assert "same model trained on the CPU" in comparison["baseline_reason"]
+    against = {row["run"]: row["against"] for row in comparison["rows"]}
+    assert against == {"cpu/train": "cpu/train", "gpu/train": "cpu/train"}
+
+
+def test_compare_route_picks_the_cpu_run_as_baseline(paired_client):
+    body = get_json(paired_client, "/compare?run=gpu/train&run=cpu/train&run=other/train")
+    assert body["baseline"] == "cpu/train"
+    rows = {row["run"]: row for row in body["rows"]}
+    assert set(rows) == {"cpu/train", "gpu/train"}
+    assert rows["cpu/train"]["is_baseline"]
+    assert rows["gpu/train"]["speedup"] == pytest.approx((0.1 + 0.8 + 0.05) / (0.1 + 1.9 + 0.05))
+    assert rows["gpu/train"]["explanation"].startswith("gpu/train is 0.46x as fast as cpu/train")
+    assert "other/train" in body["baseline_reason"]
+
+
+def test_compare_route_without_a_cpu_counterpart_compares_nothing(client):
+    body = get_json(client, "/compare?run=cpu/train&run=slow/train")
+    assert body["baseline"] is None
+    assert body["rows"] == []
 
 
 def test_compare_route_rows_for_each_run(client):

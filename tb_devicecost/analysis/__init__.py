@@ -1,0 +1,49 @@
+"""Turns recorded runs into numbers, a verdict with fixes, and a comparison.
+
+Pure functions over the `RunRecord`s of `tb_devicecost.reader` (or plain
+dicts with the same fields): the TensorBoard plugin and
+`tb-devicecost report` both call them, so the tab and the command can never
+disagree. Nothing here imports Keras, TensorFlow or TensorBoard, and every
+result is plain JSON-ready data (no NaN: missing numbers are `None`).
+
+One module per decision, in the order data flows through them (each imports
+only those before it):
+
+- `record`: reads a run's raw documents once into a typed `RunData`; the
+  only code that checks raw values.
+- `verdicts`: the thresholds, the verdict and the findings
+  (`docs/VERDICTS.md`).
+- `compare`: which run is compared with which, speedups and explanations.
+- `report`: the run object (`analyze_run`) and the report (`build_report`).
+"""
+
+from tb_devicecost.analysis.compare import compare_runs
+from tb_devicecost.analysis.compare import default_baseline
+from tb_devicecost.analysis.record import COMPONENTS
+from tb_devicecost.analysis.record import WALL_PARTS
+from tb_devicecost.analysis.report import REPORT_SCHEMA
+from tb_devicecost.analysis.report import analyze_run
+from tb_devicecost.analysis.report import build_report
+from tb_devicecost.analysis.verdicts import INPUT_HIGH
+from tb_devicecost.analysis.verdicts import SEVERITIES
+from tb_devicecost.analysis.verdicts import VERDICTS
+
+# Figures in findings are written by `tb_devicecost.formatting`; these two
+# names stay here for callers that import them from the analysis.
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+__all__ = [
+    "COMPONENTS",
+    "INPUT_HIGH",
+    "REPORT_SCHEMA",
+    "SEVERITIES",
+    "VERDICTS",
+    "WALL_PARTS",
+    "analyze_run",
+    "build_report",
+    "compare_runs",
+    "default_baseline",
+    "fmt_ms",
+    "fmt_share",
+]

@@ -1,0 +1,707 @@
+"""Reads a run's raw documents once, into a typed `RunData`.
+
+What the reader hands over is what was written: JSON documents and per-step
+series, from this version, an older one or a damaged file. They can hold
+anything: a missing key, NaN, a negative time, a string where a list
+belongs. This module is the one place that checks; the rest of
+`tb_devicecost.analysis` works on the `RunData` built here, whose numbers
+are finite and non-negative, or `None` when unknown.
+
+Numbers come from the aggregate (`devicecost/aggregate`, exact), else from
+the sampled per-step series (estimates). Where the step ran comes from the
+placement document; the device's busy share from the trace document. Run
+names are read here too: `role` tells a training run from a validation or
+evaluation run.
+"""
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+
+from tb_devicecost import vocabulary
+
+COMPONENTS = vocabulary.COMPONENTS
+# The parts of a fit's wall time besides its total (`wall_ms`).
+WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
+# Roles of a run, from the last part of its name: `fit` writes `train` and
+# `validation`, `evaluate` writes `evaluation`.
+ROLES = ("train", "validation", "evaluation")
+# The statistics of each component besides `count` and `sum`.
+_STATISTICS = ("mean", "p50", "p90", "p99", "min", "max")
+# Op types that belong on the host in any run: the input pipeline and
+# resource bookkeeping. Left out of `cpu_ops_on_accelerator_run`.
+_HOST_OP = re.compile(
+    r"(Dataset|Iterator|^Optional|^_EagerConst$|^VarIsInitializedOp$"
+    r"|^DestroyResourceOp$|PartitionedCall$)"
+)
+
+
+# Guards: the only code that looks at raw values.
+
+
+def _field(record, name, default=None):
+    """A field of a `reader.RunRecord` or of a dict; `default` for `None`."""
+    if isinstance(record, dict):
+        value = record.get(name, default)
+    else:
+        value = getattr(record, name, default)
+    return default if value is None else value
+
+
+def _as_dict(value):
+    """A JSON object field, or `{}` when it is missing or malformed."""
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value):
+    """A JSON list field, or `[]` when it is missing or malformed."""
+    return value if isinstance(value, list) else []
+
+
+def _as_number(value):
+    """A finite, non-negative float, or `None` (NaN and negatives are ignored)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return value
+
+
+def _as_count(value):
+    """A non-negative whole number (a fraction is truncated), or `None`."""
+    value = _as_number(value)
+    return None if value is None else int(value)
+
+
+def _as_counts(values):
+    """The readable counts of a JSON list (e.g. step numbers)."""
+    return [_as_count(value) for value in _as_list(values) if _as_count(value) is not None]
+
+
+def _as_count_map(value):
+    """`{name: count}` of a JSON object, unreadable counts left out."""
+    counts = {}
+    for key, count in _as_dict(value).items():
+        count = _as_count(count)
+        if count is not None:
+            counts[str(key)] = count
+    return counts
+
+
+def _div(value, divisor):
+    return None if value is None else value / divisor
+
+
+# The typed record.
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """One component's steady-state statistics in milliseconds.
+
+    Per record (one step, or one execution of `steps_per_execution` steps)
+    until `per_step` divides them. `None` where unknown; `count` is `None`
+    only in an aggregate that holds no readable count.
+    """
+
+    count: int = 0
+    sum: float = None
+    mean: float = None
+    p50: float = None
+    p90: float = None
+    p99: float = None
+    min: float = None
+    max: float = None
+
+    def per_step(self, steps_per_record):
+        """Each statistic per step; `count` and `sum` (totals) unchanged."""
+        return dataclasses.replace(
+            self, **{name: _div(getattr(self, name), steps_per_record) for name in _STATISTICS}
+        )
+
+    def percentiles(self):
+        """The run object's `{p50, p90, p99, mean, min, max}`."""
+        return {name: getattr(self, name) for name in ("p50", "p90", "p99", "mean", "min", "max")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Wall:
+    """The fit's wall time and its parts (ms), each `None` when unknown.
+
+    The recorder writes `{"total", "steps", "warmup", "between_steps",
+    "measurement"}` with total = the sum of the four parts; older data has
+    no such key, and then every part is unknown (never guessed).
+    """
+
+    total: float = None
+    steps: float = None
+    warmup: float = None
+    between_steps: float = None
+    measurement: float = None
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in ("total",) + WALL_PARTS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Retraces:
+    """Retraces of the step function after warm-up; `count` `None`: not recorded."""
+
+    count: int = None
+    steps: list = dataclasses.field(default_factory=list)
+    source: str = None
+
+    def as_dict(self):
+        return {"count": self.count, "steps": self.steps, "source": self.source}
+
+
+def _empty_stats():
+    return {name: Stats() for name in COMPONENTS + ("step",)}
+
+
+@dataclasses.dataclass(frozen=True)
+class StepNumbers:
+    """A run's step numbers, per record, and where they come from.
+
+    The defaults are a run with no readable step (`source` `None`).
+    """
+
+    # "aggregate" (exact), "series" (sampled steps, estimates) or None.
+    source: str = None
+    # The aggregate's "complete", "running" or "interrupted", else "unknown".
+    status: str = "unknown"
+    # Records written, and those of them in steady state (warm-up excluded).
+    records: int = 0
+    steady_records: int = 0
+    sessions: int = None
+    # Per component and for the whole step ("step").
+    stats: dict = dataclasses.field(default_factory=_empty_stats)
+    # Warm-up: total ms (`None` without a warm-up step), count, step numbers.
+    warmup_ms: float = None
+    warmup_count: int = 0
+    warmup_steps: list = dataclasses.field(default_factory=list)
+    spikes: int = 0
+    spike_steps: list = dataclasses.field(default_factory=list)
+    samples: int = None
+    samples_per_s: float = None
+    batch_min: int = None
+    batch_max: int = None
+    batch_distinct: int = None
+    fetch_floor_ms: float = None
+    wall: Wall = Wall()
+    retraces: Retraces = dataclasses.field(default_factory=Retraces)
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where the step ran, and what the placement document says of it."""
+
+    devices: list = dataclasses.field(default_factory=list)
+    device_models: dict = dataclasses.field(default_factory=dict)
+    accelerator_visible: bool = False
+    # The device the step ran on, how that is known ("ops", "variables",
+    # "visible_devices") and the devices that ran its ops, busiest first.
+    device: str = None
+    device_source: str = None
+    devices_used: list = dataclasses.field(default_factory=list)
+    variables: dict = dataclasses.field(default_factory=dict)
+    optimizer_variables: dict = dataclasses.field(default_factory=dict)
+    ops: dict = dataclasses.field(default_factory=dict)
+    step_ops_captured: bool = False
+    cpu_ops_on_accelerator_run: list = dataclasses.field(default_factory=list)
+    cross_device_copies: int = None
+    input_bytes_per_step: int = None
+    input_devices: list = dataclasses.field(default_factory=list)
+
+    def as_dict(self):
+        """The run object's `placement`."""
+        return {
+            name: getattr(self, name)
+            for name in (
+                "devices",
+                "device_models",
+                "accelerator_visible",
+                "variables",
+                "optimizer_variables",
+                "ops",
+                "step_ops_captured",
+                "cpu_ops_on_accelerator_run",
+                "cross_device_copies",
+                "input_bytes_per_step",
+                "input_devices",
+            )
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceWindow:
+    """One profiler trace window of the `devicecost/trace` document.
+
+    The descriptive fields are as written; `summary` holds the trace's
+    per-step means, `steps` per traced step the trace's numbers (`trace`)
+    beside ours (`ours`), and `ours` our means for the same steps
+    (`data_wait_ms`, `compute_ms`, `host_overhead_ms`).
+    """
+
+    start_step: object = None
+    stop_step: object = None
+    source: object = None
+    capture: object = None
+    host: object = None
+    profile_run_dir: object = None
+    trace_bytes: object = None
+    error: object = None
+    has_device_plane: bool = False
+    summary: dict = dataclasses.field(default_factory=dict)
+    ours: dict = dataclasses.field(default_factory=dict)
+    steps: list = dataclasses.field(default_factory=list)
+    device_busy_fraction: float = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunData:
+    """One run, read and checked: what `analyze_run` judges."""
+
+    run: str
+    numbers: StepNumbers
+    placement: Placement
+    # Steps each record covers (`steps_per_execution`), at least 1.
+    steps_per_record: int
+    # The p50 cost of a ready batch, from the aggregate or the run info.
+    fetch_floor_ms: float
+    batch_size: int
+    # The batch is fetched inside the compiled function (so its wait is in
+    # compute).
+    fetch_in_graph: bool
+    backend: str
+    jit_compile: object
+    trace_windows: list
+    # Share of the traced steps the accelerator was busy, or `None`.
+    device_busy_fraction: float
+    problems: list
+
+
+def read_run(record):
+    """A `RunData` from a `reader.RunRecord` (or a dict with its fields).
+
+    Problems found on the way (invalid numbers, sampled steps used) are
+    added to the record's own `problems`, as sentences.
+    """
+    info = _as_dict(_field(record, "info", {}))
+    problems = [str(problem) for problem in _field(record, "problems", [])]
+    numbers = _numbers_from_aggregate(_field(record, "aggregate"), problems)
+    if numbers is None:
+        numbers = _numbers_from_series(_field(record, "series", {}), problems)
+    if numbers is None:
+        numbers = StepNumbers()
+    placement = _placement(_field(record, "placement"))
+    steps_per_record = max(
+        1,
+        _as_count(info.get("steps_per_record"))
+        or _as_count(info.get("steps_per_execution"))
+        or 1,
+    )
+    fetch_floor = numbers.fetch_floor_ms
+    if fetch_floor is None:
+        fetch_floor = _as_number(info.get("fetch_floor_ms"))
+    windows = [
+        _trace_window(window)
+        for window in _as_list(_as_dict(_field(record, "trace")).get("windows"))
+        if isinstance(window, dict)
+    ]
+    if placement.device_source == "visible_devices":
+        problems.append(
+            "Where the step ran was not recorded (no op or variable placement): "
+            f"the device shown, {placement.device}, is only a visible one."
+        )
+    return RunData(
+        run=str(_field(record, "run", "")),
+        numbers=numbers,
+        placement=placement,
+        steps_per_record=steps_per_record,
+        fetch_floor_ms=fetch_floor,
+        batch_size=_as_count(info.get("batch_size")) or numbers.batch_max,
+        fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
+        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        jit_compile=info.get("jit_compile"),
+        trace_windows=windows,
+        device_busy_fraction=_device_busy_fraction(windows),
+        problems=problems,
+    )
+
+
+def run_name(record):
+    """The run's name as a string (`""` without one)."""
+    return str(_field(record, "run", ""))
+
+
+def skip_reason(record):
+    """Why a run cannot be analysed at all, or `None`.
+
+    A run written by a newer tb-devicecost is skipped unless an aggregate
+    of a schema this code reads survived.
+    """
+    if not _field(record, "newer_schema", False) or isinstance(_field(record, "aggregate"), dict):
+        return None
+    problems = [str(problem) for problem in _field(record, "problems", [])]
+    return problems[0] if problems else "Written by a newer tb-devicecost."
+
+
+def role(run_name):
+    """`"gpu/train"` -> (`"gpu"`, `"train"`); a bare name has no role."""
+    head, _, tail = run_name.rpartition("/")
+    if head and tail in ROLES:
+        return head, tail
+    return run_name, ""
+
+
+def is_accelerator(device):
+    """Whether a device name (`"GPU:0"`) is not a CPU."""
+    return isinstance(device, str) and not device.upper().startswith("CPU")
+
+
+# Step numbers from the aggregate (exact) or the sampled series (fallback).
+
+
+def _component_stats(summary):
+    """Per-component digest from one `components` entry of the aggregate."""
+    summary = _as_dict(summary)
+    count, total = _as_count(summary.get("count")), _as_number(summary.get("sum_ms"))
+    mean = _as_number(summary.get("mean_ms"))
+    if mean is None and total is not None and count:
+        mean = total / count
+    return Stats(
+        count=count,
+        sum=total,
+        mean=mean,
+        **{
+            key: _as_number(summary.get(f"{key}_ms"))
+            for key in ("p50", "p90", "p99", "min", "max")
+        },
+    )
+
+
+def _numbers_from_aggregate(aggregate, problems):
+    if not isinstance(aggregate, dict):
+        return None
+    components = aggregate.get("components")
+    if not isinstance(components, dict):
+        problems.append("The aggregate has no components; used the sampled steps.")
+        return None
+    stats = {
+        name: _component_stats(components.get(name))
+        for name in COMPONENTS + ("step",)
+    }
+    invalid = [
+        name
+        for name, digest in stats.items()
+        if digest.count is None or digest.sum is None
+    ]
+    if invalid:
+        problems.append(
+            "The aggregate holds invalid numbers (NaN, negative or missing) for "
+            f"{', '.join(invalid)}; used the sampled steps instead."
+        )
+        return None
+    warmup = _as_dict(aggregate.get("warmup"))
+    spikes = _as_dict(aggregate.get("spikes"))
+    batch = _as_dict(aggregate.get("batch_size"))
+    steady_records = _as_count(aggregate.get("steady_steps"))
+    if steady_records is None:
+        steady_records = stats["step"].count
+    status = aggregate.get("status")
+    return StepNumbers(
+        source="aggregate",
+        status=status if isinstance(status, str) else "unknown",
+        records=_as_count(aggregate.get("steps")),
+        steady_records=steady_records,
+        sessions=_as_count(aggregate.get("sessions")),
+        stats=stats,
+        # No warm-up step recorded: no warm-up time (rather than 0 ms).
+        warmup_ms=(
+            _as_number(warmup.get("sum_ms")) if _as_count(warmup.get("count")) else None
+        ),
+        warmup_count=_as_count(warmup.get("count")) or 0,
+        warmup_steps=_as_counts(warmup.get("steps")),
+        spikes=_as_count(spikes.get("count")) or 0,
+        spike_steps=_as_counts(spikes.get("steps")),
+        samples=_as_count(aggregate.get("samples")),
+        samples_per_s=_as_number(aggregate.get("samples_per_s")),
+        batch_min=_as_count(batch.get("min")),
+        batch_max=_as_count(batch.get("max")),
+        batch_distinct=_as_count(batch.get("distinct")),
+        fetch_floor_ms=_as_number(aggregate.get("fetch_floor_ms")),
+        wall=_wall(aggregate.get("wall_ms")),
+        retraces=_retraces(aggregate.get("retraces")),
+    )
+
+
+def _wall(wall):
+    wall = _as_dict(wall)
+    parts = {key: _as_number(wall.get(key)) for key in ("total",) + WALL_PARTS}
+    if parts["total"] is None and all(parts[key] is not None for key in WALL_PARTS):
+        parts["total"] = sum(parts[key] for key in WALL_PARTS)
+    return Wall(**parts)
+
+
+def _retraces(retraces):
+    if not isinstance(retraces, dict):
+        return Retraces()
+    source = retraces.get("source")
+    return Retraces(
+        count=_as_count(retraces.get("count")),
+        steps=_as_counts(retraces.get("steps")),
+        source=source if isinstance(source, str) else None,
+    )
+
+
+def _series_array(series, key, length):
+    values = series.get(key)
+    if values is None:
+        return np.full(length, np.nan)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(values) != length:
+        return np.full(length, np.nan)
+    return values
+
+
+def _numbers_from_series(series, problems):
+    series = _as_dict(series)
+    steps = np.asarray(series.get("step", ()), dtype=np.float64).reshape(-1)
+    if steps.size == 0:
+        return None
+    columns = {
+        name: _series_array(series, vocabulary.component_column(name), len(steps))
+        for name in COMPONENTS
+    }
+    batch = _series_array(series, vocabulary.BATCH_SIZE, len(steps))
+    valid = np.isfinite(steps) & (steps >= 0)
+    for values in columns.values():
+        valid &= np.isfinite(values) & (values >= 0)
+    dropped = int((~valid).sum())
+    if dropped:
+        problems.append(
+            f"Ignored {dropped} sampled step(s) holding NaN or negative values."
+        )
+    steps = steps[valid]
+    columns = {name: values[valid] for name, values in columns.items()}
+    batch = batch[valid]
+    if steps.size == 0:
+        return None
+    order = np.argsort(steps, kind="stable")
+    steps = steps[order]
+    columns = {name: values[order] for name, values in columns.items()}
+    batch = batch[order]
+    step_ms = sum(columns.values())
+    # The global step starts at 0 with the warm-up step of the first fit.
+    warmup = steps == 0
+    steady = ~warmup
+    problems.append(
+        f"No readable aggregate: the numbers come from {int(steps.size)} sampled "
+        "step(s), so totals are estimates"
+        + (" (step 0 taken as the warm-up)." if warmup.any() else ".")
+    )
+    stats = {}
+    for name, values in list(columns.items()) + [("step", step_ms)]:
+        values = values[steady]
+        if values.size:
+            stats[name] = Stats(
+                count=int(values.size),
+                sum=float(values.sum()),
+                mean=float(values.mean()),
+                p50=float(np.percentile(values, 50)),
+                p90=float(np.percentile(values, 90)),
+                p99=float(np.percentile(values, 99)),
+                min=float(values.min()),
+                max=float(values.max()),
+            )
+        else:
+            stats[name] = Stats(count=0, sum=0.0)
+    compute = columns["compute"][steady]
+    spikes = 0
+    if compute.size:
+        median = float(np.median(compute))
+        spikes = int((compute > vocabulary.SPIKE_RATIO * max(median, 1e-6)).sum())
+    known = batch[steady][np.isfinite(batch[steady]) & (batch[steady] > 0)]
+    samples = int(known.sum()) if known.size else None
+    steady_wall_ms = stats["step"].sum
+    return StepNumbers(
+        source="series",
+        status="unknown",
+        records=int(steps.max()) + 1,
+        steady_records=int(steady.sum()),
+        sessions=None,
+        stats=stats,
+        warmup_ms=float(step_ms[warmup].sum()) if warmup.any() else None,
+        warmup_count=int(warmup.sum()),
+        warmup_steps=[int(step) for step in steps[warmup]],
+        spikes=spikes,
+        spike_steps=[],
+        samples=samples,
+        samples_per_s=(
+            samples / (steady_wall_ms / 1e3) if samples and steady_wall_ms else None
+        ),
+        batch_min=int(known.min()) if known.size else None,
+        batch_max=int(known.max()) if known.size else None,
+        batch_distinct=int(np.unique(known).size) if known.size else None,
+    )
+
+
+# Placement: where the step ran.
+
+
+def _device_names(devices):
+    names = []
+    for key in ("logical", "physical"):
+        for device in _as_list(_as_dict(devices).get(key)):
+            name = device.get("name") if isinstance(device, dict) else None
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
+
+
+def _busiest(counts):
+    return max(counts, key=lambda name: (counts[name], name))
+
+
+def _where_the_step_ran(visible, ops, variables):
+    """(device, how it is known, devices used): where the step ran.
+
+    From the first step's ops (device -> op count): the accelerator holding
+    most of them when any accelerator ran some (a GPU step also runs input
+    and bookkeeping ops on the host CPU), else the device holding most. No
+    op counts: the device holding most variables. Neither: a visible
+    device (the first accelerator, else the first), marked
+    `"visible_devices"`, since nothing says the step ran there.
+    """
+    used_ops = {name: n for name, n in ops.items() if n}
+    used_variables = {name: n for name, n in variables.items() if n}
+    if used_ops:
+        accelerators = {n: c for n, c in used_ops.items() if is_accelerator(n)}
+        device = _busiest(accelerators or used_ops)
+        return device, "ops", sorted(used_ops, key=lambda n: (-used_ops[n], n))
+    if used_variables:
+        return (
+            _busiest(used_variables),
+            "variables",
+            sorted(used_variables, key=lambda n: (-used_variables[n], n)),
+        )
+    if visible:
+        accelerators = [name for name in visible if is_accelerator(name)]
+        return (accelerators or visible)[0], "visible_devices", []
+    return None, None, []
+
+
+def _placement(placement):
+    placement = _as_dict(placement)
+    devices = placement.get("devices")
+    names = _device_names(devices)
+    ops = _as_count_map(placement.get("ops"))
+    variables = _as_count_map(placement.get("variables"))
+    accelerator_visible = bool(placement.get("accelerator_visible")) or any(
+        is_accelerator(name) for name in names
+    )
+    models = {}
+    for device in _as_list(_as_dict(devices).get("physical")):
+        if isinstance(device, dict) and device.get("model"):
+            models[str(device.get("name"))] = str(device["model"])
+    device, device_source, devices_used = _where_the_step_ran(names, ops, variables)
+    cpu_ops = []
+    if device is not None and is_accelerator(device):
+        cpu_ops = [
+            str(op)
+            for op in _as_list(placement.get("cpu_op_types"))
+            if isinstance(op, str) and not _HOST_OP.search(op)
+        ]
+    return Placement(
+        devices=names,
+        device_models=models,
+        accelerator_visible=accelerator_visible,
+        device=device,
+        device_source=device_source,
+        devices_used=devices_used,
+        variables=variables,
+        optimizer_variables=_as_count_map(placement.get("optimizer_variables")),
+        ops=ops,
+        step_ops_captured=bool(placement.get("step_ops_captured", bool(ops))),
+        cpu_ops_on_accelerator_run=cpu_ops,
+        cross_device_copies=_as_count(placement.get("cross_device_copies")),
+        input_bytes_per_step=_as_count(placement.get("input_bytes_per_step")),
+        input_devices=[str(name) for name in _as_list(placement.get("input_devices")) if name],
+    )
+
+
+# Trace windows (the `devicecost/trace` document, docs/FORMAT.md).
+
+
+def _mean_of(entries, key):
+    values = [_as_number(entry.get(key)) for entry in entries]
+    values = [value for value in values if value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _trace_window(window):
+    recorded = [e for e in _as_list(window.get("recorded_steps")) if isinstance(e, dict)]
+    traced = [e for e in _as_list(window.get("steps")) if isinstance(e, dict)]
+    ours_by_step = {entry.get("step"): entry for entry in recorded}
+    steps = [
+        {
+            "step": entry.get("step"),
+            "trace": {k: _as_number(v) for k, v in entry.items() if k != "step"},
+            "ours": {
+                k: _as_number(v)
+                for k, v in (ours_by_step.get(entry.get("step")) or {}).items()
+                if k != "step"
+            },
+        }
+        for entry in traced
+    ]
+    summary = _as_dict(window.get("summary"))
+    # With a device plane the recorder repeats the summary's busy share on
+    # the window itself.
+    busy = _as_number(window.get("device_busy_fraction"))
+    if busy is None:
+        busy = _as_number(summary.get("device_busy_fraction"))
+    return TraceWindow(
+        start_step=window.get("start_step"),
+        stop_step=window.get("stop_step"),
+        source=window.get("source"),
+        capture=window.get("capture"),
+        host=window.get("host"),
+        profile_run_dir=window.get("profile_run_dir"),
+        trace_bytes=window.get("trace_bytes"),
+        error=window.get("error"),
+        has_device_plane=bool(window.get("has_device_plane")),
+        summary={k: _as_number(v) for k, v in summary.items()},
+        ours={
+            vocabulary.component_column(name): _mean_of(
+                recorded, vocabulary.component_column(name)
+            )
+            for name in COMPONENTS
+        },
+        steps=steps,
+        device_busy_fraction=busy,
+    )
+
+
+def _device_busy_fraction(windows):
+    """The accelerator's busy share of the traced steps: the windows' mean.
+
+    Each window with a device plane carries `device_busy_fraction` (the
+    share of its steps' time the device ran kernels or copies); a trace of
+    a CPU-only run has none, and then the share is unknown (`None`).
+    """
+    fractions = [
+        window.device_busy_fraction
+        for window in windows
+        if window.device_busy_fraction is not None
+    ]
+    if not fractions:
+        return None
+    return min(sum(fractions) / len(fractions), 1.0)

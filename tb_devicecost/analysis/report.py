@@ -1,0 +1,273 @@
+"""The run object and the report: what `tb-devicecost report --json` prints.
+
+`analyze_run` turns one run's `RunData` into the run object (docs/CLI.md,
+"Run object"): per-step numbers, shares, the fit's wall time, the trace
+windows beside our own numbers, and the verdict with its findings.
+`build_report` analyses every run, compares them and says what was skipped.
+Everything returned is plain JSON-ready data: no NaN, `None` where a number
+is unknown.
+"""
+
+import math
+
+import numpy as np
+
+from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import verdicts
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+# The schema of the report JSON (`build_report`'s `"schema"`), bumped when a
+# reader of the report would misread it. Not the event files' format
+# version, which is `metadata.SCHEMA_VERSION`.
+REPORT_SCHEMA = 1
+COMPONENTS = record_module.COMPONENTS
+WALL_PARTS = record_module.WALL_PARTS
+
+# Our data wait and the trace's input wait for the same steps disagree when
+# they differ by more than this share of the larger one (and by more than
+# TRACE_DISAGREE_MIN_MS, below which both are noise).
+TRACE_DISAGREE_RATIO = 0.20
+TRACE_DISAGREE_MIN_MS = 0.05
+
+
+def _ratio(part, whole):
+    if part is None or not whole:
+        return None
+    return part / whole
+
+
+def analyze_run(record):
+    """Numbers, verdict and findings of one run.
+
+    Args:
+        record: A `reader.RunRecord`, or a dict with the same fields (`run`,
+            `aggregate`, `info`, `placement`, `trace`, `series`,
+            `problems`).
+
+    Returns:
+        The run object of `tb-devicecost report --json` (`docs/CLI.md`):
+        JSON-ready, `None` where a number is unknown. Times are per training
+        step in milliseconds, steady state (the warm-up step of each fit
+        excluded) unless named `warmup`.
+    """
+    run = record_module.read_run(record)
+    numbers = run.numbers
+    per_record = run.steps_per_record
+    # Records cover `per_record` steps each: per-step figures divide by it;
+    # counts and totals (wall time) do not.
+    stats = {name: digest.per_step(per_record) for name, digest in numbers.stats.items()}
+    batch_size = run.batch_size
+    samples_per_s = numbers.samples_per_s
+    steady = numbers.steady_records or 0
+    samples_per_step = None
+    if numbers.samples and steady:
+        samples_per_step = numbers.samples / (steady * per_record)
+    elif batch_size:
+        samples_per_step = float(batch_size)
+    step_mean = stats["step"].mean
+    if samples_per_s is None and samples_per_step and step_mean:
+        samples_per_s = samples_per_step / (step_mean / 1e3)
+
+    sums = {name: stats[name].sum or 0.0 for name in COMPONENTS}
+    total = sum(sums.values())
+    shares = {
+        name: (sums[name] / total if total > 0 else None) for name in COMPONENTS
+    }
+    steady_wall_ms = stats["step"].sum or 0.0
+    warmup_ms = numbers.warmup_ms
+    wall = numbers.wall
+    wall_shares = {
+        key: (_ratio(getattr(wall, key), wall.total) if wall.total else None)
+        for key in WALL_PARTS
+    }
+    # Warm-up over the fit's whole wall time when it was recorded; else over
+    # the time in warm-up and steady steps (all that older data knows).
+    warmup_share = None
+    if wall.total and (wall.warmup is not None or warmup_ms is not None):
+        warmup_part = wall.warmup if wall.warmup is not None else warmup_ms
+        warmup_share = min(1.0, warmup_part / wall.total)
+    elif warmup_ms is not None and warmup_ms + steady_wall_ms > 0:
+        warmup_share = warmup_ms / (warmup_ms + steady_wall_ms)
+
+    wait = stats["data_wait"]
+    ready_ms, starved_ms = verdicts.split_data_wait(
+        wait.mean, wait.p50, run.fetch_floor_ms, run.fetch_in_graph
+    )
+    records = numbers.records
+    placement = run.placement
+    result = {
+        "run": run.run,
+        "status": numbers.status,
+        "source": numbers.source,
+        "steps": None if records is None else records * per_record,
+        "steady_steps": steady * per_record,
+        "sessions": numbers.sessions,
+        "steps_per_record": per_record,
+        "device": placement.device,
+        "device_source": placement.device_source,
+        "devices_used": placement.devices_used,
+        "backend": run.backend,
+        "batch_size": batch_size,
+        "batch_sizes": {
+            "min": numbers.batch_min,
+            "max": numbers.batch_max,
+            "distinct": numbers.batch_distinct,
+        },
+        "samples_per_step": samples_per_step,
+        "step_ms": stats["step"].percentiles(),
+        "data_wait_ms": stats["data_wait"].percentiles(),
+        "compute_ms": stats["compute"].percentiles(),
+        "host_overhead_ms": stats["host_overhead"].percentiles(),
+        "shares": shares,
+        "fetch_floor_ms": run.fetch_floor_ms,
+        "ready_fetch_ms": ready_ms,
+        "starved_data_wait_ms": starved_ms,
+        "input_share": _ratio(starved_ms, step_mean),
+        "fetch_in_graph": run.fetch_in_graph,
+        "warmup_ms": warmup_ms,
+        "warmups": numbers.warmup_count,
+        "warmup_steps": numbers.warmup_steps,
+        "warmup_share_of_wall": warmup_share,
+        "wall_ms": wall.as_dict(),
+        "wall_shares": wall_shares,
+        "spikes": numbers.spikes,
+        "spike_steps": numbers.spike_steps,
+        "retraces": numbers.retraces.as_dict(),
+        "samples_per_s": samples_per_s,
+        "device_busy_fraction": run.device_busy_fraction,
+        "trace_windows": [_trace_window(window) for window in run.trace_windows],
+        "placement": placement.as_dict(),
+        "jit_compile": run.jit_compile,
+        "problems": run.problems,
+    }
+    verdict, steady_verdict, findings = verdicts.judge(result)
+    result["verdict"] = verdict
+    result["steady_verdict"] = steady_verdict
+    result["findings"] = findings
+    return _json_ready(result)
+
+
+def _trace_window(window):
+    """A trace window of the run object, our data wait set beside the trace's."""
+    ours_wait = window.ours["data_wait_ms"]
+    trace_wait = window.summary.get("mean_input_wait_ms")
+    agreement = None
+    if ours_wait is not None and trace_wait is not None:
+        larger = max(ours_wait, trace_wait)
+        difference = abs(ours_wait - trace_wait)
+        relative = difference / larger if larger > 0 else 0.0
+        disagree = relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS
+        agreement = {
+            "ours_ms": ours_wait,
+            "trace_ms": trace_wait,
+            "relative_difference": relative,
+            "disagree": disagree,
+            "message": (
+                f"Our mean data wait for these steps ({fmt_ms(ours_wait)} ms per "
+                f"step) and the trace's mean input wait ({fmt_ms(trace_wait)} ms) "
+                "differ by "
+                f"{fmt_share(relative)}. "
+                + (
+                    "They measure the same wait from two sides, so a gap this "
+                    "large means the traced steps were not typical (the "
+                    "profiler slows the host) or the input runs outside "
+                    "tf.data (a Python generator), which the trace does "
+                    "not mark as input."
+                    if disagree
+                    else "They agree."
+                )
+            ),
+        }
+    return {
+        "start_step": window.start_step,
+        "stop_step": window.stop_step,
+        "source": window.source,
+        "capture": window.capture,
+        "host": window.host,
+        "profile_run_dir": window.profile_run_dir,
+        "trace_bytes": window.trace_bytes,
+        "error": window.error,
+        "has_device_plane": window.has_device_plane,
+        "summary": window.summary,
+        "ours": window.ours,
+        "steps": window.steps,
+        "data_wait_agreement": agreement,
+    }
+
+
+def _json_ready(value):
+    """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`."""
+    if isinstance(value, dict):
+        return {str(key): _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def build_report(records, baseline=None):
+    """The whole report: every run analysed, compared, and what was skipped.
+
+    Args:
+        records: `reader.RunRecord`s (or dicts with the same fields).
+        baseline: Run name for the comparison (see `compare_runs`).
+
+    Returns:
+        `{"schema": REPORT_SCHEMA, "runs": [...], "comparison": {...} or
+        None, "skipped": [{"run": name, "reason": text}]}`. Runs with
+        nothing to analyse (no steps, a newer schema, unreadable documents)
+        are skipped with the reason.
+
+    Raises:
+        ValueError: when `baseline` names no analysed run.
+    """
+    runs, skipped = [], []
+    for record in records:
+        reason = record_module.skip_reason(record)
+        result = None
+        if not reason:
+            try:
+                result = analyze_run(record)
+            except (TypeError, ValueError, KeyError, AttributeError) as error:
+                # One malformed run must not take the whole report down.
+                reason = f"Its data could not be analysed ({type(error).__name__}: {error})."
+        nothing = result is not None and (
+            result["source"] is None
+            or (not result["steady_steps"] and result["warmup_ms"] is None)
+        )
+        if nothing:
+            problems = result["problems"]
+            reason = (
+                "; ".join(problems)
+                if problems
+                else "It holds tb-devicecost documents but no recorded step yet "
+                "(the fit may still be in its first epoch)."
+            )
+        if reason:
+            skipped.append({"run": record_module.run_name(record), "reason": reason})
+        else:
+            runs.append(result)
+    if baseline is not None and baseline not in {run["run"] for run in runs}:
+        known = ", ".join(run["run"] for run in runs) or "none"
+        skipped_names = {item["run"]: item["reason"] for item in skipped}
+        why = (
+            f" It was skipped: {skipped_names[baseline]}"
+            if baseline in skipped_names
+            else ""
+        )
+        raise ValueError(
+            f"Unknown baseline run {baseline!r}; the runs are: {known}.{why}"
+        )
+    return {
+        "schema": REPORT_SCHEMA,
+        "runs": runs,
+        "comparison": compare.compare_runs(runs, baseline),
+        "skipped": skipped,
+    }

@@ -1,0 +1,220 @@
+"""The report for a terminal: tables and bars that fit 80 columns.
+
+`render` is what `tb-devicecost report` prints by default. A terminal whose
+encoding cannot show the bars' block characters (or the em dash, `Δ`, `×`)
+gets `render(..., ascii_only=True)`: the same report in plain ASCII.
+"""
+
+import textwrap
+
+from tb_devicecost import vocabulary
+from tb_devicecost.formatting import MISSING
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms_unit
+from tb_devicecost.formatting import fmt_share
+from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.renderers import common
+
+WIDTH = 80
+# Character bars for the shares: data wait, compute, host overhead.
+BARS = ("█", "▓", "░")
+ASCII_BARS = ("#", "=", "-")
+_BAR_WIDTH = 26
+_RUN_WIDTH = 22
+
+
+def _wall_text(run):
+    """`wall 12,345 ms: steps 80%, warm-up 10%, ...`: the fit's whole time."""
+    wall = run.get("wall_ms") or {}
+    shares = run.get("wall_shares") or {}
+    if not wall.get("total"):
+        return "wall: not recorded (older data); time between steps unknown"
+    return (
+        f"wall {fmt_ms_unit(wall['total'])}: steps "
+        f"{fmt_share(shares.get('steps'))}, "
+        f"warm-up {fmt_share(shares.get('warmup'))}, between steps "
+        f"{fmt_share(shares.get('between_steps'))}, measuring "
+        f"{fmt_share(shares.get('measurement'))}"
+    )
+
+
+def _row_groups(rows):
+    """Rows grouped by the run they are compared with, in order."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(row.get("against") or row["run"], []).append(row)
+    return list(groups.items())
+
+
+def share_bar(shares, width=_BAR_WIDTH, characters=BARS):
+    """A bar of `width` characters split by the steady-state shares."""
+    values = [shares.get(name) or 0.0 for name in vocabulary.COMPONENTS]
+    total = sum(values)
+    if total <= 0:
+        return " " * width
+    # Largest remainders, so the bar is always exactly `width` long.
+    exact = [value / total * width for value in values]
+    cells = [int(value) for value in exact]
+    order = sorted(range(len(exact)), key=lambda i: exact[i] - cells[i], reverse=True)
+    for index in order[: width - sum(cells)]:
+        cells[index] += 1
+    return "".join(char * cell for char, cell in zip(characters, cells))
+
+
+def _wrap(text, indent, width=WIDTH):
+    return textwrap.fill(
+        common.one_line(text),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+
+
+# The terminal table.
+
+
+def render(report, logdir=None, ascii_only=False):
+    """The report as lines of at most `WIDTH` characters.
+
+    Args:
+        report: A report of `tb_devicecost.analysis.build_report`.
+        logdir: The log directory named in the title. Defaults to `None`
+            (not named).
+        ascii_only: Whether to write only ASCII characters, for a terminal
+            that cannot show the others. Defaults to `False`.
+    """
+    bars = ASCII_BARS if ascii_only else BARS
+    runs = report["runs"]
+    lines = []
+    title = f"tb-devicecost report: {len(runs)} run{'s' if len(runs) != 1 else ''}"
+    if logdir:
+        title += f" under {logdir}"
+    lines.append(_fit(title))
+    lines.append("")
+    header = (
+        f"{'RUN':<{_RUN_WIDTH}} {'DEVICE':<7} {'BATCH':>6} {'STEP p50':>10} "
+        f"{'SAMPLES/S':>10} VERDICT"
+    )
+    lines.append(header)
+    for run in runs:
+        name = run["run"]
+        cell = name
+        if len(name) > _RUN_WIDTH:
+            lines.append(_fit(name))
+            cell = ""
+        lines.append(
+            _fit(
+                f"{cell:<{_RUN_WIDTH}} {(run['device'] or MISSING):<7} "
+                f"{fmt_count(run['batch_size']):>6} "
+                f"{fmt_ms_unit(run['step_ms']['p50']):>10} "
+                f"{fmt_count(run['samples_per_s']):>10} {run['verdict'] or MISSING}"
+            )
+        )
+        shares = run["shares"]
+        detail = (
+            f"wait {fmt_share(shares['data_wait'])} "
+            f"compute {fmt_share(shares['compute'])} "
+            f"host {fmt_share(shares['host_overhead'])}"
+        )
+        if run["warmup_share_of_wall"] is not None:
+            detail += f"  warm-up {fmt_share(run['warmup_share_of_wall'])}"
+        lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
+        lines.append(_fit(f"  {_wall_text(run)}"))
+    lines.append(
+        _fit(
+            f"  {bars[0]} data wait  {bars[1]} compute  {bars[2]} host overhead: "
+            "shares of the total steady-state time"
+        )
+    )
+    lines.append(
+        _fit(
+            "  warm-up: share of the fit's wall time; wall: the fit's whole time, "
+            "in parts"
+        )
+    )
+
+    lines.append("")
+    lines.append("FINDINGS")
+    for run in runs:
+        lines.append("")
+        heading = f"{run['run']}: {common.verdict_text(run)}"
+        if run["status"] in ("running", "interrupted"):
+            heading += f" [{run['status']}]"
+        lines.append(_fit(heading))
+        for finding in run["findings"]:
+            lines.append(f"  [{finding['severity']}] {finding['id']}")
+            lines.append(_wrap(finding["message"], "    "))
+            lines.append(_wrap("Fix: " + finding["fix"], "    "))
+        for problem in run["problems"]:
+            lines.append(_wrap("Note: " + problem, "  "))
+
+    comparison = report["comparison"]
+    if comparison:
+        lines.append("")
+        title = "COMPARISON"
+        if comparison.get("baseline"):
+            title += f" against {comparison['baseline']}"
+        lines.append(_fit(title))
+        if comparison.get("baseline_reason"):
+            lines.append(_wrap(comparison["baseline_reason"], "  "))
+        lines.append(
+            f"{'RUN':<{_RUN_WIDTH}} {'SPEEDUP':>8} {'PER':>10} {'Δ WAIT':>10} "
+            f"{'Δ COMPUTE':>10} {'Δ HOST':>10}"
+        )
+        groups = _row_groups(comparison["rows"])
+        for against, rows in groups:
+            if len(groups) > 1:
+                lines.append(_fit(f"  against {against}:"))
+            for row in rows:
+                per_sample, deltas = common.row_deltas(row)
+                cell = row["run"]
+                if len(cell) > _RUN_WIDTH:
+                    lines.append(_fit(cell))
+                    cell = ""
+                if common.is_baseline(row):
+                    lines.append(_fit(f"{cell:<{_RUN_WIDTH}} {common.speedup_text(row):>8}"))
+                    continue
+                lines.append(
+                    _fit(
+                        f"{cell:<{_RUN_WIDTH}} {common.speedup_text(row):>8} "
+                        f"{('1k samples' if per_sample else 'step'):>10} "
+                        + " ".join(
+                            f"{fmt_signed_ms(deltas[name]):>10}"
+                            for name in vocabulary.COMPONENTS
+                        )
+                    )
+                )
+        lines.append(
+            _fit(
+                "  speedup: baseline mean step / run's (samples/s if batches "
+                "differ); Δ: mean ms"
+            )
+        )
+        for row in comparison["rows"]:
+            if not common.is_baseline(row):
+                lines.append(_wrap("- " + row["explanation"], "  ").replace("  - ", "- ", 1))
+
+    if report["skipped"]:
+        lines.append("")
+        lines.append("SKIPPED")
+        for item in report["skipped"]:
+            lines.append(_wrap(f"{item['run']}: {item['reason']}", "  "))
+    text = "\n".join(lines) + "\n"
+    return _ascii(text) if ascii_only else text
+
+
+def _fit(line, width=WIDTH):
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _ascii(text):
+    """The few non-ASCII characters of the report, for a terminal without them."""
+    for character, replacement in (
+        ("Δ", "d"), ("…", "~"), (MISSING, "-"), ("\u2212", "-"),
+        ("×", "x"), ("–", "-"), ("µ", "u"),
+    ):
+        text = text.replace(character, replacement)
+    return text
+

@@ -1,0 +1,154 @@
+"""The report as GitHub-flavoured Markdown, for pull requests and CI summaries."""
+
+from tb_devicecost import analysis
+from tb_devicecost import vocabulary
+from tb_devicecost.formatting import MISSING
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms_unit
+from tb_devicecost.formatting import fmt_share
+from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.renderers import common
+
+
+def _md_cell(text):
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(text):
+    text = str(text)
+    if "`" in text:
+        return _md_cell(text)
+    return f"`{_md_cell(text)}`"
+
+
+def render(report):
+    """The report as Markdown: a table of runs, findings, the comparison."""
+    lines = ["## tb-devicecost report", ""]
+    lines.append(
+        "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
+        "| Host overhead | Warm-up | Verdict |"
+    )
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for run in report["runs"]:
+        shares = run["shares"]
+        warmup = MISSING
+        if run["warmup_ms"] is not None:
+            warmup = f"{fmt_ms_unit(run['warmup_ms'])} ({fmt_share(run['warmup_share_of_wall'])})"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _md_code(run["run"]),
+                    _md_cell(run["device"] or MISSING),
+                    fmt_count(run["batch_size"]),
+                    fmt_ms_unit(run["step_ms"]["p50"]),
+                    fmt_count(run["samples_per_s"]),
+                    fmt_share(shares["data_wait"]),
+                    fmt_share(shares["compute"]),
+                    fmt_share(shares["host_overhead"]),
+                    warmup,
+                    f"**{run['verdict'] or MISSING}**",
+                ]
+            )
+            + " |"
+        )
+    lines.append("")
+    lines.append(
+        "Shares are of the total steady-state time; warm-up is the first step "
+        "of each fit and its share of the fit's wall time."
+    )
+    lines.extend(_wall_table(report["runs"]))
+    lines.append("")
+    lines.append("### Findings")
+    for run in report["runs"]:
+        lines.append("")
+        lines.append(f"#### {_md_code(run['run'])}: {common.verdict_text(run)}")
+        lines.append("")
+        for finding in run["findings"]:
+            lines.append(
+                f"- **{finding['severity']}** `{finding['id']}`: "
+                f"{_md_cell(finding['message'])}  "
+            )
+            lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
+        for problem in run["problems"]:
+            lines.append(f"- *Note:* {_md_cell(problem)}")
+    comparison = report["comparison"]
+    if comparison:
+        lines.append("")
+        title = "### Comparison"
+        if comparison.get("baseline"):
+            title += f" against {_md_code(comparison['baseline'])}"
+        lines.append(title)
+        lines.append("")
+        if comparison.get("baseline_reason"):
+            lines.append(_md_cell(comparison["baseline_reason"]))
+            lines.append("")
+        lines.append(
+            "| Run | Against | Speedup (mean step) | Basis | Δ data wait | "
+            "Δ compute | Δ host overhead |"
+        )
+        lines.append("|---|---|---:|---|---:|---:|---:|")
+        for row in comparison["rows"]:
+            per_sample, deltas = common.row_deltas(row)
+            baseline = common.is_baseline(row)
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        _md_code(row["run"]),
+                        _md_code(row.get("against") or row["run"]),
+                        common.speedup_text(row),
+                        ""
+                        if baseline
+                        else "ms per 1000 samples" if per_sample else "ms per step",
+                    ]
+                    + [
+                        "" if baseline else fmt_signed_ms(deltas[name])
+                        for name in vocabulary.COMPONENTS
+                    ]
+                )
+                + " |"
+            )
+        lines.append("")
+        for row in comparison["rows"]:
+            if not common.is_baseline(row):
+                lines.append(f"- {_md_cell(row['explanation'])}")
+    if report["skipped"]:
+        lines.append("")
+        lines.append("### Skipped")
+        lines.append("")
+        for item in report["skipped"]:
+            lines.append(f"- {_md_code(item['run'])}: {_md_cell(common.one_line(item['reason']))}")
+    return "\n".join(lines) + "\n"
+
+
+def _wall_table(runs):
+    """The fit's whole wall time of each run, in parts (Markdown lines)."""
+    lines = ["", "#### Wall time of each fit", ""]
+    lines.append("| Run | Total | Steps | Warm-up | Between steps | Measurement |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    unknown = False
+    for run in runs:
+        wall = run.get("wall_ms") or {}
+        shares = run.get("wall_shares") or {}
+        if not wall.get("total"):
+            unknown = True
+        cells = [_md_code(run["run"]), fmt_ms_unit(wall.get("total"))]
+        for key in analysis.WALL_PARTS:
+            cell = fmt_ms_unit(wall.get(key))
+            if wall.get(key) is not None and shares.get(key) is not None:
+                cell += f" ({fmt_share(shares[key])})"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "Steps: the steady steps; between steps: epoch starts, validation and "
+        "callbacks at epoch end; measurement: the tool's own measurements kept "
+        "out of the steps."
+        + (
+            f" {MISSING}: not recorded (written by an older tb-devicecost)."
+            if unknown
+            else ""
+        )
+    )
+    return lines

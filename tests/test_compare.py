@@ -1,0 +1,257 @@
+"""`tb_devicecost.analysis.compare`: which run is compared with which, and how.
+
+Like with like (role by role), never a run with itself; speedups of mean
+steps; explanations in words.
+"""
+
+import numpy as np
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import formatting
+
+
+def test_fit_comparison_names_the_slower_run_and_why(fit_records):
+    results = [analysis.analyze_run(r) for r in fit_records.values()]
+    comparison = analysis.compare_runs(results, baseline="compute/train")
+    rows = {row["run"]: row for row in comparison["rows"]}
+    row = rows["input/train"]
+    base = next(r for r in results if r["run"] == "compute/train")
+    slow = next(r for r in results if r["run"] == "input/train")
+    # Different batch sizes (32 against 256): compared in samples/s.
+    assert row["basis"] == "samples_per_s"
+    assert row["same_batch_size"] is False
+    assert row["speedup"] == pytest.approx(slow["samples_per_s"] / base["samples_per_s"])
+    assert row["speedup"] < 1
+    explanation = row["explanation"]
+    assert explanation.startswith("input/train is")
+    assert f"{row['speedup']:.2f}x" in explanation
+    assert "per sample" in explanation
+    assert "data wait" in explanation
+    assert "input_bound" in explanation
+
+
+def test_compare_runs_needs_two(helpers):
+    one = helpers.run(0.0, 1.0, 0.0)
+    assert analysis.compare_runs([]) is None
+    assert analysis.compare_runs([one]) is None
+
+
+def test_gpu_slower_than_cpu_at_a_small_batch(helpers):
+    # The seeds' case: batch 10, the GPU's step is a fixed 1.9 ms of compute.
+    cpu = helpers.run(0.1, 0.8, 0.05, name="cpu/train", batch_size=10)
+    gpu_record = helpers.make_record(
+        "gpu/train",
+        aggregate=helpers.make_aggregate(0.1, 1.9, 0.05, batch_size=10),
+        placement=helpers.gpu_placement(),
+    )
+    gpu = analysis.analyze_run(gpu_record)
+    comparison = analysis.compare_runs([gpu, cpu])
+    assert comparison["baseline"] == "cpu/train"  # The CPU run, though second.
+    rows = {row["run"]: row for row in comparison["rows"]}
+    assert rows["cpu/train"]["speedup"] == 1.0
+    assert rows["cpu/train"]["explanation"] == "baseline"
+    row = rows["gpu/train"]
+    expected = (0.1 + 0.8 + 0.05) / (0.1 + 1.9 + 0.05)
+    assert row["speedup"] == pytest.approx(expected)
+    assert row["basis"] == "step_time"
+    assert row["same_batch_size"] is True
+    assert row["delta_ms"]["compute"] == pytest.approx(1.9 - 0.8)
+    assert row["delta_ms"]["data_wait"] == pytest.approx(0.0)
+    assert row["per_step_ms"]["compute"] == pytest.approx(1.9)
+    assert row["per_1000_samples_ms"]["compute"] == pytest.approx(1.9 / 10 * 1000)
+    explanation = row["explanation"]
+    assert explanation.startswith(f"gpu/train is {expected:.2f}x as fast as cpu/train")
+    assert "compute per step is 1.90 ms against 0.800 ms at batch 10" in explanation
+    assert "fixed per-step cost" in explanation
+    assert "the data wait and host overhead are the same" in explanation
+
+
+def test_explicit_and_unknown_baseline(helpers):
+    a = helpers.run(0.0, 1.0, 0.0, name="a/train")
+    b = helpers.run(0.0, 2.0, 0.0, name="b/train")
+    comparison = analysis.compare_runs([a, b], baseline="b/train")
+    assert comparison["baseline"] == "b/train"
+    rows = {row["run"]: row for row in comparison["rows"]}
+    assert rows["a/train"]["speedup"] == pytest.approx(2.0)
+    assert "as fast as b/train" in rows["a/train"]["explanation"]
+    with pytest.raises(ValueError, match=r"Unknown baseline run 'c/train'.*a/train, b/train"):
+        analysis.compare_runs([a, b], baseline="c/train")
+
+
+def test_default_baseline_prefers_the_cpu_training_run(helpers):
+    gpu = helpers.gpu_run()
+    cpu_validation = helpers.run(0.0, 1.0, 0.0, name="cpu/validation")
+    cpu_train = helpers.run(0.0, 1.0, 0.0, name="cpu/train")
+    assert analysis.default_baseline([gpu, cpu_validation, cpu_train]) == "cpu/train"
+    gpu_validation = helpers.gpu_run()
+    gpu_validation["run"] = "gpu/validation"
+    comparison = analysis.compare_runs([gpu, gpu_validation, cpu_validation, cpu_train])
+    against = {row["run"]: row["against"] for row in comparison["rows"]}
+    # Validation runs are compared with the baseline's validation run.
+    assert against == {
+        "gpu/train": "cpu/train",
+        "gpu/validation": "cpu/validation",
+        "cpu/validation": "cpu/validation",
+        "cpu/train": "cpu/train",
+    }
+
+
+def test_different_batch_sizes_compare_samples_per_second(helpers):
+    small = helpers.run(0.0, 1.0, 0.0, name="b32/train", batch_size=32)
+    large = helpers.run(0.0, 2.0, 0.0, name="b256/train", batch_size=256)
+    comparison = analysis.compare_runs([small, large], baseline="b32/train")
+    row = {row["run"]: row for row in comparison["rows"]}["b256/train"]
+    expected = (256 / 2.0) / (32 / 1.0)
+    assert row["basis"] == "samples_per_s"
+    assert row["speedup"] == pytest.approx(expected)
+    assert row["speedup_step"] == pytest.approx(0.5)
+    assert row["delta_per_1000_samples_ms"]["compute"] == pytest.approx(
+        2.0 / 256 * 1000 - 1.0 / 32 * 1000
+    )
+    assert "compared per sample" in row["explanation"]
+    assert "batch 256 against 32" in row["explanation"]
+
+
+def test_same_speed_and_warmup_note(helpers):
+    base = helpers.run(0.1, 1.0, 0.0, name="a/train", warmup_ms=300.0)
+    other = helpers.run(0.1, 1.0, 0.0, name="b/train", warmup_ms=1800.0)
+    row = analysis.compare_runs([base, other], baseline="a/train")["rows"][1]
+    assert row["explanation"].startswith("b/train is as fast as a/train")
+    assert "warm-up took 1,800 ms in total against 300 ms" in row["explanation"]
+
+
+def test_speedup_counts_rare_long_stalls(helpers):
+    """Regression: a run whose median step is fast but which stalls for
+    long now and then is slower overall; the speedup must say so, as its
+    samples/s and per-step deltas do."""
+    steady = helpers.make_record("steady/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
+    wait = np.full(100, 0.2)
+    wait[::5] = 40.0  # one step in five waits 40 ms
+    stalling = helpers.make_record("stalling/train",
+                                   aggregate=helpers.make_aggregate(wait, 2.5, 0.1))
+    rows = {
+        row["run"]: row
+        for row in analysis.compare_runs(
+            [analysis.analyze_run(steady), analysis.analyze_run(stalling)], baseline="steady/train"
+        )["rows"]
+    }
+    stalled = rows["stalling/train"]
+    expected = (0.2 + 3.0 + 0.1) / (wait.mean() + 2.5 + 0.1)
+    assert stalled["speedup"] == pytest.approx(expected, rel=0.02)
+    assert stalled["speedup"] < 1
+    assert stalled["speedup_samples_per_s"] < 1
+
+
+def test_comparison_says_its_speedup_is_of_mean_steps(helpers):
+    # The stalling run's p50 step is short, its mean long: the explanation
+    # must quote the means it divides, and say they are means.
+    wait = np.full(100, 0.2)
+    wait[::4] = 30.0
+    steady = helpers.run(0.2, 3.0, 0.1, name="cpu/train")
+    stalling = helpers.run(wait, 2.0, 0.1, name="gpu/train",
+                           placement=helpers.gpu_placement())
+    comparison = analysis.compare_runs([steady, stalling])
+    assert comparison["statistic"] == "mean"
+    row = {row["run"]: row for row in comparison["rows"]}["gpu/train"]
+    mean_step = float(np.mean(wait + 2.0 + 0.1))
+    median_step = float(np.median(wait + 2.0 + 0.1))
+    assert formatting.fmt_ms(mean_step) != formatting.fmt_ms(median_step)
+    assert (
+        f"mean step {formatting.fmt_ms(mean_step)} ms against {formatting.fmt_ms(3.3)} ms"
+        in row["explanation"]
+    )
+    assert "median" not in row["explanation"]
+    assert row["speedup"] == pytest.approx(3.3 / mean_step)
+
+
+def test_default_comparison_is_none_between_unrelated_runs(helpers):
+    pinned = helpers.run(0.1, 1.0, 0.0, name="placement/pinned_layer/train")
+    augment = helpers.run(2.0, 1.0, 0.0, name="input_pipeline/augment_in_model/train")
+    assert analysis.default_baseline([pinned, augment]) is None
+    assert analysis.compare_runs([pinned, augment]) is None
+
+
+def test_one_model_train_and_validation_has_no_comparison(helpers):
+    train = helpers.run(0.1, 1.0, 0.0, name="mine/train")
+    validation = helpers.run(0.1, 0.5, 0.0, name="mine/validation")
+    assert analysis.compare_runs([train, validation]) is None
+    assert analysis.compare_runs([train, validation], baseline="mine/validation") is None
+    assert analysis.build_report([
+        helpers.make_record(name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0))
+        for name in ("mine/train", "mine/validation")
+    ], baseline="mine/validation")["comparison"] is None
+
+
+def test_baseline_of_another_role_never_compares_a_run_with_itself(helpers):
+    runs = [
+        helpers.run(0.1, 1.0, 0.0, name="mine/train"),
+        helpers.run(0.1, 0.5, 0.0, name="mine/validation"),
+        helpers.run(0.1, 2.0, 0.0, name="other/train"),
+        helpers.run(0.1, 3.0, 0.0, name="solo/evaluation"),
+    ]
+    comparison = analysis.compare_runs(runs, baseline="mine/validation")
+    rows = {row["run"]: row for row in comparison["rows"]}
+    for row in rows.values():
+        assert _role_of(row["run"]) == _role_of(row["against"]), row
+        if row["run"] == row["against"]:
+            assert row["is_baseline"] and row["explanation"] == "baseline"
+        else:
+            assert not row["is_baseline"]
+    # other/train is compared with the baseline's training sibling.
+    assert rows["other/train"]["against"] == "mine/train"
+    assert rows["other/train"]["speedup"] == pytest.approx(1.1 / 2.1)
+    # Nothing to compare the evaluation or the validation run with.
+    assert "solo/evaluation" not in rows
+    assert "mine/validation" not in rows
+    assert "solo/evaluation" in comparison["baseline_reason"]
+
+
+def _role_of(name):
+    return name.rsplit("/", 1)[-1]
+
+
+def test_comparison_says_why_its_baseline_was_chosen(helpers):
+    cpu = helpers.run(0.1, 0.8, 0.05, name="cpu/train")
+    gpu = analysis.analyze_run(helpers.make_record(
+        "gpu/train", aggregate=helpers.make_aggregate(0.1, 1.9, 0.05),
+        placement=helpers.gpu_placement()))
+    comparison = analysis.compare_runs([gpu, cpu])
+    assert comparison["baseline"] == "cpu/train"
+    assert "same model trained on the CPU" in comparison["baseline_reason"]
+    assert "gpu/train with cpu/train" in comparison["baseline_reason"]
+    named = analysis.compare_runs([gpu, cpu], baseline="gpu/train")
+    assert named["baseline_reason"].startswith("gpu/train was chosen as the baseline")
+
+
+def test_evaluation_runs_compare_with_evaluation_runs(helpers):
+    names = ("cpu/train", "cpu/evaluation", "gpu/train", "gpu/evaluation")
+    runs = []
+    for name in names:
+        placement = helpers.gpu_placement() if name.startswith("gpu") else None
+        runs.append(analysis.analyze_run(helpers.make_record(
+            name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0), placement=placement)))
+    against = {row["run"]: row["against"] for row in analysis.compare_runs(runs)["rows"]}
+    assert against == {"cpu/train": "cpu/train", "cpu/evaluation": "cpu/evaluation",
+                       "gpu/train": "cpu/train", "gpu/evaluation": "cpu/evaluation"}
+
+
+def test_each_model_is_compared_with_its_own_cpu_run(helpers):
+    # The demo's layout: <scenario>/<variant>-<device>/train.
+    names = ["small_work/batch10-cpu0/train", "small_work/batch10-gpu0/train",
+             "small_work/batch512-cpu0/train", "small_work/batch512-gpu0/train",
+             "tfrecord/parallel_prefetch-cpu0/train"]
+    runs = []
+    for name in names:
+        placement = helpers.gpu_placement() if "gpu" in name else None
+        runs.append(analysis.analyze_run(helpers.make_record(
+            name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0), placement=placement)))
+    comparison = analysis.compare_runs(runs)
+    against = {row["run"]: row["against"] for row in comparison["rows"]}
+    assert against["small_work/batch10-gpu0/train"] == "small_work/batch10-cpu0/train"
+    assert against["small_work/batch512-gpu0/train"] == "small_work/batch512-cpu0/train"
+    assert "tfrecord/parallel_prefetch-cpu0/train" not in against
+    # Two training baselines: no single one to name.
+    assert comparison["baseline"] is None
+    assert comparison["baselines"] == ["small_work/batch10-cpu0/train",
+                                       "small_work/batch512-cpu0/train"]

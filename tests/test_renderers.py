@@ -1,0 +1,107 @@
+"""`tb_devicecost.renderers`: a report as a terminal table, Markdown and JSON.
+
+Reports of hand-made runs: a CPU and a GPU run of one model (so there is a
+comparison), a run with a name longer than the table's column, and a run
+whose device and batch size are unknown.
+"""
+
+import json
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import formatting
+from tb_devicecost import vocabulary
+from tb_devicecost.renderers import console
+from tb_devicecost.renderers import jsonrenderer
+from tb_devicecost.renderers import markdown
+
+
+@pytest.fixture(scope="module")
+def report(helpers):
+    bare = helpers.cpu_placement()
+    bare["ops"], bare["variables"], bare["devices"] = {}, {}, {}
+    records = [
+        helpers.make_record("cpu/train", aggregate=helpers.make_aggregate(
+            0.1, 0.8, 0.05, batch_size=10, warmup_ms=300.0)),
+        helpers.make_record("gpu/train", aggregate=helpers.make_aggregate(
+            0.1, 1.9, 0.05, batch_size=10, warmup_ms=1800.0),
+            placement=helpers.gpu_placement(), trace=helpers.make_trace(0.03)),
+        helpers.make_record("a/run/name/longer/than/the/column/train",
+                            aggregate=helpers.make_aggregate(3.0, 1.0, 0.5, spikes=4)),
+        helpers.make_record("bare/train", aggregate=helpers.make_aggregate(
+            0.1, 2.0, 0.1, batch_size=None), placement=bare, info={"batch_size": None}),
+        helpers.make_record("empty/train"),
+    ]
+    return analysis.build_report(records)
+
+
+def test_console_fits_80_columns_and_shows_every_part(report):
+    text = console.render(report, "logs")
+    lines = text.splitlines()
+    assert lines[0] == "tb-devicecost report: 4 runs under logs"
+    assert not [line for line in lines if len(line) > console.WIDTH]
+    for heading in ("FINDINGS", "COMPARISON against cpu/train", "SKIPPED"):
+        assert heading in lines, heading
+    gpu = next(line for line in lines if line.startswith("gpu/train"))
+    run = {run["run"]: run for run in report["runs"]}["gpu/train"]
+    assert formatting.fmt_ms_unit(run["step_ms"]["p50"]) in gpu
+    assert gpu.split()[-1] == run["verdict"] == "warmup_dominated"
+    # A name too long for its column gets a line of its own.
+    assert "a/run/name/longer/than/the/column/train" in lines
+    bare = next(line for line in lines if line.startswith("bare/train"))
+    assert bare.split()[1:3] == [formatting.MISSING, formatting.MISSING]
+
+
+def test_console_in_ascii_for_a_terminal_without_blocks(report):
+    text = console.render(report, "logs", ascii_only=True)
+    assert text.isascii()
+    assert "#" in text and "█" not in text
+    bare = next(line for line in text.splitlines() if line.startswith("bare/train"))
+    assert bare.split()[1:3] == ["-", "-"]
+
+
+def test_share_bar_is_always_full_width():
+    for shares in (
+        {"data_wait": 1 / 3, "compute": 1 / 3, "host_overhead": 1 / 3},
+        {"data_wait": 0.0, "compute": 1.0, "host_overhead": 0.0},
+        {"data_wait": 0.005, "compute": 0.99, "host_overhead": 0.005},
+    ):
+        assert len(console.share_bar(shares, width=26)) == 26
+    shares = {"data_wait": 0.5, "compute": 0.25, "host_overhead": 0.25}
+    assert console.share_bar(shares, 8) == "████▓▓░░"
+    assert console.share_bar(shares, 8, characters=console.ASCII_BARS) == "####==--"
+    assert console.share_bar(dict.fromkeys(vocabulary.COMPONENTS), 5) == "     "
+
+
+def test_markdown_tables_keep_their_columns(report):
+    lines = markdown.render(report).splitlines()
+    for header in ("| Run | Device", "| Run | Total", "| Run | Against"):
+        start = next(i for i, line in enumerate(lines) if line.startswith(header))
+        columns = lines[start].count("|")
+        rows = []
+        for line in lines[start + 1:]:
+            if not line.startswith("|"):
+                break
+            rows.append(line)
+        assert rows and all(row.count("|") == columns for row in rows), header
+    assert "### Comparison against `cpu/train`" in lines
+    assert "- `empty/train`: It holds tb-devicecost documents but no recorded step yet " \
+        "(the fit may still be in its first epoch)." in lines
+
+
+def test_markdown_escapes_table_cells():
+    run = {
+        "run": "a|b", "device": "CPU:0", "batch_size": 1, "step_ms": {"p50": 1.0},
+        "samples_per_s": 1.0, "shares": dict.fromkeys(vocabulary.COMPONENTS, 1 / 3),
+        "warmup_ms": None, "warmup_share_of_wall": None, "verdict": "compute_bound",
+        "steady_verdict": "compute_bound", "findings": [], "problems": [],
+    }
+    out = markdown.render({"runs": [run], "comparison": None, "skipped": []})
+    assert "`a\\|b`" in out
+
+
+def test_json_is_the_report_and_refuses_nan(report):
+    assert json.loads(jsonrenderer.render(report)) == json.loads(json.dumps(report))
+    with pytest.raises(ValueError):
+        jsonrenderer.render({"runs": [float("nan")]})
