@@ -83,13 +83,23 @@ def _device_cost_frame(page):
 @pytest.fixture
 def tab(browser, tensorboard_url):
     """The TensorBoard page on the Device Cost tab, with its problems logged."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems = _watch(page)
-    page.goto(tensorboard_url + "/#devicecost")
-    frame = _device_cost_frame(page)
-    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
+    page, frame, problems = _open_tab(browser, tensorboard_url)
     yield page, frame, problems
     page.close()
+
+
+def _open_tab(browser, tensorboard_url, rewrite=None, rows=3, width=1400):
+    """A new page on the Device Cost tab once its overview lists `rows` runs;
+    `rewrite`, `(pattern, change)`, changes a route's JSON first (see
+    `_rewrite_json`). Returns `(page, frame, problems)`."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = _watch(page)
+    if rewrite:
+        _rewrite_json(page, *rewrite)
+    page.goto(tensorboard_url + "/#devicecost")
+    frame = _device_cost_frame(page)
+    expect(frame.locator(".dc-run-row")).to_have_count(rows, timeout=60_000)
+    return page, frame, problems
 
 
 def test_overview_lists_each_run_with_the_cli_verdict(tab, logdir, screenshots):
@@ -620,12 +630,9 @@ def test_the_device_column_shows_where_the_step_ran(browser, tensorboard_url, lo
                 run["device"] = "CPU:1"
                 run["devices_used"] = ["CPU:1", "CPU:0"]
 
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems = _watch(page)
-    _rewrite_json(page, r".*/data/plugin/devicecost/(runs|run|compare)\?.*|.*/data/plugin/devicecost/runs$", two_devices)
-    page.goto(tensorboard_url + "/#devicecost")
-    frame = _device_cost_frame(page)
-    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
+    page, frame, problems = _open_tab(browser, tensorboard_url, rewrite=(
+        r".*/data/plugin/devicecost/(runs|run|compare)\?.*|.*/data/plugin/devicecost/runs$", two_devices
+    ))
     for run in runs:
         if run["run"] == "slow/train":
             continue
@@ -698,12 +705,10 @@ def test_the_tables_fit_and_run_names_stay_whole(browser, tensorboard_url, width
         if isinstance(runs, list) and runs and not any(r["run"] == LONG_RUN for r in runs):
             runs.append(dict(runs[0], run=LONG_RUN))
 
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    problems = _watch(page)
-    _rewrite_json(page, r".*/data/plugin/devicecost/runs(\?.*)?$", add_long_run)
-    page.goto(tensorboard_url + "/#devicecost")
-    frame = _device_cost_frame(page)
-    expect(frame.locator(".dc-run-row")).to_have_count(4, timeout=60_000)
+    page, frame, problems = _open_tab(
+        browser, tensorboard_url, rewrite=(r".*/data/plugin/devicecost/runs(\?.*)?$", add_long_run),
+        rows=4, width=width,
+    )
     layout = _layout(frame)
     page.screenshot(path=os.path.join(screenshots, f"overview_{width}.png"))
     assert layout["overflow"] == [], layout
@@ -780,12 +785,9 @@ def test_without_the_profile_tab_the_capture_links_say_how_to_install_it(
     def without_profile(body):
         body.pop("profile", None)
 
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems = _watch(page)
-    _rewrite_json(page, r".*/data/plugins_listing(\?.*)?$", without_profile)
-    page.goto(tensorboard_url + "/#devicecost")
-    frame = _device_cost_frame(page)
-    expect(frame.locator(".dc-run-row")).to_have_count(3, timeout=60_000)
+    page, frame, problems = _open_tab(
+        browser, tensorboard_url, rewrite=(r".*/data/plugins_listing(\?.*)?$", without_profile)
+    )
     _open_detail(frame, "cpu/train")
     expect(frame.locator(".dc-profile .dc-profile-capture")).to_have_count(1)
     assert frame.locator("a.dc-profile-link").count() == 0

@@ -30,22 +30,21 @@ function legend(items) {
     {class: 'dc-legend'},
     items.map((item) =>
       el('span', {class: 'dc-legend-item'}, [
-        el('span', {
-          class: 'dc-swatch dc-swatch-' + (item.kind || 'box'),
-          attrs: {style: swatchStyle(item)},
-        }),
+        swatch(item.color, item.kind),
         el('span', {text: item.label}),
       ]),
     ),
   );
 }
 
-function swatchStyle(item) {
-  // Colours are constants from this module, never data.
-  if (item.kind === 'line') return 'border-left-color:' + item.color;
-  if (item.kind === 'marker') return 'border-top-color:' + item.color;
-  if (item.kind === 'band') return 'border-color:' + item.color;
-  return 'background:' + item.color;
+/**
+ * A legend's colour sample: a 'box' (default), 'line', 'marker' or 'band' of
+ * `color` (one of this module's constants, never data).
+ */
+export function swatch(color, kind = 'box') {
+  const property = {line: 'border-left-color', marker: 'border-top-color', band: 'border-color'}[kind] ||
+    'background';
+  return el('span', {class: 'dc-swatch dc-swatch-' + kind, attrs: {style: property + ':' + color}});
 }
 
 export function componentLegend(extra = []) {
@@ -461,7 +460,7 @@ export function stepChart(series, {
     ];
     COMPONENTS.forEach((c, k) => {
       lines.push(el('div', {}, [
-        el('span', {class: 'dc-swatch dc-swatch-box', attrs: {style: 'background:' + c.color}}),
+        swatch(c.color),
         el('span', {text: c.label + ': ' + fmtMsUnit(cols[k][i])}),
       ]));
     });

@@ -229,6 +229,25 @@ export function speedupCell(name, row, baseline) {
   return cell;
 }
 
+/**
+ * The "Baseline" picker: a labelled select of `names`, plus, while no
+ * baseline is chosen, an option `automatic` that names the analysis's own
+ * choice. `onChange` gets the chosen run, or null for that option.
+ */
+export function baselineField(names, baseline, automatic, onChange) {
+  const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
+  if (baseline === null) {
+    select.appendChild(el('option', {text: automatic, attrs: {value: '', selected: true}}));
+  }
+  for (const name of names) {
+    const option = el('option', {text: name, attrs: {value: name}});
+    if (name === baseline) option.selected = true;
+    select.appendChild(option);
+  }
+  select.addEventListener('change', () => onChange(select.value || null));
+  return el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]);
+}
+
 /** Which baseline the speedups are against, and why; or why there is none. */
 export function baselineNote(comparison) {
   const rows = comparison && Array.isArray(comparison.rows) ? comparison.rows : null;

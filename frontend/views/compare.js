@@ -3,9 +3,10 @@
 
 import {el, runName} from './dom.js';
 import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
-import {stackedBars, componentLegend, COMPONENTS} from './charts.js';
+import {stackedBars, componentLegend, swatch, COMPONENTS} from './charts.js';
 import {
-  verdictBadge, panel, backLink, runningNote, deviceCell, baselineNote, speedupCell, isBaselineRun,
+  verdictBadge, panel, backLink, runningNote, deviceCell, baselineField, baselineNote, speedupCell,
+  isBaselineRun,
 } from './common.js';
 
 /**
@@ -29,23 +30,10 @@ export function buildCompare(data, app) {
     el('h2', {class: 'dc-run-title', text: 'Comparing ' + runs.length + ' runs'}),
   ]);
   if (runs.length >= 2) {
-    const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
-    if (baseline === null) {
-      select.appendChild(el('option', {
-        text: rows.length ? 'each model\u2019s CPU run' : 'none', attrs: {value: '', selected: true},
-      }));
-    }
-    for (const run of runs) {
-      const name = String(run.run);
-      const option = el('option', {text: name, attrs: {value: name}});
-      if (name === baseline) option.selected = true;
-      select.appendChild(option);
-    }
-    select.addEventListener('change', () => {
-      app.navigate({view: 'compare', runs: runs.map((r) => String(r.run)), baseline: select.value || null});
-    });
+    const names = runs.map((r) => String(r.run));
     head.appendChild(el('span', {class: 'dc-spacer'}));
-    head.appendChild(el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]));
+    head.appendChild(baselineField(names, baseline, rows.length ? 'each model\u2019s CPU run' : 'none',
+      (chosen) => app.navigate({view: 'compare', runs: names, baseline: chosen})));
   }
   root.appendChild(head);
 
@@ -171,7 +159,7 @@ function componentTable(runs, rowByName, baseline) {
     ]),
     el('tr', {}, [...COMPONENTS, ...COMPONENTS].map((c) =>
       el('th', {class: 'dc-num dc-sub'}, [
-        el('span', {class: 'dc-swatch dc-swatch-box', attrs: {style: 'background:' + c.color}}),
+        swatch(c.color),
         c.label,
       ]))),
   ]));

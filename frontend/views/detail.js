@@ -4,7 +4,7 @@
 import {el, safeHref, runName} from './dom.js';
 import {fmtMs, fmtMsUnit, fmtShare, fmtCount, fmtBytes, isNum, DASH} from '../format.js';
 import {
-  stepChart, componentLegend, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR, TRACE_COLOR,
+  stepChart, componentLegend, swatch, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR, TRACE_COLOR,
 } from './charts.js';
 import {
   verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK, stepDevices,
@@ -195,7 +195,7 @@ function percentileTable(run) {
     ])]),
     el('tbody', {}, rows.map((row) => el('tr', {attrs: {'data-component': row.label}}, [
       el('th', {class: 'dc-row-head'}, [
-        row.color ? el('span', {class: 'dc-swatch dc-swatch-box', attrs: {style: 'background:' + row.color}}) : null,
+        row.color ? swatch(row.color) : null,
         row.label,
       ]),
       ...keys.map((k) => el('td', {class: 'dc-num', text: fmtMs(row.stats ? row.stats[k] : null)})),
@@ -520,7 +520,7 @@ function digestTable(w) {
       attrs: {'data-row': row.key},
     }, [
       el('th', {class: 'dc-row-head', title: row.title || ''}, [
-        row.color ? el('span', {class: 'dc-swatch dc-swatch-box', attrs: {style: 'background:' + row.color}}) : null,
+        row.color ? swatch(row.color) : null,
         row.label,
       ]),
       el('td', {class: 'dc-num dc-trace-value', text: row.trace}),

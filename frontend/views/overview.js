@@ -6,7 +6,7 @@ import {fmtMs, fmtCount, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
-  skippedList, profileOnlyList, deviceCell, baselineNote, speedupCell,
+  skippedList, profileOnlyList, deviceCell, baselineField, baselineNote, speedupCell,
 } from './common.js';
 
 /**
@@ -50,22 +50,9 @@ export function buildOverview(data, app) {
   // Toolbar: baseline, compare, legend.
   const toolbar = el('div', {class: 'dc-toolbar'});
   if (runs.length >= 2) {
-    const select = el('select', {class: 'dc-baseline', attrs: {'aria-label': 'Baseline run'}});
-    if (baseline === null) {
-      select.appendChild(el('option', {
-        text: comparison ? 'each model\u2019s CPU run' : 'none', attrs: {value: '', selected: true},
-      }));
-    }
-    for (const r of runs) {
-      const name = String(r.run);
-      const option = el('option', {text: name, attrs: {value: name}});
-      if (name === baseline) option.selected = true;
-      select.appendChild(option);
-    }
-    select.addEventListener('change', () => {
-      app.navigate({view: 'overview', baseline: select.value || null});
-    });
-    toolbar.appendChild(el('label', {class: 'dc-field'}, [el('span', {text: 'Baseline'}), select]));
+    toolbar.appendChild(baselineField(runs.map((r) => String(r.run)), baseline,
+      comparison ? 'each model\u2019s CPU run' : 'none',
+      (chosen) => app.navigate({view: 'overview', baseline: chosen})));
   }
   const compareButton = el('button', {
     class: 'dc-button dc-button-primary dc-compare-button', attrs: {type: 'button'},
