@@ -1,9 +1,9 @@
 """How every figure is written: one rule for the report, the findings and the tab.
 
 `tb_devicecost.analysis` writes its findings and explanations with these
-functions, `tb-devicecost report` its tables, and the Device Cost tab's
-JavaScript (`frontend/views/dom.js`) mirrors them exactly, so one number
-reads the same wherever it is shown. The rule, precisely:
+functions, `tb_devicecost.renderers` the report's tables, and the Device
+Cost tab's JavaScript (`frontend/format.js`) mirrors them exactly, so one
+number reads the same wherever it is shown. The rule, precisely:
 
 Rounding. "Half away from zero on the exact binary value": a number is
 rounded as the float it is (0.0625 is exactly 1/16, so it is a tie and

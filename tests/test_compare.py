@@ -255,3 +255,17 @@ def test_each_model_is_compared_with_its_own_cpu_run(helpers):
     assert comparison["baseline"] is None
     assert comparison["baselines"] == ["small_work/batch10-cpu0/train",
                                        "small_work/batch512-cpu0/train"]
+
+
+def test_an_unknown_batch_size_reads_as_the_missing_value(helpers):
+    # Samples were counted but no batch size was recorded (e.g. ragged batches).
+    aggregate = helpers.make_aggregate(0.0, 1.0, 0.0, batch_size=None)
+    aggregate.update(samples=100 * 32, batch_size={})
+    unknown = analysis.analyze_run(helpers.make_record("a/train", aggregate=aggregate))
+    known = helpers.run(0.0, 1.5, 0.0, name="b/train", batch_size=64)
+    assert unknown["batch_size"] is None and unknown["samples_per_step"] == 32
+    rows = analysis.compare_runs([unknown, known], baseline="b/train")["rows"]
+    row = {row["run"]: row for row in rows}["a/train"]
+    assert row["basis"] == "samples_per_s"
+    assert f"batch {formatting.MISSING} against 64" in row["explanation"]
+    assert "?" not in row["explanation"]

@@ -19,7 +19,6 @@ only those before it):
 
 from tb_devicecost.analysis.compare import compare_runs
 from tb_devicecost.analysis.compare import default_baseline
-from tb_devicecost.analysis.record import COMPONENTS
 from tb_devicecost.analysis.record import WALL_PARTS
 from tb_devicecost.analysis.report import REPORT_SCHEMA
 from tb_devicecost.analysis.report import analyze_run
@@ -27,6 +26,7 @@ from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.verdicts import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
+from tb_devicecost.vocabulary import COMPONENTS
 
 # Figures in findings are written by `tb_devicecost.formatting`; these two
 # names stay here for callers that import them from the analysis.

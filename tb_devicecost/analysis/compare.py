@@ -11,13 +11,14 @@ gives. `docs/VERDICTS.md` ("Comparing runs") documents the rules.
 
 import re
 
+from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record
 from tb_devicecost.analysis import verdicts
+from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_speedup
 
-COMPONENTS = record.COMPONENTS
 # Speedups within this distance of 1 read "as fast as".
 SAME_SPEED = 0.05
 # Components that differ by less than both of these are "the same".
@@ -211,8 +212,16 @@ def compare_runs(results, baseline=None):
     }
 
 
+def _means(result):
+    """Each component's mean per step (ms)."""
+    return {
+        name: result[vocabulary.component_column(name)]["mean"]
+        for name in vocabulary.COMPONENTS
+    }
+
+
 def _per_sample(result, name):
-    mean = result[f"{name}_ms"]["mean"]
+    mean = result[vocabulary.component_column(name)]["mean"]
     samples = result["samples_per_step"]
     if mean is None or not samples:
         return None
@@ -239,10 +248,9 @@ def _compare(run, base):
         basis, speedup = "step_time", speedup_step
     else:
         basis, speedup = "samples_per_s", speedup_rate
-    per_step = {name: run[f"{name}_ms"]["mean"] for name in COMPONENTS}
-    base_per_step = {name: base[f"{name}_ms"]["mean"] for name in COMPONENTS}
-    per_1000 = {name: _per_sample(run, name) for name in COMPONENTS}
-    base_per_1000 = {name: _per_sample(base, name) for name in COMPONENTS}
+    per_step, base_per_step = _means(run), _means(base)
+    per_1000 = {name: _per_sample(run, name) for name in vocabulary.COMPONENTS}
+    base_per_1000 = {name: _per_sample(base, name) for name in vocabulary.COMPONENTS}
     row = {
         "run": run["run"],
         "against": base["run"],
@@ -279,7 +287,7 @@ def _deltas(values, base_values):
             if values[name] is not None and base_values[name] is not None
             else None
         )
-        for name in COMPONENTS
+        for name in vocabulary.COMPONENTS
     }
 
 
@@ -297,7 +305,7 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         detail = (
             f"{fmt_count(row['samples_per_s'])} against "
             f"{fmt_count(base['samples_per_s'])} samples/s in steady state; batch "
-            f"{run['batch_size'] or '?'} against {base['batch_size'] or '?'}, "
+            f"{run['batch_size'] or MISSING} against {base['batch_size'] or MISSING}, "
             "so compared per sample, not per step"
         )
     else:
@@ -314,13 +322,16 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     else:
         head = f"{name} is {fmt_speedup(speedup)} as fast as {base_name} ({detail})"
 
-    known = [c for c in COMPONENTS if values[c] is not None and base_values[c] is not None]
+    known = [
+        c for c in vocabulary.COMPONENTS
+        if values[c] is not None and base_values[c] is not None
+    ]
     if not known:
         return head + "."
     slower = speedup < 1.0
     ranked = sorted(known, key=lambda c: abs(values[c] - base_values[c]), reverse=True)
     different = [c for c in ranked if not _same(values[c], base_values[c])]
-    same = [c for c in COMPONENTS if c in known and c not in different]
+    same = [c for c in vocabulary.COMPONENTS if c in known and c not in different]
     clauses = []
     batch_note = ""
     if row["basis"] == "step_time" and run["batch_size"]:

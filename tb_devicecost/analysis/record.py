@@ -22,7 +22,6 @@ import numpy as np
 
 from tb_devicecost import vocabulary
 
-COMPONENTS = vocabulary.COMPONENTS
 # The parts of a fit's wall time besides its total (`wall_ms`).
 WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
 # Roles of a run, from the last part of its name: `fit` writes `train` and
@@ -162,7 +161,7 @@ class Retraces:
 
 
 def _empty_stats():
-    return {name: Stats() for name in COMPONENTS + ("step",)}
+    return {name: Stats() for name in vocabulary.COMPONENTS + ("step",)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,7 +395,7 @@ def _numbers_from_aggregate(aggregate, problems):
         return None
     stats = {
         name: _component_stats(components.get(name))
-        for name in COMPONENTS + ("step",)
+        for name in vocabulary.COMPONENTS + ("step",)
     }
     invalid = [
         name
@@ -478,7 +477,7 @@ def _numbers_from_series(series, problems):
         return None
     columns = {
         name: _series_array(series, vocabulary.component_column(name), len(steps))
-        for name in COMPONENTS
+        for name in vocabulary.COMPONENTS
     }
     batch = _series_array(series, vocabulary.BATCH_SIZE, len(steps))
     valid = np.isfinite(steps) & (steps >= 0)
@@ -683,7 +682,7 @@ def _trace_window(window):
             vocabulary.component_column(name): _mean_of(
                 recorded, vocabulary.component_column(name)
             )
-            for name in COMPONENTS
+            for name in vocabulary.COMPONENTS
         },
         steps=steps,
         device_busy_fraction=busy,

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import verdicts
@@ -22,7 +23,6 @@ from tb_devicecost.formatting import fmt_share
 # reader of the report would misread it. Not the event files' format
 # version, which is `metadata.SCHEMA_VERSION`.
 REPORT_SCHEMA = 1
-COMPONENTS = record_module.COMPONENTS
 WALL_PARTS = record_module.WALL_PARTS
 
 # Our data wait and the trace's input wait for the same steps disagree when
@@ -70,10 +70,11 @@ def analyze_run(record):
     if samples_per_s is None and samples_per_step and step_mean:
         samples_per_s = samples_per_step / (step_mean / 1e3)
 
-    sums = {name: stats[name].sum or 0.0 for name in COMPONENTS}
+    sums = {name: stats[name].sum or 0.0 for name in vocabulary.COMPONENTS}
     total = sum(sums.values())
     shares = {
-        name: (sums[name] / total if total > 0 else None) for name in COMPONENTS
+        name: (sums[name] / total if total > 0 else None)
+        for name in vocabulary.COMPONENTS
     }
     steady_wall_ms = stats["step"].sum or 0.0
     warmup_ms = numbers.warmup_ms
