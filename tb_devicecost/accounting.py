@@ -212,7 +212,9 @@ class StepAccounting:
         excluded, self._excluded = self._excluded, 0.0
         data_wait = fetched - start
         compute = 0.0 if computed is None else computed - compute_started
-        host = max(0.0, now - start - data_wait - compute - excluded)
+        host = max(0.0, now - start - data_wait - compute)
+        excluded = min(excluded, host)
+        host -= excluded
         self.add_step(start, data_wait, compute, host, batch_size, steps, excluded)
 
     def add_step(self, start, data_wait, compute, host, batch_size=None, steps=1, excluded=0.0):

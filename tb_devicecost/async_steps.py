@@ -85,7 +85,11 @@ class AsyncSteps:
             done = max(done, previous)
             compute = done - max(fetched, previous)
             data_wait = max(0.0, fetched - max(start, previous))
-            host = max(0.0, done - previous - compute - data_wait - excluded)
+            # Our own measurements are left out of the host time they ran in,
+            # as far as they overlapped it (the device may have been busy).
+            host = max(0.0, done - previous - compute - data_wait)
+            excluded = min(excluded, host)
+            host -= excluded
             self._previous = done
             self.accounting.add_step(
                 previous, data_wait, compute, host, batch_size, steps, excluded
