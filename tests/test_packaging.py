@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(REPO, "README.md")
 FRONTEND = os.path.join(REPO, "frontend")
 
 
@@ -145,3 +146,117 @@ def test_an_editable_install_serves_the_checkouts_frontend(clean_copy, tmp_path)
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.strip() == os.path.realpath(clean_copy / "frontend" / "views" / "dom.js")
+
+
+def _readme_outside_the_tour():
+    """The README without its generated tour (regenerated from a demo run)."""
+    with open(README, encoding="utf-8") as readme:
+        text = readme.read()
+    return re.sub(r"<!-- tour:start -->.*?<!-- tour:end -->", "", text, flags=re.DOTALL)
+
+
+def _pip_installs(text):
+    """The targets of the `pip install` commands in `text`, in order."""
+    return [
+        match.group(1).strip("\"'")
+        for match in re.finditer(r"pip install (?:-e )?(\"[^\"]+\"|'[^']+'|\S+)", text)
+    ]
+
+
+def _extras(target):
+    match = re.search(r"\[([^\]]*)\]", target)
+    return {name.strip() for name in match.group(1).split(",")} if match else set()
+
+
+def _normalise(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _wheel_metadata(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        return archive.read(name).decode()
+
+
+def _requirements_by_extra(wheel):
+    """`{extra: {distribution name}}` from the wheel's metadata."""
+    by_extra = {}
+    for line in _wheel_metadata(wheel).splitlines():
+        match = re.match(r"Requires-Dist: ([A-Za-z0-9._-]+).*extra == ['\"]([^'\"]+)['\"]", line)
+        if match:
+            by_extra.setdefault(match.group(2), set()).add(_normalise(match.group(1)))
+    return by_extra
+
+
+def test_readme_installs_from_a_clone_until_the_package_is_published(built_wheel):
+    """The package is not on PyPI: the first install command a reader meets
+    installs the checkout, with extras the package has, and the index form
+    is only offered for when it is published."""
+    wheel, _ = built_wheel
+    text = _readme_outside_the_tour()
+    installs = _pip_installs(text)
+    assert installs, "the README says nowhere how to install"
+    first = installs[0]
+    assert first.startswith((".", "/")), f"the first install command installs {first!r}, not the clone"
+    provided = set(re.findall(r"^Provides-Extra: (\S+)", _wheel_metadata(wheel), flags=re.MULTILINE))
+    for target in installs:
+        assert _extras(target) <= provided, (target, provided)
+    assert "git clone" in text.split(first)[0], "no clone before installing from it"
+    for paragraph in text.split("\n\n"):
+        if re.search(r"pip install [\"']?tb-devicecost", paragraph):
+            assert "published" in paragraph, paragraph
+
+
+def test_the_extra_the_readme_names_for_traces_installs_the_profile_tab(built_wheel):
+    """The Profile tab that traces open in is a TensorBoard plugin of another
+    distribution: the install command of the README's profiler section must
+    pull it in."""
+    from importlib import metadata
+
+    providers = {
+        _normalise(distribution.metadata["Name"])
+        for distribution in metadata.distributions()
+        for entry_point in distribution.entry_points
+        if entry_point.group == "tensorboard_plugins" and entry_point.name == "profile"
+    }
+    if not providers:
+        pytest.skip("no distribution providing TensorBoard's Profile tab is installed here")
+    wheel, _ = built_wheel
+    by_extra = _requirements_by_extra(wheel)
+    text = _readme_outside_the_tour()
+    section = re.search(r"^## [^\n]*profiler.*?(?=^## )", text, flags=re.MULTILINE | re.DOTALL | re.IGNORECASE)
+    assert section, "the README has no section on the profiler"
+    pulled = set()
+    for target in _pip_installs(section.group(0)):
+        for extra in _extras(target):
+            pulled |= by_extra.get(extra, set())
+    assert providers & pulled, (providers, by_extra)
+
+
+def test_ci_runs_make_test_and_make_test_fails_when_no_test_ran(tmp_path):
+    """`.ci/run` is `make test`, and `make test` fails when pytest collects
+    nothing (pytest's exit code 5), rather than passing with no test run."""
+    make = shutil.which("make")
+    venv_python = os.path.join(REPO, ".venv", "bin", "python")
+    if make is None or not os.path.exists(venv_python):
+        pytest.skip("needs make and the repository's .venv")
+    # A `make` that records how CI calls it.
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "make").write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "make-args"}\n')
+    (shim / "make").chmod(0o755)
+    completed = subprocess.run(
+        [os.path.join(REPO, ".ci", "run")],
+        env=dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}"),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "make-args").read_text().split() == ["test"]
+    # The real target, its setup taken as done (-o: never remade).
+    completed = subprocess.run(
+        [make, "-o", ".venv/bin/python", "-o", ".venv/.installed", "-o", ".venv/.installed-test",
+         "test", "ARGS=tests/test_packaging.py -k no_test_is_called_this -p no:cacheprovider"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode != 0, completed.stdout[-2000:]
+    assert "no test" in (completed.stdout + completed.stderr)
