@@ -1,4 +1,4 @@
-"""`python -m demo`: the seeds' scenarios, measured, then the Device Cost tab.
+"""`python -m demo`: why a GPU can be slower than a CPU, measured, then the tab.
 
 Runs each scenario on every visible device (`/CPU:0` always, each GPU when
 present) with `DeviceCostCallback`, prints the report, then starts
@@ -6,15 +6,13 @@ TensorBoard on 127.0.0.1 and prints the URL of the tab. Ctrl-C stops it.
 """
 
 import argparse
-import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
+
+from tb_devicecost import serve as tb_serve
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -57,7 +55,8 @@ def parse_args(argv):
     names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord"]
     parser = argparse.ArgumentParser(
         prog="python -m demo",
-        description="Reproduce the seeds' 'slower on GPU' scenarios with tb-devicecost.",
+        description="Train small models for each reason commonly given for a GPU "
+        "being slower than a CPU, measure them with tb-devicecost, and open the Device Cost tab.",
     )
     parser.add_argument("--logdir", default="runs", help="where runs are written (default: runs)")
     parser.add_argument(
@@ -65,7 +64,9 @@ def parse_args(argv):
         default=",".join(names),
         help=f"comma-separated subset of: {', '.join(names)} (default: all)",
     )
-    parser.add_argument("--quick", action="store_true", help="smaller runs (about a minute)")
+    parser.add_argument(
+        "--quick", action="store_true", help="shorter fits that reach the same verdicts, in about half the time"
+    )
     parser.add_argument("--no-serve", action="store_true", help="do not start TensorBoard")
     parser.add_argument("--port", type=int, default=6006, help="first port to try (default: 6006)")
     args = parser.parse_args(argv)
@@ -77,54 +78,36 @@ def parse_args(argv):
     return args
 
 
-def free_port(first):
-    for port in range(first, first + 100):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise SystemExit(f"No free port in {first}-{first + 99}; pass --port.")
+def _run_count(logdir):
+    """How many runs (folders holding event files) are under `logdir`."""
+    return sum(
+        any("tfevents" in name for name in files) for _, _, files in os.walk(logdir)
+    )
 
 
 def start_tensorboard(logdir, port):
-    """Starts TensorBoard on 127.0.0.1 and waits until the tab has data.
+    """Starts TensorBoard on 127.0.0.1 and waits until the tab lists every run.
 
     Returns `(process, base_url)`. TensorBoard loads runs in the background,
-    and an empty tab would be a poor first sight.
+    and an empty or half-filled tab would be a poor first sight. The process
+    is stopped when this one exits, however it exits.
     """
-    port = free_port(port)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    try:
+        process, base = tb_serve.start_tensorboard(
+            logdir, port, expected_runs=max(1, _run_count(logdir))
+        )
+    except OSError as error:  # No free port.
+        raise SystemExit(f"{error} Pass --port.")
+    except RuntimeError as error:
+        raise SystemExit(f"{error}\nRun it yourself: tensorboard --logdir {logdir}")
     _children.append(process)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=10) as response:
-                if json.load(response)["runs"]:
-                    return process, base
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.5)
-    stop_tensorboard(process)
-    raise SystemExit(f"TensorBoard did not serve the runs; run it yourself: tensorboard --logdir {logdir}")
+    return process, base
 
 
 def stop_tensorboard(process):
     if process in _children:
         _children.remove(process)
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    tb_serve.stop_tensorboard(process)
 
 
 def serve(logdir, port):
@@ -161,13 +144,14 @@ def _main(args):
 
     devices = ["/CPU:0"] + [device.name.replace("/device:", "/") for device in tf.config.list_logical_devices("GPU")]
     print(f"Devices: {', '.join(devices)}")
+    started = time.monotonic()
     for index, name in enumerate(args.scenarios, start=1):
         # Re-running replaces this scenario's runs instead of mixing with them.
         shutil.rmtree(os.path.join(args.logdir, name), ignore_errors=True)
         for device in devices:
             print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {scenarios.SCENARIOS[name].__doc__}", flush=True)
             scenarios.SCENARIOS[name](args.logdir, device, args.quick)
-    print()
+    print(f"\nTrained the {'quick' if args.quick else 'full'} scenarios in {time.monotonic() - started:.0f} s.\n")
     status = cli.main(["report", args.logdir])
     if args.no_serve:
         return status

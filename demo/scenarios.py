@@ -1,18 +1,40 @@
-"""The seeds' scenarios: each reason a GPU can be slower than a CPU, as a fit.
+"""Each reason commonly given for a GPU training slower than a CPU, as a fit.
 
 Every scenario is a function `(logdir, device, quick) -> None` that trains
 small real models with `DeviceCostCallback`, one run per variant, into
 `<logdir>/<scenario>/<variant>-<device>`.
+
+`quick` shortens every fit, never below about three times its warm-up (the
+first step: tracing, graph optimisation): shorter than that, warm-up would
+dominate runs whose story is something else, and the quick demo would tell a
+different story from the full one. So each variant gets as many steps as its
+own step time allows, the slow ones fewer.
 """
 
 import os
-import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 import tb_devicecost
+
+# What each run shows on a CPU: its verdict, the story's point. The verdicts
+# are far from every threshold (warm-up far from half of a fit, input wait
+# far from a fifth of a step), so they hold on a busy machine, in the quick
+# demo as in the full one.
+EXPECTED_VERDICTS = {
+    "small_work/batch10": "compute_bound",
+    "small_work/batch1024": "compute_bound",
+    "input_pipeline/naive": "input_bound",
+    "input_pipeline/parallel_cache_prefetch": "input_bound",
+    "input_pipeline/tf_ops": "compute_bound",
+    "input_pipeline/augment_in_model": "compute_bound",
+    "warmup/short": "warmup_dominated",
+    "warmup/long": "compute_bound",
+    "placement/pinned_layer": "compute_bound",
+    "tfrecord/parallel_prefetch": "compute_bound",
+}
 
 
 def run_dir(logdir, scenario, variant, device):
@@ -32,7 +54,7 @@ def _fit(model, dataset, directory, device, epochs=1, verbose=1, **kwargs):
 
 
 def _mlp():
-    """The seeds' MLP: 100 -> 128 -> 10."""
+    """A small MLP, the usual example of these answers: 100 -> 128 -> 10."""
     model = keras.Sequential(
         [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
     )
@@ -47,14 +69,19 @@ def _tabular(samples):
 
 def small_work(logdir, device, quick):
     """Too little work per step: the same MLP at batch 10 and at batch 1024."""
-    samples = 20_000 if quick else 60_000
-    x, y = _tabular(samples)
-    for batch_size in (10, 1024):
-        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size).cache().prefetch(tf.data.AUTOTUNE)
-        epochs = 1 if batch_size == 10 else 5
+    x, y = _tabular(20_480 if quick else 51_200)
+    # Passes over the data, in one epoch: batch 1024 has few steps per pass.
+    for batch_size, passes in ((10, 1), (1024, 30)):
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .batch(batch_size)
+            .cache()
+            .repeat(passes)
+            .prefetch(tf.data.AUTOTUNE)
+        )
         with tf.device(device):
             model = _mlp()
-        _fit(model, dataset, run_dir(logdir, "small_work", f"batch{batch_size}", device), device, epochs=epochs)
+        _fit(model, dataset, run_dir(logdir, "small_work", f"batch{batch_size}", device), device)
 
 
 def _images(samples):
@@ -78,9 +105,13 @@ def _conv_model(augment_in_model=False):
 
 
 def _python_augment(image):
-    # Per-element Python work, as in the seeds: decode and augment in NumPy.
-    image = image.numpy().astype(np.float32) / 255.0
-    time.sleep(0.0002)  # stands in for decoding a JPEG in Python
+    # Per-element work in pure Python, as decoding and augmenting in Python
+    # is: it holds the GIL, so no other thread runs Python meanwhile and
+    # parallel calls cannot share the work.
+    raw = image.numpy().tobytes()
+    for _ in range(3):  # stands in for decoding a JPEG in Python
+        raw = bytes([byte ^ 0x5A for byte in raw])
+    image = np.frombuffer(raw, np.uint8).reshape(image.shape).astype(np.float32) / 255.0
     return image[:, ::-1, :] if np.random.rand() < 0.5 else image
 
 
@@ -94,31 +125,40 @@ def input_pipeline(logdir, device, quick):
     """A CPU-bound input pipeline and three ways to fix it.
 
     `naive` decodes and augments each element in Python (`tf.py_function`),
-    serially, with no prefetch. `parallel_cache_prefetch` is the seeds' fix:
+    serially, with no prefetch. `parallel_cache_prefetch` is the usual fix:
     `num_parallel_calls=AUTOTUNE`, `cache()`, `prefetch(AUTOTUNE)`; the
-    Python work still holds the GIL, so parallel calls help little and only
-    the cache (from the second epoch) does. `tf_ops` does the work in
+    Python work holds the GIL, so parallel calls do not help and only the
+    cache (from the second epoch) does. `tf_ops` does the work in
     TensorFlow ops, `augment_in_model` in preprocessing layers.
     """
-    samples = 1_600 if quick else 4_800
-    images, labels = _images(samples)
+    # Batches per epoch: the slow pipelines need fewer steps for a steady state.
+    batches = {"naive": 16, "parallel_cache_prefetch": 32, "tf_ops": 100, "augment_in_model": 100}
+    scale = 1 if quick else 2
+    images, labels = _images(64 * scale * max(batches.values()))
 
     def py_augment(image, label):
         result = tf.py_function(_python_augment, [image], tf.float32)
         result.set_shape((32, 32, 3))
         return result, label
 
-    base = tf.data.Dataset.from_tensor_slices((images, labels))
+    def base(variant):
+        samples = 64 * scale * batches[variant]
+        return tf.data.Dataset.from_tensor_slices((images[:samples], labels[:samples]))
+
     autotune = tf.data.AUTOTUNE
     variants = (
-        ("naive", base.map(py_augment).batch(64), False),
+        ("naive", base("naive").map(py_augment).batch(64), False),
         (
             "parallel_cache_prefetch",
-            base.map(py_augment, num_parallel_calls=autotune).cache().batch(64).prefetch(autotune),
+            base("parallel_cache_prefetch")
+            .map(py_augment, num_parallel_calls=autotune)
+            .cache()
+            .batch(64)
+            .prefetch(autotune),
             False,
         ),
-        ("tf_ops", base.batch(64).map(_tf_augment, num_parallel_calls=autotune).prefetch(autotune), False),
-        ("augment_in_model", base.batch(64).prefetch(autotune), True),
+        ("tf_ops", base("tf_ops").batch(64).map(_tf_augment, num_parallel_calls=autotune).prefetch(autotune), False),
+        ("augment_in_model", base("augment_in_model").batch(64).prefetch(autotune), True),
     )
     for variant, dataset, augment_in_model in variants:
         with tf.device(device):
@@ -128,7 +168,7 @@ def input_pipeline(logdir, device, quick):
 
 def warmup(logdir, device, quick):
     """A short fit where tracing and compilation dominate, against a long one."""
-    x, y = _tabular(40_000 if quick else 120_000)
+    x, y = _tabular(64_000 if quick else 160_000)
     for variant, samples in (("short", 320), ("long", len(x))):
         dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
         with tf.device(device):
@@ -156,7 +196,7 @@ def placement(logdir, device, quick):
     pinned = "/CPU:0" if gpus else (cpus[1].name if len(cpus) > 1 else cpus[0].name)
     if not gpus and device != "/CPU:0":
         return
-    x, y = _tabular(20_000 if quick else 60_000)
+    x, y = _tabular(51_200 if quick else 128_000)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).cache().prefetch(tf.data.AUTOTUNE)
     with tf.device(device):
         model = keras.Sequential(
@@ -167,30 +207,37 @@ def placement(logdir, device, quick):
     _fit(model, dataset, run_dir(logdir, "placement", "pinned_layer", device), device, epochs=2)
 
 
-def tfrecord(logdir, device, quick):
-    """Seed 004's TFRecord pipeline, done right: parallel reads and parse, cache, prefetch."""
-    samples = 2_000 if quick else 8_000
-    images, labels = _images(samples)
-    directory = os.path.join(logdir, "tfrecord", "_data")
+def _write_tfrecords(directory, images, labels, shards=4):
+    """PNG-encoded images and their labels as `tf.train.Example`s."""
     os.makedirs(directory, exist_ok=True)
-    shards = []
-    for shard in range(4):
-        path = os.path.join(directory, f"images-{shard}.tfrecord")
-        with tf.io.TFRecordWriter(path) as writer:
-            for index in range(shard, samples, 4):
-                example = tf.train.Example(
-                    features=tf.train.Features(
-                        feature={
-                            "image": tf.train.Feature(
-                                bytes_list=tf.train.BytesList(value=[tf.io.encode_png(images[index]).numpy()])
-                            ),
-                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[labels[index]])),
-                        }
-                    )
+    encoded = (
+        tf.data.Dataset.from_tensor_slices(images)
+        .map(tf.io.encode_png, num_parallel_calls=tf.data.AUTOTUNE)
+        .as_numpy_iterator()
+    )
+    paths = [os.path.join(directory, f"images-{shard}.tfrecord") for shard in range(shards)]
+    writers = [tf.io.TFRecordWriter(path) for path in paths]
+    try:
+        for index, png in enumerate(encoded):
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[labels[index]])),
+                    }
                 )
-                writer.write(example.SerializeToString())
-        shards.append(path)
+            )
+            writers[index % shards].write(example.SerializeToString())
+    finally:
+        for writer in writers:
+            writer.close()
+    return paths
 
+
+def tfrecord(logdir, device, quick):
+    """A TFRecord pipeline done right: parallel reads and parse, cache, prefetch."""
+    images, labels = _images(6_400 if quick else 16_000)
+    shards = _write_tfrecords(os.path.join(logdir, "tfrecord", "_data"), images, labels)
     features = {
         "image": tf.io.FixedLenFeature([], tf.string),
         "label": tf.io.FixedLenFeature([], tf.int64),

@@ -1,7 +1,7 @@
 """`python -m demo.tour`: the README's tour, written from a demo's own runs.
 
 Reads the runs of `python -m demo` through the same analysis as the tab and
-the report, and writes, per scenario, what the seeds claimed, what the tab
+the report, and writes, per scenario, what a common answer says, what the tab
 shows (a screenshot of it), the verdict and the fix, and the before/after
 figures. Every figure comes from the runs; nothing is typed by hand.
 
@@ -25,9 +25,9 @@ SECTIONS = [
         "scenario": "small_work",
         "finding": 'small_batch',
         "title": "Too little work per step",
-        "claim": "Seeds 003 and 002: for a small model the fixed cost of a step "
-        "(kernel launches, transfers, the Python loop) outweighs the arithmetic, "
-        "so the GPU cannot pay off.",
+        "claim": "For a small model the fixed cost of a step (kernel launches, "
+        "transfers, the Python loop) outweighs the arithmetic, so the GPU cannot "
+        "pay off.",
         "variants": ["batch10", "batch1024"],
         "screenshot": ("compare", ["batch10", "batch1024"]),
     },
@@ -35,7 +35,7 @@ SECTIONS = [
         "scenario": "input_pipeline",
         "finding": 'input_bound',
         "title": "A CPU-bound input pipeline",
-        "claim": "Seed 004: decoding and augmenting in Python on the CPU starves the "
+        "claim": "Decoding and augmenting in Python on the CPU starves the "
         "accelerator; `num_parallel_calls=AUTOTUNE`, `prefetch` and `cache()` fix it.",
         "variants": ["naive", "parallel_cache_prefetch", "tf_ops", "augment_in_model"],
         "screenshot": ("compare", ["naive", "parallel_cache_prefetch", "tf_ops", "augment_in_model"]),
@@ -44,8 +44,8 @@ SECTIONS = [
         "scenario": "warmup",
         "finding": 'warmup_dominated',
         "title": "Warm-up",
-        "claim": "Seed 002: graph construction, kernel compilation and memory "
-        "allocation make the first steps slow, so short runs look slow on the GPU.",
+        "claim": "Graph construction, kernel compilation and memory allocation "
+        "make the first steps slow, so short runs look slow on the GPU.",
         "variants": ["short", "long"],
         "screenshot": ("detail", "short"),
     },
@@ -53,8 +53,8 @@ SECTIONS = [
         "scenario": "placement",
         "finding": 'cross_device_copies',
         "title": "Op placement",
-        "claim": "Seed 001: some operations land on the CPU while the model is on "
-        "the GPU, and every step copies data between the two.",
+        "claim": "Some operations land on the CPU while the model is on the GPU, "
+        "and every step copies data between the two.",
         "variants": ["pinned_layer"],
         "screenshot": ("detail", "pinned_layer"),
     },
@@ -62,9 +62,9 @@ SECTIONS = [
         "scenario": "tfrecord",
         "finding": None,
         "title": "A TFRecord pipeline done right",
-        "claim": "Seed 004's third example: read TFRecords with parallel interleave, "
-        "parse in TensorFlow ops with `num_parallel_calls`, and prefetch (here "
-        "also `cache()` the decoded images, which fit in memory).",
+        "claim": "Read TFRecords with parallel interleave, parse them in "
+        "TensorFlow ops with `num_parallel_calls`, and prefetch (here also "
+        "`cache()` the decoded images, which fit in memory).",
         "variants": ["parallel_prefetch"],
         "screenshot": ("detail", "parallel_prefetch"),
     },
@@ -134,21 +134,21 @@ def _observation(section, runs):
             "Most of a small step is its fixed cost."
         )
     if name == "input_pipeline":
-        naive, seeds_fix, tf_ops, in_model = runs
+        naive, usual_fix, tf_ops, in_model = runs
         return (
             f"The Python pipeline keeps each step waiting {_pct(naive['shares']['data_wait'])} of "
-            f"its time ({_ms(naive['data_wait_ms']['mean'])} ms). The seeds' fix (parallel calls, "
-            f"cache, prefetch) cuts that to {_pct(seeds_fix['shares']['data_wait'])}: Python work "
-            "holds the GIL, so parallel calls barely help and only the cache (from the second "
-            f"epoch) does. The same work in TensorFlow ops waits {_pct(tf_ops['shares']['data_wait'])}, "
+            f"its time ({_ms(naive['data_wait_ms']['mean'])} ms). The usual fix (parallel calls, "
+            f"cache, prefetch) cuts that to {_pct(usual_fix['shares']['data_wait'])}: Python work "
+            "holds the GIL, so parallel calls do not help; only the cache does, from the second "
+            f"epoch on. The same work in TensorFlow ops waits {_pct(tf_ops['shares']['data_wait'])}, "
             f"and in the model's preprocessing layers {_pct(in_model['shares']['data_wait'])}: "
             f"{in_model['samples_per_s'] / naive['samples_per_s']:.0f}× the naive throughput."
         )
     if name == "warmup":
         short, long = runs
         return (
-            f"The short fit spends {_pct(short['warmup_share_of_wall'])} of its wall time in the "
-            f"first step ({_ms(short['warmup_ms'])} ms of tracing and graph optimisation); the "
+            f"The short fit spends {_pct(short['warmup_share_of_wall'])} of its wall time in "
+            f"warm-up ({_ms(short['warmup_ms'])} ms of tracing and graph optimisation); the "
             f"long one {_pct(long['warmup_share_of_wall'])}. Compare devices on the steady "
             "state, never on a short fit's total time."
         )
@@ -183,7 +183,7 @@ def render(report, device="cpu0", images="docs/images"):
         parts += [
             f"### {index}. {section['title']}",
             "",
-            f"**What the seed claimed.** {section['claim']}",
+            f"**What a common answer says.** {section['claim']}",
             "",
             f"**What the tab shows.** {_observation(section, section_runs)}",
             "",
@@ -262,6 +262,9 @@ def main(argv=None):
     parser.add_argument("--images", default="docs/images")
     parser.add_argument("--no-screenshots", action="store_true")
     args = parser.parse_args(argv)
+    from demo.__main__ import own_signals
+
+    own_signals()  # Ctrl-C or `kill` stops the TensorBoard of the screenshots too.
     report = analysis.build_report(reader.read_runs(reader.local_provider(args.logdir)))
     splice(args.readme, render(report, images=args.images))
     if not args.no_screenshots:
