@@ -387,12 +387,16 @@ class Helpers:
                   raw_documents=None):
         """Writes one run's event file with tb-devicecost's own writer.
 
-        `rows`: per-step rows `(step, data_wait, compute, host, batch)`.
+        `rows`: per-step rows `(step, data_wait, compute, host, batch)`,
+        optionally with a sixth column, the warm-up flag; without it, step 0
+        is the warm-up, as the recorder writes a single fit.
         `raw_documents`: `{tag: text}` written as-is (NaN, newer schemas).
         """
         writer = writer_module.SummaryWriter(run_dir)
         if rows is not None:
             rows = np.asarray(rows, dtype=np.float64)
+            if rows.shape[1] == 5:
+                rows = np.hstack([rows, (rows[:, :1] == 0).astype(np.float64)])
             wall = np.full((len(rows), 1), time.time())
             writer.write_steps(np.hstack([rows[:, :1], wall, rows[:, 1:]]))
         step = int(rows[-1, 0]) if rows is not None and len(rows) else 0

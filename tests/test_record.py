@@ -33,6 +33,32 @@ def test_series_fallback_without_aggregate(helpers):
     assert any("sampled step" in problem for problem in result["problems"])
 
 
+def test_series_fallback_takes_the_warmup_steps_as_flagged(helpers):
+    # Two fits: the first warms up over steps 0 and 1, the second at step 30.
+    steps = np.arange(0, 60)
+    compute = np.full(60, 2.0)
+    compute[[0, 1, 30]] = [300.0, 40.0, 250.0]
+    flags = np.zeros(60)
+    flags[[0, 1, 30]] = 1.0
+    series = {"step": steps, "data_wait_ms": np.full(60, 0.5), "compute_ms": compute,
+              "host_overhead_ms": np.full(60, 0.1), "batch_size": np.full(60, 32.0),
+              "warmup": flags}
+    run = record.read_run(helpers.make_record("s/train", series=series))
+    numbers = run.numbers
+    assert numbers.source == "series"
+    assert numbers.warmup_steps == [0, 1, 30]
+    assert numbers.warmup_count == 3
+    assert numbers.warmup_ms == pytest.approx(300.0 + 40.0 + 250.0 + 3 * 0.6)
+    assert numbers.steady_records == 57
+    assert numbers.stats["step"].mean == pytest.approx(2.6)
+    assert not any("step 0 taken" in problem for problem in run.problems)
+    # Without the flag (older runs), step 0 is taken as the only warm-up.
+    del series["warmup"]
+    run = record.read_run(helpers.make_record("s/train", series=series))
+    assert run.numbers.warmup_steps == [0]
+    assert any("step 0 taken as the warm-up" in problem for problem in run.problems)
+
+
 def test_nan_and_negative_values_are_ignored(helpers):
     aggregate = helpers.make_aggregate(1.0, 3.0, 0.2)
     aggregate["components"]["compute"]["sum_ms"] = float("nan")

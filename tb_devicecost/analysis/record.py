@@ -480,6 +480,9 @@ def _numbers_from_series(series, problems):
         for name in vocabulary.COMPONENTS
     }
     batch = _series_array(series, vocabulary.BATCH_SIZE, len(steps))
+    # 1.0 for a warm-up step; absent (NaN here) in runs written before the
+    # flag was.
+    flags = _series_array(series, vocabulary.WARMUP, len(steps))
     valid = np.isfinite(steps) & (steps >= 0)
     for values in columns.values():
         valid &= np.isfinite(values) & (values >= 0)
@@ -491,20 +494,27 @@ def _numbers_from_series(series, problems):
     steps = steps[valid]
     columns = {name: values[valid] for name, values in columns.items()}
     batch = batch[valid]
+    flags = flags[valid]
     if steps.size == 0:
         return None
     order = np.argsort(steps, kind="stable")
     steps = steps[order]
     columns = {name: values[order] for name, values in columns.items()}
     batch = batch[order]
+    flags = flags[order]
     step_ms = sum(columns.values())
-    # The global step starts at 0 with the warm-up step of the first fit.
-    warmup = steps == 0
+    flagged = bool(np.isfinite(flags).all())
+    if flagged:
+        warmup = flags > 0.5
+    else:
+        # Older data: the global step starts at 0 with the warm-up step of
+        # the first fit; later fits' warm-ups cannot be told apart.
+        warmup = steps == 0
     steady = ~warmup
     problems.append(
         f"No readable aggregate: the numbers come from {int(steps.size)} sampled "
         "step(s), so totals are estimates"
-        + (" (step 0 taken as the warm-up)." if warmup.any() else ".")
+        + (" (step 0 taken as the warm-up)." if warmup.any() and not flagged else ".")
     )
     stats = {}
     for name, values in list(columns.items()) + [("step", step_ms)]:
