@@ -1,11 +1,10 @@
 """The verdict and findings of a run: the rules `docs/VERDICTS.md` documents.
 
-Every threshold is a named constant below, in the order the document gives
-them, and `judge` applies them to a run object (the JSON-ready dict that
-`analyze_run` builds): one verdict, the bottleneck that sets the pace, and
-findings, each with an id, a severity, a message quoting the run's own
-numbers (written by `tb_devicecost.formatting`, as the tables are) and a
-fix.
+Every threshold is a named constant below, and `judge` applies them to a
+run object (the JSON-ready dict that `analyze_run` builds): one verdict,
+the bottleneck that sets the pace, and findings, each with an id, a
+severity, a message quoting the run's own numbers (written by
+`tb_devicecost.formatting`, as the tables are) and a fix.
 
 The input and host thresholds are the built-in profiler's (xprof's
 `InputAnalysis`, `op_stats_to_input_pipeline_analysis.cc`), so both tools
@@ -136,6 +135,12 @@ def judge(run):
     The verdict names the dominant bottleneck: only a HIGH input or host
     share makes it `input_bound` or `host_overhead_bound` (the larger share
     when both are high); a moderate one is a finding beside the verdict.
+    `warmup_dominated` replaces the steady-state verdict only in the
+    verdict. The verdict's own finding comes first, the others by severity.
+
+    Args:
+        run: A run object of `analyze_run` before its `verdict`,
+            `steady_verdict` and `findings` are set.
     """
     step = run["step_ms"]["mean"]
     if step is None or not run["steady_steps"]:
