@@ -132,7 +132,7 @@ def input_pipeline(logdir, device, quick):
     TensorFlow ops, `augment_in_model` in preprocessing layers.
     """
     # Batches per epoch: the slow pipelines need fewer steps for a steady state.
-    batches = {"naive": 16, "parallel_cache_prefetch": 32, "tf_ops": 100, "augment_in_model": 100}
+    batches = {"naive": 16, "parallel_cache_prefetch": 40, "tf_ops": 100, "augment_in_model": 100}
     scale = 1 if quick else 2
     images, labels = _images(64 * scale * max(batches.values()))
 
