@@ -4,6 +4,7 @@ VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 PIP := $(VENV_PYTHON) -m pip
 ARGS ?=
+TORCH_VERSION ?= 2.13.0
 
 .PHONY: setup test-setup demo test benchmark clean
 
@@ -18,6 +19,10 @@ $(VENV)/.installed: $(VENV_PYTHON) setup.cfg setup.py pyproject.toml
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install --quiet -e ".[tensorflow,profile,test]"
+	@# The JAX and PyTorch backends are tested on the CPU. torch is pinned to
+	@# the CPU build this machine kind provides; a bare `torch` would fetch
+	@# the newest build with several GB of CUDA packages.
+	$(PIP) install --quiet "torch==$(TORCH_VERSION)" jax
 	@# Browser tests drive Debian's Chromium; Playwright's own download is not reachable.
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
