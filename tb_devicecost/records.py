@@ -1,18 +1,28 @@
-"""TFRecord framing for event files, checksummed a batch at a time.
+"""TFRecord framing for event files.
 
 An event file is a sequence of records: the data's length (uint64), the
 masked CRC-32C of that length, the data, the masked CRC-32C of the data.
 TensorBoard's `EventFileWriter` frames each record with a pure-Python
 CRC-32C (about 13 µs per 120-byte event) in a writer thread that competes
 with the training loop for the GIL: about 25 µs per step in all, 3% of a
-1 ms step. Per-step events all have the same few lengths, so here the
-checksums of a whole batch are computed together with numpy, one byte
-column at a time: about 2 µs per event, written synchronously, no thread.
+1 ms step. Here the checksums come from `google-crc32c` (C, well under
+1 µs per event, and per JSON document), written synchronously, no thread.
+Where that library cannot load, the checksums of a batch of equal-length
+records are computed together with numpy, one byte column at a time (about
+2 µs per event, but milliseconds for one long document).
 """
 
 import struct
 
 import numpy as np
+
+try:
+    import google_crc32c
+
+    _C_CRC32C = google_crc32c.implementation == "c"
+except ImportError:  # pragma: no cover - the fallback is tested directly
+    google_crc32c = None
+    _C_CRC32C = False
 
 # The CRC-32C (Castagnoli) table, reflected polynomial 0x82F63B78.
 _POLYNOMIAL = 0x82F63B78
@@ -39,13 +49,35 @@ def masked_crc32c_rows(rows):
     return ((crc >> 15) | (crc << 17)) + _MASK_DELTA
 
 
+def _mask(crc):
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
 def masked_crc32c(data):
     """Masked CRC-32C of one byte string."""
+    if _C_CRC32C:
+        return _mask(google_crc32c.value(data))
     return int(masked_crc32c_rows(np.frombuffer(data, dtype=np.uint8)[None, :])[0])
 
 
-def frame_records(payloads):
-    """Frames serialised records as TFRecords, in order, as one bytes blob."""
+def frame_records(payloads, batched=None):
+    """Frames serialised records as TFRecords, in order, as one bytes blob.
+
+    Args:
+        batched: Use the numpy batch checksums (`True`) or the C library
+            (`False`); defaults to the C library when it loaded.
+    """
+    if batched is None:
+        batched = not _C_CRC32C
+    if not batched:
+        framed = []
+        for payload in payloads:
+            header = struct.pack("<Q", len(payload))
+            framed.append(header)
+            framed.append(struct.pack("<I", masked_crc32c(header)))
+            framed.append(payload)
+            framed.append(struct.pack("<I", masked_crc32c(payload)))
+        return b"".join(framed)
     by_length = {}
     for index, payload in enumerate(payloads):
         by_length.setdefault(len(payload), []).append(index)

@@ -4,6 +4,7 @@ import io
 import os
 
 import numpy as np
+import pytest
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.record_writer import RecordWriter
 
@@ -23,10 +24,12 @@ def test_batch_checksums_match_one_by_one():
     assert records.masked_crc32c_rows(rows).tolist() == expected
 
 
-def test_framing_is_identical_to_tensorboards_record_writer():
+@pytest.mark.parametrize("batched", [True, False])
+def test_framing_is_identical_to_tensorboards_record_writer(batched):
+    """Both checksum paths: the C library's and the numpy fallback's."""
     payloads = [os.urandom(n) for n in (5, 5, 9, 120, 5, 0, 9, 3000)]
     buffer = io.BytesIO()
     writer = RecordWriter(buffer)
     for payload in payloads:
         writer.write(payload)
-    assert records.frame_records(payloads) == buffer.getvalue()
+    assert records.frame_records(payloads, batched=batched) == buffer.getvalue()
