@@ -5,6 +5,7 @@ differed between them (device, `jit_compile`, batch size, library versions).
 """
 
 import datetime
+import functools
 import os
 import platform
 import socket
@@ -31,16 +32,13 @@ def _module_version(name):
 
 def machine_info():
     """Host facts that do not depend on the framework."""
-    return {
-        "hostname": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": _cpu_model(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+    return dict(
+        _host_facts(),
+        start_time=datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"
         ),
-        "versions": {
+        # Read each time: a framework may be imported after the first fit.
+        versions={
             "tb_devicecost": version.__version__,
             "numpy": _module_version("numpy"),
             "tensorboard": _module_version("tensorboard"),
@@ -49,6 +47,18 @@ def machine_info():
             "jax": _module_version("jax"),
             "torch": _module_version("torch"),
         },
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _host_facts():
+    # Gathered once per process: many short fits each record them.
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
     }
 
 
