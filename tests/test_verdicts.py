@@ -530,3 +530,14 @@ def test_findings_quote_shares_as_the_table_does(helpers):
     message = helpers.finding(result, "input_bound")["message"]
     assert "the data wait is 79% of the total steady-state time" in message
     assert "80%" not in message
+
+
+def test_a_two_step_warmup_in_one_fit_is_not_called_two_fits(helpers):
+    """A fit's warm-up can be two steps (Keras's trace, then instantiating
+    the traced step); the finding counts steps and fits apart."""
+    aggregate = helpers.make_aggregate(0.0, 1.0, 0.0, warmup_ms=400.0, sessions=1)
+    aggregate["warmup"].update(count=2, steps=[0, 1])
+    result = analysis.analyze_run(helpers.make_record("cpu/train", aggregate=aggregate))
+    [finding] = [f for f in result["findings"] if f["id"] in ("warmup", "warmup_dominated")]
+    assert "2 steps at the start of the fit" in finding["message"]
+    assert "fits" not in finding["message"]

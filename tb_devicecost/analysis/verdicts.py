@@ -483,8 +483,15 @@ def _warmup_finding(run, finding_id, severity, steady_verdict=None):
     if wall["total"] and wall["warmup"] is not None:
         warmup = wall["warmup"]  # The part the share was computed from.
     count = run["warmups"] or 1
-    first = "first step" if count == 1 else f"first step of each of {count} fits"
-    message = f"Warm-up (the {first}: tracing, graph optimisation, compilation) took "
+    fits = run["sessions"] or 1
+    # A fit's warm-up can be two steps (Keras's first call traces the step,
+    # the next instantiates it): count steps and fits apart.
+    steps = "1 step" if count == 1 else f"{fmt_count(count)} steps"
+    where = "the fit" if fits == 1 else f"{fmt_count(fits)} fits"
+    message = (
+        f"Warm-up ({steps} at the start of {where}: tracing, graph "
+        "optimisation, compilation) took "
+    )
     if wall["total"]:
         message += (
             f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the fit's "
