@@ -14,6 +14,7 @@ Usage: python benchmarks/trace_cost.py [--window 100] [--rounds 3]
 
 import argparse
 import os
+import sys
 import statistics
 import tempfile
 import time
@@ -25,6 +26,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tb_devicecost  # noqa: E402
+
+# The repository's root, for the demo's models (benchmarks run as scripts).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from demo import scenarios  # noqa: E402
 from tb_devicecost import reader  # noqa: E402
 
 TARGET_RATIO = 2.0
@@ -32,11 +37,8 @@ TARGET_BYTES = 5 * 1024 * 1024
 
 
 def build_model():
-    model = keras.Sequential(
-        [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
-    )
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
+    """The common small MLP (100 -> 128 -> 10), as the demo builds it."""
+    return scenarios.mlp()
 
 
 def datasets(steps):

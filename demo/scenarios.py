@@ -53,7 +53,7 @@ def _fit(model, dataset, directory, device, epochs=1, verbose=1, **kwargs):
         )
 
 
-def _mlp():
+def mlp():
     """A small MLP, the usual example of these answers: 100 -> 128 -> 10."""
     model = keras.Sequential(
         [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
@@ -80,7 +80,7 @@ def small_work(logdir, device, quick):
             .prefetch(tf.data.AUTOTUNE)
         )
         with tf.device(device):
-            model = _mlp()
+            model = mlp()
         _fit(model, dataset, run_dir(logdir, "small_work", f"batch{batch_size}", device), device)
 
 
@@ -172,7 +172,7 @@ def warmup(logdir, device, quick):
     for variant, samples in (("short", 320), ("long", len(x))):
         dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
         with tf.device(device):
-            model = _mlp()
+            model = mlp()
         _fit(model, dataset, run_dir(logdir, "warmup", variant, device), device)
 
 

@@ -59,14 +59,10 @@ class FetchFloor:
             )
             if strategy is not None:
                 dataset = strategy.experimental_distribute_dataset(dataset)
-            self._iterator = iter(dataset)
-            for _ in range(_WARM_BATCHES):
-                next(self._iterator)
+            iterator = iter(dataset)
         except Exception:  # pylint: disable=broad-except
-            self._iterator = None
             return False
-        self.sample(_FIRST_SAMPLES)
-        return True
+        return self._begin(iterator)
 
     def start_python(self, batch, handover):
         """Samples the handover of a ready batch in a Python loop (the JAX
@@ -77,13 +73,16 @@ class FetchFloor:
             while True:
                 yield handover(batch)
 
-        self._iterator = ready()
+        return self._begin(ready())
+
+    def _begin(self, iterator):
+        """Warms `iterator` up and takes the first samples from it."""
         try:
             for _ in range(_WARM_BATCHES):
-                next(self._iterator)
+                next(iterator)
         except Exception:  # pylint: disable=broad-except
-            self._iterator = None
             return False
+        self._iterator = iterator
         self.sample(_FIRST_SAMPLES)
         return True
 

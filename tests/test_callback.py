@@ -13,22 +13,9 @@ import pytest
 import tensorflow as tf
 
 import tb_devicecost
+from demo.scenarios import mlp
 from tb_devicecost import reader
 from tb_devicecost import writer as writer_module
-
-
-def mlp():
-    model = keras.Sequential(
-        [
-            keras.Input((100,)),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
-    model.compile(
-        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )
-    return model
 
 
 def arrays(samples=640):

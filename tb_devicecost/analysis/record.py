@@ -219,22 +219,12 @@ class Placement:
     input_devices: list = dataclasses.field(default_factory=list)
 
     def as_dict(self):
-        """The run object's `placement`."""
+        """The run object's `placement`: every field but where the step ran,
+        which the run object holds itself."""
         return {
-            name: getattr(self, name)
-            for name in (
-                "devices",
-                "device_models",
-                "accelerator_visible",
-                "variables",
-                "optimizer_variables",
-                "ops",
-                "step_ops_captured",
-                "cpu_ops_on_accelerator_run",
-                "cross_device_copies",
-                "input_bytes_per_step",
-                "input_devices",
-            )
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in ("device", "device_source", "devices_used")
         }
 
 
