@@ -38,3 +38,16 @@ def test_no_scripts_or_styles_from_other_hosts():
     # the package. (The SVG namespace URI is a name, not a fetch.)
     offenders = _lines_matching(re.compile(r"https?://(?!www\.w3\.org/2000/svg)"))
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_tab_names_each_component_as_the_vocabulary_does():
+    """One name per quantity from the recorder to the pixel: the tab's
+    components and their columns are `vocabulary`'s."""
+    from tb_devicecost import vocabulary
+
+    with open(os.path.join(FRONTEND, "views", "charts.js"), encoding="utf-8") as file:
+        source = file.read()
+    pairs = re.findall(r"\{key: '(\w+)', column: '(\w+)'", source)
+    assert pairs == [
+        (name, vocabulary.component_column(name)) for name in vocabulary.COMPONENTS
+    ]

@@ -6,11 +6,16 @@
 import {el, svg} from './dom.js';
 import {fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
 
-/** The three steady-state components, in stacking order. */
+/**
+ * The three steady-state components, in stacking order: `key` is the
+ * component's name and `column` the name of its milliseconds everywhere
+ * (the recorder's column, the series, the report's key), as in
+ * tb_devicecost/vocabulary.py.
+ */
 export const COMPONENTS = [
-  {key: 'data_wait', label: 'data wait', color: '#f57c00'},
-  {key: 'compute', label: 'compute', color: '#1976d2'},
-  {key: 'host_overhead', label: 'host overhead', color: '#9e9e9e'},
+  {key: 'data_wait', column: 'data_wait_ms', label: 'data wait', color: '#f57c00'},
+  {key: 'compute', column: 'compute_ms', label: 'compute', color: '#1976d2'},
+  {key: 'host_overhead', column: 'host_overhead_ms', label: 'host overhead', color: '#9e9e9e'},
 ];
 export const WARMUP_COLOR = '#7b1fa2';
 export const SPIKE_COLOR = '#c62828';
@@ -250,7 +255,7 @@ export function stepChart(series, {
     return wrapper;
   }
   const cols = COMPONENTS.map((c) => {
-    const arr = series[c.key + '_ms'] || [];
+    const arr = series[c.column] || [];
     const out = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       const v = arr[i];

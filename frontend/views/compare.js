@@ -86,7 +86,7 @@ export function buildCompare(data, app) {
 function meanComponents(run) {
   const out = {};
   for (const c of COMPONENTS) {
-    const stats = run[c.key + '_ms'];
+    const stats = run[c.column];
     out[c.key] = stats && isNum(stats.mean) ? stats.mean : null;
   }
   return out;
