@@ -375,6 +375,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         without the callback, so whatever that call does it still does.
         """
         tracing = self._tracing["train_function" if role == "train" else "test_function"]
+        step = _BatchStep(original)
 
         def timed_step_function(iterator):
             if not recorder.enabled:
@@ -399,12 +400,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 # time: TensorFlow instantiates it, a one-off cost.
                 recorder.extend_warmup()
             try:
-                result = original((data,))
+                result = step(data)
             except BaseException as error:
                 self._on_exception(error)
                 raise
             if tracing.changed():
                 tracing.note_step(recorder.upcoming_step() - 1)
+                step.forget()
             if self._needs_batch.get(role):
                 self._needs_batch[role] = False
                 self._pending_batch = data
@@ -825,6 +827,79 @@ def _sibling_callbacks():
 # Module-wide: a new callback on a model whose function was traced before
 # fetches eagerly from its first step.
 _TRACED_BY_KERAS = weakref.WeakSet()
+
+
+class _BatchStep:
+    """Runs Keras's traced one-step function on a batch, as Keras would.
+
+    `original((batch,))` makes Keras call its `tf.function` on the batch,
+    whose trace (for the dataset's element spec, batch dimension `None`)
+    serves every batch; finding that trace by type costs tens of
+    microseconds a call. After one such call the trace it used is known
+    (`get_concrete_function` finds it without tracing), and later batches
+    go to it directly: the same graph, the same variables, no new trace.
+    """
+
+    def __init__(self, original):
+        self._original = original
+        self._function = None
+        self._concrete = None
+        self._usable = True
+        for cell in getattr(original, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            wrapped = getattr(value, "__wrapped__", None)
+            # Keras's `_autoconvert_optionals` wrapper around `one_step_on_data`.
+            if getattr(wrapped, "__name__", "") == "one_step_on_data" and hasattr(
+                wrapped, "get_concrete_function"
+            ):
+                self._function = wrapped
+        if self._function is None:
+            self._usable = False
+
+    def __call__(self, batch):
+        concrete = self._concrete
+        if concrete is not None:
+            try:
+                return concrete(batch)
+            except TypeError:
+                # The batch does not bind to the trace's signature (raised
+                # before anything runs): let Keras choose, from now on.
+                self._concrete, self._usable = None, False
+        before = self._tracing_count()
+        result = self._original((batch,))
+        if self._usable and self._tracing_count() == before:
+            self._resolve(batch)
+        return result
+
+    def forget(self):
+        """A retrace happened: the trace to call may have changed."""
+        self._concrete = None
+
+    def _tracing_count(self):
+        function = self._function
+        return function.experimental_get_tracing_count() if function is not None else 0
+
+    def _resolve(self, batch):
+        import tensorflow as tf
+
+        leaves = tf.nest.flatten(batch)
+        if any(isinstance(leaf, tf.experimental.Optional) for leaf in leaves):
+            # Keras converts Optionals before the call: keep its path.
+            self._usable = False
+            return
+        before = self._tracing_count()
+        try:
+            concrete = self._function.get_concrete_function(batch)
+        except Exception:  # pylint: disable=broad-except
+            self._usable = False
+            return
+        if self._tracing_count() != before:  # Never expected; stop trying.
+            self._usable = False
+            return
+        self._concrete = concrete
 
 
 class _TracingCounter:
