@@ -43,6 +43,9 @@ class AsyncSteps:
         self._pending = collections.deque()
         self._by_key = {}
         self._previous = None
+        # The global step the next dispatched step will have, counted as
+        # steps are dispatched (rows are written only once they complete).
+        self.upcoming_step = accounting.upcoming_step()
 
     def dispatched(self, key, start, fetched, steps=1, batch_size=None, excluded=0.0):
         """Main thread: a step (or an execution of `steps`) was dispatched.
@@ -52,6 +55,7 @@ class AsyncSteps:
                 batch index within the epoch).
         """
         entry = [key, start, fetched, steps, batch_size, None, excluded]
+        self.upcoming_step += steps
         with self._lock:
             self._pending.append(entry)
             self._by_key[key] = entry
@@ -103,9 +107,14 @@ class TimedIterator:
     this proxy lets it, so the step is dispatched exactly as without it.
     """
 
-    def __init__(self, iterator, clock):
-        self._iterator = iterator
+    def __init__(self, clock):
         self._clock = clock
+        self.reset(None)
+
+    def reset(self, iterator):
+        """Starts a call of the step function on `iterator` (one proxy
+        serves every call, so a step allocates nothing here)."""
+        self._iterator = iterator
         self.start = None
         self.fetched = None
         self.count = 0

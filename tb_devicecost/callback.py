@@ -614,12 +614,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
         if self._backend == "jax":
 
+            proxy = async_steps.TimedIterator(clock)
+
             def timed_jax(state, iterator):
-                proxy = async_steps.TimedIterator(iterator, clock)
+                proxy.reset(iterator)
                 first = callback._needs_batch.get(role, False)
                 compiles = callback._compiles
                 if compiles is not None and role == "train":
-                    compiles.step = steps.accounting.upcoming_step()
+                    compiles.step = steps.upcoming_step
                 try:
                     result = original(state, proxy)
                 finally:
@@ -637,6 +639,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 if first and proxy.first is not None:
                     # The input state was donated to the step: read the new one.
                     callback._after_first_async_step(role, proxy.first, result[1])
+                proxy.reset(None)  # Holds no batch between steps.
                 return result
 
             wrapper = timed_jax
