@@ -866,3 +866,32 @@ def test_without_a_sensible_baseline_no_speedup_is_shown(tab, logdir):
     expect(frame.locator('.dc-run-row[data-run="cpu/train"] .dc-speedup')).to_contain_text("baseline")
     expect(frame.locator(".dc-overview .dc-baseline-note")).to_contain_text("cpu/train")
     assert problems["page_errors"] == []
+
+
+def test_runs_recorded_on_an_h100_show_beside_their_cpu_runs(browser, tmp_path):
+    """Runs recorded on a real NVIDIA H100 (tests/data/h100, JAX and PyTorch)
+    in the tab: the backend and the GPU named, the CPU run as the baseline,
+    and the small MLP's GPU run slower than its CPU run at batch 32."""
+    import shutil
+
+    source = os.path.join(os.path.dirname(__file__), "data", "h100")
+    runs = ["jax_mlp_b32", "torch_mlp_b32"]
+    for name in runs:
+        shutil.copytree(os.path.join(source, name), tmp_path / name)
+    process, url = serve.start_tensorboard(str(tmp_path), expected_runs=4)
+    try:
+        page, frame, problems = _open_tab(browser, url, rows=4)
+        for name, backend in zip(runs, ["jax", "torch"]):
+            row = frame.locator(f'.dc-run-row[data-run="{name}/gpu/train"]')
+            expect(row).to_contain_text("GPU:0")
+            expect(row).to_contain_text(backend)
+        jax_gpu = frame.locator('.dc-run-row[data-run="jax_mlp_b32/gpu/train"]')
+        speedup = jax_gpu.locator(".dc-speedup")
+        expect(speedup).to_have_count(1)
+        value = float(re.search(r"([0-9.]+)x", speedup.inner_text()).group(1))
+        assert value < 1  # the CPU run is the faster one at batch 32
+        assert problems["console_errors"] == []
+        assert problems["page_errors"] == []
+        page.close()
+    finally:
+        serve.stop_tensorboard(process)
