@@ -93,6 +93,22 @@ def main():
               validation_data=(x[:128], y[:128]), callbacks=[reused])
     model.fit(x[:320], y[:320], batch_size=32, epochs=1, verbose=0, callbacks=[reused])
 
+    # Other inputs: a Python generator, and on PyTorch a DataLoader.
+    def batches():
+        while True:
+            for start in range(0, 640, 32):
+                yield x[start:start + 32], y[start:start + 32]
+
+    mlp().fit(batches(), steps_per_epoch=20, epochs=1, verbose=0, callbacks=[callback("generator")])
+    if BACKEND == "torch":
+        import torch
+
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.from_numpy(x[:640]), torch.from_numpy(y[:640])),
+            batch_size=32,
+        )
+        mlp().fit(loader, epochs=1, verbose=0, callbacks=[callback("dataloader")])
+
     # A failure inside the writer: recording stops, training does not.
     broken = callback("broken")
     def fail(*args, **kwargs):

@@ -113,3 +113,13 @@ def test_retraces_have_evidence_on_jax_only(fitted):
         assert retraces["source"] == "jax.monitoring backend compile events"
     else:
         assert retraces is None
+
+
+def test_generators_and_dataloaders_are_timed_too(fitted):
+    backend, _, records = fitted
+    names = ["generator/train"] + (["dataloader/train"] if backend == "torch" else [])
+    for name in names:
+        aggregate = records[name].aggregate
+        assert aggregate["steps"] == 20
+        assert aggregate["batch_size"]["max"] == 32
+        assert aggregate["fetch_floor_ms"] is not None
