@@ -3,8 +3,11 @@
 The built-in profiler's Overview page builds its step breakdown from device
 planes only, so a CPU-only trace gets "No step time measured". Here the
 trace is cut into steps by our step markers (events named `train` with a
-`step_num` stat, on the thread that ran the step), and for each step we
-measure, from the host plane:
+`step_num` stat, on the thread that ran the step).
+
+TensorFlow runs a step synchronously: its marker spans the step, from the
+fetch until its results are on the host, and from the host plane we
+measure:
 
 - `input_wait_ms`: the step's thread blocked in the `tf.data` iterator
   (`IteratorGetNext`, `Iterator::*`): comparable to our data wait;
@@ -15,16 +18,36 @@ measure, from the host plane:
 and, where device planes exist (GPUs), `device_busy_ms` (kernels and copies
 on any stream), `device_idle_ms`, the kernel count and mean duration, and
 host-to-device / device-to-host copy time and bytes.
+
+JAX (and PyTorch, `tb_devicecost.torch_trace`) dispatch a step
+asynchronously: the marker spans only the step's dispatch on the host (the
+fetch included on JAX), and the device finishes the step later. Those
+traces are cut by `digest_timeline` (see its docstring and docs/FORMAT.md):
+each step runs from its dispatch, or from the previous step's completion if
+that is later, until its own completion, which a second marker
+(`devicecost_done`, on the thread where Keras reads the step's results)
+records.
+
+Reading an `.xplane.pb` needs the XSpace protobuf schema: TensorFlow's
+`xplane_pb2` when TensorFlow is already imported, otherwise a copy of the
+schema built here on the `protobuf` package (a dependency of TensorBoard),
+so that JAX and PyTorch processes never import TensorFlow to read a trace.
 """
 
 import bisect
 import os
 import re
+import sys
 
 from tb_devicecost import captures
 
 MARKER_NAME = "train"
+# Under asynchronous dispatch: the step's fetch, and its completion (the
+# step's results on the host), marked by the callback next to `train`.
+FETCH_MARKER_NAME = "devicecost_fetch"
+DONE_MARKER_NAME = "devicecost_done"
 _STEP_STAT = "step_num"
+_CORRELATION_STAT = "correlation_id"
 _INPUT_EVENT = re.compile(r"^(Iterator::|IteratorGetNext|IteratorGetNextOp|EagerLocalExecute: IteratorGetNext)")
 _STEP_FUNCTION_EVENT = re.compile(r"^EagerLocalExecute: (?!IteratorGetNext)")
 _DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU|XPU)", re.IGNORECASE)
@@ -33,31 +56,160 @@ _DEVICE_TO_HOST = re.compile(r"memcpy.*(d2h|dtoh)|(d2h|dtoh).*memcpy|MemcpyD2H",
 _BYTES = re.compile(r"(?:num_bytes|bytes|size)\D{0,3}(\d+)", re.IGNORECASE)
 _PS_PER_MS = 1e9
 
+# How a digest cut the trace into steps (the window's `step_cut`).
+CUT_MARKER = "marker"
+CUT_DISPATCH_TO_COMPLETION = "dispatch_to_completion"
+
 
 class TraceError(ValueError):
     """A trace that cannot be read; the message says why."""
+
+
+def _tensorflow_xspace():
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    return xplane_pb2.XSpace
+
+
+_BUILTIN_XSPACE = []
+
+
+def _builtin_xspace():
+    """The XSpace message class, from a copy of `xplane.proto` (the fields'
+    names and numbers of TensorFlow's, under a package of our own in a
+    private descriptor pool)."""
+    if _BUILTIN_XSPACE:
+        return _BUILTIN_XSPACE[0]
+    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pool
+    from google.protobuf import message_factory
+
+    field_type = descriptor_pb2.FieldDescriptorProto
+    package = "tb_devicecost.xplane"
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="tb_devicecost/xplane.proto", package=package, syntax="proto3"
+    )
+
+    def message(name, fields, oneofs=(), nested=()):
+        described = proto.message_type.add(name=name)
+        for oneof in oneofs:
+            described.oneof_decl.add(name=oneof)
+        for entry in nested:
+            described.nested_type.add().CopyFrom(entry)
+        for field_name, number, kind, *rest in fields:
+            field = described.field.add(name=field_name, number=number, type=kind)
+            field.label = field_type.LABEL_OPTIONAL
+            for option in rest:
+                if option == "repeated":
+                    field.label = field_type.LABEL_REPEATED
+                elif isinstance(option, int):
+                    field.oneof_index = option
+                else:
+                    field.type_name = f".{package}.{option}"
+        return described
+
+    def map_entry(name, value_type):
+        entry = descriptor_pb2.DescriptorProto(name=name)
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=field_type.TYPE_INT64, label=field_type.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value", number=2, type=field_type.TYPE_MESSAGE,
+            label=field_type.LABEL_OPTIONAL, type_name=f".{package}.{value_type}",
+        )
+        return entry
+
+    int64, uint64 = field_type.TYPE_INT64, field_type.TYPE_UINT64
+    string, raw, sub = field_type.TYPE_STRING, field_type.TYPE_BYTES, field_type.TYPE_MESSAGE
+    message("XSpace", [
+        ("planes", 1, sub, "XPlane", "repeated"), ("errors", 2, string, "repeated"),
+        ("warnings", 3, string, "repeated"), ("hostnames", 4, string, "repeated"),
+    ])
+    message(
+        "XPlane",
+        [
+            ("id", 1, int64), ("name", 2, string), ("lines", 3, sub, "XLine", "repeated"),
+            ("event_metadata", 4, sub, "XPlane.EventMetadataEntry", "repeated"),
+            ("stat_metadata", 5, sub, "XPlane.StatMetadataEntry", "repeated"),
+            ("stats", 6, sub, "XStat", "repeated"),
+        ],
+        nested=[map_entry("EventMetadataEntry", "XEventMetadata"), map_entry("StatMetadataEntry", "XStatMetadata")],
+    )
+    message("XLine", [
+        ("id", 1, int64), ("display_id", 10, int64), ("name", 2, string),
+        ("display_name", 11, string), ("timestamp_ns", 3, int64), ("duration_ps", 9, int64),
+        ("events", 4, sub, "XEvent", "repeated"),
+    ])
+    message(
+        "XEvent",
+        [
+            ("metadata_id", 1, int64), ("offset_ps", 2, int64, 0), ("num_occurrences", 5, int64, 0),
+            ("duration_ps", 3, int64), ("stats", 4, sub, "XStat", "repeated"),
+        ],
+        oneofs=["data"],
+    )
+    message(
+        "XStat",
+        [
+            ("metadata_id", 1, int64), ("double_value", 2, field_type.TYPE_DOUBLE, 0),
+            ("uint64_value", 3, uint64, 0), ("int64_value", 4, int64, 0),
+            ("str_value", 5, string, 0), ("bytes_value", 6, raw, 0), ("ref_value", 7, uint64, 0),
+        ],
+        oneofs=["value"],
+    )
+    message("XEventMetadata", [
+        ("id", 1, int64), ("name", 2, string), ("display_name", 4, string),
+        ("metadata", 3, raw), ("stats", 5, sub, "XStat", "repeated"), ("child_id", 6, int64, "repeated"),
+    ])
+    message("XStatMetadata", [("id", 1, int64), ("name", 2, string), ("description", 3, string)])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    xspace = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.XSpace"))
+    _BUILTIN_XSPACE.append(xspace)
+    return xspace
+
+
+def xspace_class():
+    """The XSpace message class: TensorFlow's when TensorFlow is imported,
+    else our copy of the schema, else TensorFlow's imported now.
+
+    Raises:
+        TraceError: when none can be had; the message says what is missing.
+    """
+    if "tensorflow" in sys.modules:
+        try:
+            return _tensorflow_xspace()
+        except ImportError:
+            pass
+    try:
+        return _builtin_xspace()
+    except Exception as builtin_error:  # pylint: disable=broad-except
+        try:
+            return _tensorflow_xspace()
+        except ImportError as error:
+            raise TraceError(
+                "Reading this profiler trace needs the XSpace protobuf schema: "
+                "TensorFlow's xplane_pb2 failed to import "
+                f"({error}) and our own copy of the schema could not be built "
+                f"on the installed protobuf package ({type(builtin_error).__name__}: "
+                f"{builtin_error}). The trace is kept for TensorBoard's Profile tab; "
+                "install TensorFlow or a recent protobuf to digest it."
+            )
 
 
 def load_xspace(path):
     """Parses an `.xplane.pb` file.
 
     Raises:
-        TraceError: when TensorFlow's `xplane_pb2` cannot be imported or
+        TraceError: when no XSpace schema is available (`xspace_class`) or
             the file cannot be read or parsed.
     """
-    try:
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    except ImportError as error:
-        raise TraceError(
-            "Reading profiler traces needs TensorFlow's xplane_pb2 "
-            f"(tensorflow.tsl.profiler.protobuf), which failed to import: {error}"
-        )
+    xspace_type = xspace_class()
     try:
         with open(path, "rb") as trace_file:
             contents = trace_file.read()
     except OSError as error:
         raise TraceError(f"Cannot read trace {path!r}: {error}")
-    xspace = xplane_pb2.XSpace()
+    xspace = xspace_type()
     try:
         xspace.ParseFromString(contents)
     except Exception as error:  # protobuf raises DecodeError or RuntimeError
@@ -115,6 +267,17 @@ class _Intervals:
         last = bisect.bisect_left(self._starts, window_end)
         return [item for item in self._items[first:last] if item[1] > window_start]
 
+    def within(self, window_start, window_end):
+        """Items lying entirely inside `[window_start, window_end]`."""
+        first = bisect.bisect_left(self._starts, window_start)
+        last = bisect.bisect_right(self._starts, window_end)
+        return [item for item in self._items[first:last] if item[1] <= window_end]
+
+    def last_between(self, window_start, window_end):
+        """The item that ends last among those inside the window, or None."""
+        inside = self.within(window_start, window_end)
+        return max(inside, key=lambda item: item[1]) if inside else None
+
 
 def _stat_value(plane, stat):
     name = plane.stat_metadata[stat.metadata_id].name
@@ -125,20 +288,30 @@ def _stat_value(plane, stat):
     return name, value
 
 
-def _step_markers(xspace):
-    """Our markers: {step: (start_ps, end_ps, plane, line)} on host planes."""
+def _event_stat(plane, event, wanted):
+    for stat in event.stats:
+        name, value = _stat_value(plane, stat)
+        if name == wanted and value is not None:
+            return value
+    return None
+
+
+def _host_planes(xspace):
+    return [plane for plane in xspace.planes if not _DEVICE_PLANE.match(plane.name)]
+
+
+def _step_markers(xspace, name=MARKER_NAME):
+    """Events `name` with a step number: {step: (start_ps, end_ps, plane, line)}
+    on host planes."""
     markers = {}
-    for plane in xspace.planes:
-        if _DEVICE_PLANE.match(plane.name):
-            continue
+    for plane in _host_planes(xspace):
         for line in plane.lines:
-            for name, start, end, event in _events(plane, line):
-                if name != MARKER_NAME:
+            for event_name, start, end, event in _events(plane, line):
+                if event_name != name:
                     continue
-                for stat in event.stats:
-                    stat_name, value = _stat_value(plane, stat)
-                    if stat_name == _STEP_STAT and value is not None:
-                        markers[int(value)] = (start, end, plane, line)
+                value = _event_stat(plane, event, _STEP_STAT)
+                if value is not None:
+                    markers[int(value)] = (start, end, plane, line)
     return markers
 
 
@@ -155,8 +328,21 @@ def _copy_bytes(plane, event):
     return 0
 
 
+def device_kind(name):
+    """`kernel`, `h2d`, `d2h` or `other_copy` for a device event's name."""
+    if _HOST_TO_DEVICE.search(name):
+        return "h2d"
+    if _DEVICE_TO_HOST.search(name):
+        return "d2h"
+    lowered = name.lower()
+    if "memcpy" in lowered or "memset" in lowered:
+        return "other_copy"
+    return "kernel"
+
+
 def _device_activity(xspace):
-    """Kernel and copy intervals of every device plane's streams."""
+    """Kernels and copies of every device plane's streams:
+    `(kind, start, end, bytes, correlation_id or None)`."""
     activity = []
     for plane in xspace.planes:
         if not _DEVICE_PLANE.match(plane.name):
@@ -166,39 +352,39 @@ def _device_activity(xspace):
             if not line.name.lower().startswith("stream"):
                 continue
             for name, start, end, event in _events(plane, line):
-                if _HOST_TO_DEVICE.search(name):
-                    kind = "h2d"
-                elif _DEVICE_TO_HOST.search(name):
-                    kind = "d2h"
-                elif "memcpy" in name.lower() or "memset" in name.lower():
-                    kind = "other_copy"
-                else:
-                    kind = "kernel"
-                activity.append((kind, start, end, _copy_bytes(plane, event) if kind in ("h2d", "d2h") else 0))
+                kind = device_kind(name)
+                size = _copy_bytes(plane, event) if kind in ("h2d", "d2h") else 0
+                correlation = _event_stat(plane, event, _CORRELATION_STAT)
+                activity.append((kind, start, end, size, correlation))
     return activity
 
 
-def digest_xspace(xspace, steps=None):
+def digest_xspace(xspace, steps=None, asynchronous=False):
     """Per-step breakdown of the marked steps of a trace.
 
     Args:
         xspace: A parsed `XSpace`.
         steps: Optional iterable of global steps to keep.
+        asynchronous: Whether the markers span only each step's dispatch
+            (JAX, through our callback): the trace is then cut by
+            `digest_timeline`. Otherwise a marker spans its whole step
+            (TensorFlow, or a script that waits for each step's results
+            inside its marker).
 
     Returns:
         `{"steps": [{"step", "step_ms", "input_wait_ms", "compute_ms",
-        "other_ms", "pipeline_busy_ms", ...device fields}], "summary": {...},
-        "has_device_plane": bool, "device_planes": [...]}`. `steps` is
-        empty when the trace holds no step markers.
+        "other_ms", ...}], "summary": {...}, "has_device_plane": bool,
+        "device_planes": [...], "step_cut": ...}`. `steps` is empty when the
+        trace holds no step markers.
     """
+    if asynchronous:
+        return digest_timeline(xspace_timeline(xspace), steps)
     markers = _step_markers(xspace)
     if steps is not None:
         wanted = set(steps)
         markers = {step: value for step, value in markers.items() if step in wanted}
     pipeline = []
-    for plane in xspace.planes:
-        if _DEVICE_PLANE.match(plane.name):
-            continue
+    for plane in _host_planes(xspace):
         for line in plane.lines:
             if line.name.startswith("tf_data"):
                 pipeline.extend(
@@ -207,7 +393,9 @@ def digest_xspace(xspace, steps=None):
                 )
     pipeline = _Intervals(pipeline)
     # Device activity items: (start, end, kind, bytes).
-    device = _Intervals((start, end, kind, size) for kind, start, end, size in _device_activity(xspace))
+    device = _Intervals(
+        (start, end, kind, size) for kind, start, end, size, _ in _device_activity(xspace)
+    )
     device_planes = sorted(
         plane.name for plane in xspace.planes if _DEVICE_PLANE.match(plane.name)
     )
@@ -243,26 +431,232 @@ def digest_xspace(xspace, steps=None):
         "summary": summarize(digested),
         "has_device_plane": bool(device_planes),
         "device_planes": device_planes,
+        "step_cut": CUT_MARKER,
     }
 
 
-def _device_step(in_step, start, end):
-    """Device fields of one step from its (start, end, kind, bytes) items."""
+def _device_step(in_step, start, end, launched=None):
+    """Device fields of one step.
+
+    Busy and idle time are the union of the `(start, end, kind, bytes)`
+    items `in_step` inside `[start, end]`; kernels and copies are counted
+    from `launched` (items of the same form attributed to the step by
+    correlation id) when given, else from `in_step`.
+    """
+
+    counted = in_step if launched is None else launched
 
     def kind_ms(kind):
-        return _union_ps([(s, e) for s, e, k, _ in in_step if k == kind], start, end) / _PS_PER_MS
+        intervals = [(s, e) for s, e, k, _ in counted if k == kind]
+        if launched is None:
+            return _union_ps(intervals, start, end) / _PS_PER_MS
+        return _union_ps(intervals, float("-inf"), float("inf")) / _PS_PER_MS
 
     busy = _union_ps([(s, e) for s, e, _, _ in in_step], start, end)
-    kernels = [e - s for s, e, kind, _ in in_step if kind == "kernel"]
+    kernels = [e - s for s, e, kind, _ in counted if kind == "kernel"]
     return {
         "device_busy_ms": busy / _PS_PER_MS,
         "device_idle_ms": (end - start - busy) / _PS_PER_MS,
         "kernels": len(kernels),
         "kernel_mean_us": sum(kernels) / len(kernels) / 1e6 if kernels else None,
         "h2d_ms": kind_ms("h2d"),
-        "h2d_bytes": sum(size for _, _, kind, size in in_step if kind == "h2d"),
+        "h2d_bytes": sum(size for _, _, kind, size in counted if kind == "h2d"),
         "d2h_ms": kind_ms("d2h"),
-        "d2h_bytes": sum(size for _, _, kind, size in in_step if kind == "d2h"),
+        "d2h_bytes": sum(size for _, _, kind, size in counted if kind == "d2h"),
+    }
+
+
+# Traces of asynchronous dispatch (JAX, PyTorch): one model for both formats.
+
+
+class Timeline:
+    """The parts of a trace that cutting it into steps needs, in picoseconds.
+
+    Filled from an XSpace (`xspace_timeline`) or a PyTorch Chrome trace
+    (`tb_devicecost.torch_trace.timeline`).
+
+    Attributes:
+        markers: `{step: (start, end, thread)}`: the step markers, each the
+            step's dispatch on the host (`thread`: any hashable naming the
+            thread it ran on).
+        completions: `{step: time}`: when the step's results were on the
+            host (our `devicecost_done` marker).
+        fetches: `{thread: [(start, end)]}`: the batch fetches.
+        launches: `{correlation_id: time}`: host calls that queued device
+            work (kernel launches, copies), by the id the device event
+            carries.
+        device: `[(kind, start, end, bytes, correlation_id or None)]`:
+            kernels and copies on the device (`device_kind`).
+        device_planes: names of the devices seen.
+    """
+
+    def __init__(self):
+        self.markers = {}
+        self.completions = {}
+        self.fetches = {}
+        self.launches = {}
+        self.device = []
+        self.device_planes = []
+
+
+def xspace_timeline(xspace):
+    """The `Timeline` of an XSpace (JAX's markers and ours)."""
+    timeline = Timeline()
+    for step, (start, end, plane, line) in _step_markers(xspace).items():
+        timeline.markers[step] = (start, end, (plane.id, line.id))
+    for step, (_, end, _, _) in _step_markers(xspace, DONE_MARKER_NAME).items():
+        timeline.completions[step] = end
+    for plane in _host_planes(xspace):
+        for line in plane.lines:
+            thread = (plane.id, line.id)
+            for name, start, end, event in _events(plane, line):
+                if name == FETCH_MARKER_NAME:
+                    timeline.fetches.setdefault(thread, []).append((start, end))
+                elif event.stats:
+                    correlation = _event_stat(plane, event, _CORRELATION_STAT)
+                    if correlation is not None:
+                        timeline.launches.setdefault(correlation, start)
+    timeline.device = _device_activity(xspace)
+    timeline.device_planes = sorted(
+        plane.name for plane in xspace.planes if _DEVICE_PLANE.match(plane.name)
+    )
+    return timeline
+
+
+def digest_timeline(timeline, steps=None):
+    """Cuts a trace of asynchronous dispatch into steps.
+
+    A step's marker spans its dispatch on the host; the device finishes it
+    later, and the step's completion is the `devicecost_done` marker (the
+    step's results on the host). As our own records do, each step runs from
+    its start (the start of its fetch, else of its marker), or from the
+    previous step's completion if that is later, until its completion:
+
+    - `step_ms`: that span;
+    - `input_wait_ms`: the step's fetch within the span (on JAX our
+      `devicecost_fetch` marker inside the step marker; on PyTorch the
+      DataLoader's `__next__` just before it);
+    - `compute_ms`: from the end of the fetch (or the span's start, if
+      later) until the completion: the device (and dispatch) working on
+      the step;
+    - `other_ms`: the rest (the host between steps);
+    - `dispatch_ms`: the marker's length less the fetch in it: the host
+      dispatching the step.
+
+    A step without a completion marker (a trace marked by someone else)
+    ends at the end of the device work it launched, else at the end of its
+    marker. Device busy and idle time count whatever ran on the device
+    within the span. Kernels and copies are those the step launched: a
+    device event is matched by its correlation id to the host call that
+    queued it, and belongs to the step whose marker holds that call, or
+    else whose span holds it (copies of the results, queued after the
+    dispatch); a device event without a matched call belongs to the step
+    whose span it starts in.
+
+    Returns:
+        The same document as `digest_xspace`, with `step_cut`
+        `"dispatch_to_completion"`, `dispatch_ms` per step, and
+        `completion_markers` (how many of the steps had one).
+    """
+    markers = timeline.markers
+    wanted = set(markers) if steps is None else set(steps) & set(markers)
+    fetches = {thread: _Intervals(items) for thread, items in timeline.fetches.items()}
+    # The end of the marker before each one on its thread: its fetch lies
+    # in between.
+    previous_end = {}
+    by_thread = {}
+    for step, (start, end, thread) in markers.items():
+        by_thread.setdefault(thread, []).append((start, end, step))
+    for items in by_thread.values():
+        items.sort()
+        last = None
+        for start, end, step in items:
+            previous_end[step] = last
+            last = end
+    marker_spans = _Intervals((start, end, step) for step, (start, end, _) in markers.items())
+
+    def marker_holding(time):
+        holding = [item[2] for item in marker_spans.overlapping(time, time + 1)]
+        return min(holding) if holding else None
+
+    # Device events: (start, end, kind, bytes, launch time or None), and
+    # those whose launch lies in a step's marker, by step.
+    device_items = []
+    launched_in_marker = {}
+    for kind, start, end, size, correlation in timeline.device:
+        launch = timeline.launches.get(correlation) if correlation is not None else None
+        owner = marker_holding(launch) if launch is not None else None
+        if owner is not None:
+            launched_in_marker.setdefault(owner, []).append((start, end, kind, size))
+        else:
+            device_items.append((start, end, kind, size, launch))
+
+    spans = {}
+    for step in sorted(markers):
+        start, end, thread = markers[step]
+        fetch_items = []
+        on_thread = fetches.get(thread)
+        if on_thread is not None:
+            fetch_items = [item[:2] for item in on_thread.within(start, end)]
+            gap_start = previous_end.get(step)
+            before = on_thread.last_between(
+                start - 10**15 if gap_start is None else gap_start, start
+            )
+            if before is not None:
+                fetch_items.insert(0, before[:2])
+        host_start = min([start] + [s for s, _ in fetch_items])
+        done = timeline.completions.get(step)
+        if done is None:
+            done = max([end] + [e for _, e, _, _ in launched_in_marker.get(step, [])])
+        done = max(done, end)
+        begin = host_start
+        before = spans.get(step - 1)
+        if before is not None and host_start < before[1] <= done:
+            begin = before[1]
+        spans[step] = (begin, done, fetch_items, start, end)
+
+    # The rest of the device events, by the span holding their launch (or
+    # their start, without one).
+    launched = {step: list(items) for step, items in launched_in_marker.items()}
+    step_spans = _Intervals((begin, done, step) for step, (begin, done, *_) in spans.items())
+    for start, end, kind, size, launch in device_items:
+        moment = start if launch is None else launch
+        holding = [item[2] for item in step_spans.overlapping(moment, moment + 1)]
+        if holding:
+            launched.setdefault(min(holding), []).append((start, end, kind, size))
+    device = _Intervals((start, end, kind, size) for kind, start, end, size, _ in timeline.device)
+    has_device = bool(timeline.device_planes or timeline.device)
+
+    digested = []
+    for step in sorted(wanted):
+        begin, done, fetch_items, marker_start, marker_end = spans[step]
+        length = done - begin
+        fetch_end = max([e for _, e in fetch_items], default=marker_start)
+        input_wait = _union_ps(fetch_items, begin, done)
+        compute = max(0, done - max(fetch_end, begin))
+        dispatch = max(
+            0, marker_end - marker_start - _union_ps(fetch_items, marker_start, marker_end)
+        )
+        entry = {
+            "step": step,
+            "step_ms": length / _PS_PER_MS,
+            "input_wait_ms": input_wait / _PS_PER_MS,
+            "compute_ms": compute / _PS_PER_MS,
+            "other_ms": max(0, length - input_wait - compute) / _PS_PER_MS,
+            "dispatch_ms": dispatch / _PS_PER_MS,
+        }
+        if has_device:
+            entry.update(
+                _device_step(device.overlapping(begin, done), begin, done, launched.get(step, []))
+            )
+        digested.append(entry)
+    return {
+        "steps": digested,
+        "summary": summarize(digested),
+        "has_device_plane": has_device,
+        "device_planes": list(timeline.device_planes),
+        "step_cut": CUT_DISPATCH_TO_COMPLETION,
+        "completion_markers": sum(1 for step in wanted if step in timeline.completions),
     }
 
 
