@@ -93,7 +93,7 @@ def _rate(value):
 
 def _table(runs):
     lines = [
-        "| run | verdict | median step (ms) | samples/s | data wait | compute | host overhead | warm-up of wall |",
+        "| run | verdict | p50 step (ms) | samples/s | data wait | compute | host overhead | warm-up of wall |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:

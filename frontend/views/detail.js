@@ -111,7 +111,7 @@ function statStrip(run) {
  */
 const WALL_PARTS = [
   {key: 'steps', label: 'Steady-state steps', note: 'data wait, compute and host overhead of every step after the first'},
-  {key: 'warmup', label: 'Warm-up', note: 'the first step of each fit: tracing, graph optimisation, compilation'},
+  {key: 'warmup', label: 'Warm-up', note: 'the start of each fit (its first step, and the next one in the fit that first traces the step): tracing, graph optimisation, compilation'},
   {key: 'between_steps', label: 'Between steps', note: 'epoch starts (iterator creation), validation, callbacks at epoch end'},
   {key: 'measurement', label: 'This tool\u2019s own measurement', note: 'timing and writing the records'},
 ];

@@ -128,7 +128,7 @@ export function buildOverview(data, app) {
   root.appendChild(el('div', {class: 'dc-table-wrap'}, [table]));
   root.appendChild(el('p', {
     class: 'dc-footnote',
-    text: 'Shares are of steady-state steps: warm-up (the first step of each fit: tracing and ' +
+    text: 'Shares are of steady-state steps: warm-up (the start of each fit: tracing and ' +
       'compilation) is kept apart and shown as its share of the whole fit\u2019s wall time. ' +
       'Click a run for its per-step chart, placement and findings.',
   }));
