@@ -1,0 +1,77 @@
+"""Step accounting under asynchronous dispatch (JAX, PyTorch), timestamps given.
+
+Each step is given as the moments (ms) its fetch started, its batch was
+there (and dispatched), and its results were on the host, as the callback's
+main thread and Keras's worker thread see them; the rows read back.
+"""
+
+import numpy as np
+import pytest
+
+from tb_devicecost import accounting
+from tb_devicecost import reader
+from tb_devicecost.async_steps import AsyncSteps
+
+
+def record(tmp_path, steps, completion_order=None):
+    """Feeds `(start, fetched, done)` ms triples; returns the series."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    for key, (start, fetched, _) in enumerate(steps):
+        timing.dispatched(key, start / 1e3, fetched / 1e3, batch_size=32)
+    for key in completion_order or range(len(steps)):
+        timing.completed(key, now=steps[key][2] / 1e3)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    return record.series
+
+
+def test_a_fetch_overlapping_the_previous_step_costs_nothing(tmp_path):
+    """The device is busy with step 0 while step 1's batch is fetched:
+    step 1 is all compute, from step 0's completion to its own."""
+    series = record(tmp_path, [(0, 1, 10), (2, 4, 20), (5, 7, 30)])
+    np.testing.assert_allclose(series["compute_ms"][1:], [10, 10], rtol=1e-5)
+    np.testing.assert_allclose(series["data_wait_ms"][1:], [0, 0], atol=1e-6)
+    np.testing.assert_allclose(series["host_overhead_ms"][1:], [0, 0], atol=1e-6)
+
+
+def test_a_fetch_after_the_previous_completion_is_data_wait(tmp_path):
+    """The pipeline is late: the device idles from step 0's completion
+    (10 ms) until step 1's batch arrives (18 ms)."""
+    series = record(tmp_path, [(0, 1, 10), (9, 18, 21)])
+    assert series["data_wait_ms"][1] == pytest.approx(8.0)
+    assert series["compute_ms"][1] == pytest.approx(3.0)
+    assert series["host_overhead_ms"][1] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_python_between_steps_is_host_overhead(tmp_path):
+    """The loop starts step 1's fetch 4 ms after step 0 completed."""
+    series = record(tmp_path, [(0, 1, 10), (14, 15, 20)])
+    assert series["host_overhead_ms"][1] == pytest.approx(4.0)
+    assert series["data_wait_ms"][1] == pytest.approx(1.0)
+    assert series["compute_ms"][1] == pytest.approx(5.0)
+
+
+def test_completions_seen_out_of_order_still_give_rows_in_order(tmp_path):
+    """Keras's worker threads may report step 2 before step 1."""
+    steps = [(0, 1, 10), (2, 4, 20), (5, 7, 30)]
+    in_order = record(tmp_path / "a", steps)
+    shuffled = record(tmp_path / "b", steps, completion_order=[0, 2, 1])
+    for column in ("data_wait_ms", "compute_ms", "host_overhead_ms"):
+        np.testing.assert_allclose(in_order[column], shuffled[column])
+
+
+def test_the_parts_add_up_to_the_time_between_completions(tmp_path):
+    rng = np.random.default_rng(0)
+    steps, now = [], 0.0
+    for _ in range(50):
+        start = now + rng.uniform(0, 2)
+        fetched = start + rng.uniform(0, 3)
+        now = max(fetched, now) + rng.uniform(0.5, 4)
+        steps.append((start, fetched, now))
+    series = record(tmp_path, steps)
+    total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
+    # Step 0 starts at its own fetch; each later one at the completion before.
+    assert total.sum() == pytest.approx(steps[-1][2] - steps[0][0], rel=1e-5)
