@@ -92,6 +92,9 @@ def main():
                         help="write the callback's runs into DIR (one per round) and keep them")
     parser.add_argument("--keras-tensorboard", action="store_true",
                         help="also measure keras.callbacks.TensorBoard(update_freq='batch')")
+    parser.add_argument("--short-fits", type=int, default=0, metavar="N",
+                        help="also measure the fixed cost of a fit: N rounds of 20-step fits "
+                             "without, with a reused and with a new callback")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -142,7 +145,6 @@ def main():
             f"round {round_index + 1}: "
             + ", ".join(f"{name} {values[-1] * 1e3 / args.steps:.3f} ms/step" for name, values in seconds.items())
         )
-    shutil.rmtree(scratch, ignore_errors=True)
 
     for name in variants:
         if name == "without":
@@ -153,10 +155,40 @@ def main():
     if "eager_fetch_only" in seconds:
         recording = [a / b for a, b in zip(seconds["devicecost"], seconds["eager_fetch_only"])]
         print(f"recording alone (devicecost / eager_fetch_only): median ratio {statistics.median(recording):.3f}")
+    if args.short_fits:
+        fixed_cost_per_fit(args, x, y, tensorflow, scratch)
     ratios = [a / b for a, b in zip(seconds["devicecost"], seconds["without"])]
     print(f"median step without callback: {statistics.median(seconds['without']) * 1e3 / args.steps:.3f} ms")
     print(f"target: ratio <= {TARGET}")
+    shutil.rmtree(scratch, ignore_errors=True)
     print(f"overhead ratio with/without DeviceCostCallback ({args.backend}): {statistics.median(ratios):.3f}")
+
+
+def fixed_cost_per_fit(args, x, y, tensorflow, scratch):
+    """What a fit costs beyond its steps: 20-step fits, alternating."""
+    if tensorflow:
+        import tensorflow as tf
+
+        data = tf.data.Dataset.from_tensor_slices((x[: 20 * 32], y[: 20 * 32])).batch(32).cache()
+    else:
+        data = (x[: 20 * 32], y[: 20 * 32])
+    model = build_model()
+    reused = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch))
+    for callbacks in ([], [reused]):
+        timed_fit(model, data, callbacks)  # trace and warm up
+    times = {"without": [], "reused": [], "new": []}
+    for _ in range(args.short_fits):
+        times["without"].append(timed_fit(model, data, []))
+        times["reused"].append(timed_fit(model, data, [reused]))
+        times["new"].append(
+            timed_fit(model, data, [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch))])
+        )
+    base = statistics.median(times["without"])
+    print(f"20-step fit without a callback: {base * 1e3:.1f} ms (median)")
+    for name in ("reused", "new"):
+        extra = [(a - b) * 1e3 for a, b in zip(times[name], times["without"])]
+        print(f"fixed cost per fit, {name} callback: +{statistics.median(extra):.1f} ms median "
+              f"(+{min(extra):.1f} to +{max(extra):.1f}; targets: reused <= 10, new <= 30)")
 
 
 if __name__ == "__main__":
