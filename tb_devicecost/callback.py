@@ -62,13 +62,15 @@ class DeviceCostCallback(keras.callbacks.Callback):
             disk. Defaults to `256`.
         profile_steps: Optional `(start, stop)` pair of global steps (at
             most 1000 apart) to capture a profiler trace of, into
-            `log_dir/train` where the Profile tab finds it. Each traced step
-            carries the profiler's step marker, and the trace is digested
-            into our own breakdown of those steps (which the Profile tab
-            cannot give for CPU runs). When
-            `keras.callbacks.TensorBoard(profile_batch=...)` traces the same
-            fit, its trace is used instead of starting a second profiler.
-            Defaults to `None` (no trace).
+            `log_dir/train`: on TensorFlow and JAX an `.xplane.pb` under
+            `plugins/profile/`, where the Profile tab finds it; on PyTorch
+            a `torch.profiler` Chrome trace under
+            `plugins/devicecost_torch/`. Each traced step carries the
+            profiler's step marker, and the trace is digested into our own
+            breakdown of those steps (which the Profile tab cannot give for
+            CPU runs). When `keras.callbacks.TensorBoard(profile_batch=...)`
+            traces the same fit, its trace is used instead of starting a
+            second profiler. Defaults to `None` (no trace).
 
     Example:
 
@@ -160,7 +162,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._fetch_started = None
         self._batch_begun_at = None
         self._pending_excluded = 0.0
-        self._said_profile_backend = False
         # Keras runs batch-end hooks on a worker thread when every callback
         # allows it; ours only reads the clock there, so the training loop
         # keeps its asynchronous dispatch.
@@ -192,10 +193,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
             self._train.begin_session(self._run_info)
             self._train.begin_span()
-            self._floors = {
-                "train": fetch_floor.FetchFloor(),
-                "validation": fetch_floor.FetchFloor(),
-            }
+            # Kept across fits: building and tearing down a ready pipeline
+            # costs tens of milliseconds, more than a short fit's steps.
+            for role in ("train", "validation"):
+                self._floors.setdefault(role, fetch_floor.FetchFloor())
             self._needs_batch = {"train": True, "validation": True}
             self._pending_batch = None
             self._iterations = None
@@ -226,6 +227,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if steps is not None:
             # A worker thread on JAX and PyTorch: only a clock read.
             steps.completed(batch)
+            window = self._traces.window
+            if window is not None:
+                # The step's completion marker, while a window is traced.
+                window.completed(batch)
             return
         if self._in_fit:
             self._train.end_compute()
@@ -258,7 +263,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._backend = keras.backend.backend()
                 self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
-                self._floors["evaluation"] = fetch_floor.FetchFloor()
+                self._floors.setdefault("evaluation", fetch_floor.FetchFloor())
                 self._needs_batch["evaluation"] = True
                 recorder.begin_session(self._run_info)
             recorder.begin_span()
@@ -307,7 +312,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
             recorder.end_span()
             self._unwrap("test_function")
             if role == "evaluation":
-                self._floors.pop("evaluation", None)
                 recorder.end_session(status="complete")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
@@ -590,13 +594,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
     # Asynchronous dispatch: the JAX and PyTorch backends.
 
     def _begin_async_fit(self):
-        if self.profile_steps is not None and not self._said_profile_backend:
-            self._said_profile_backend = True
-            warnings.warn(
-                "DeviceCostCallback: `profile_steps` traces TensorFlow fits for "
-                f"now; this {self._backend} fit is recorded without a trace.",
-                stacklevel=3,
-            )
+        self._traces.begin_fit(self._train, _sibling_callbacks(), backend=self._backend)
         if self._backend == "jax" and self._compiles is None:
             self._compiles = backends.CompileEvents()
         self._async = {"train": async_steps.AsyncSteps(self._train)}
@@ -617,6 +615,12 @@ class DeviceCostCallback(keras.callbacks.Callback):
             proxy = async_steps.TimedIterator(clock)
 
             def timed_jax(state, iterator):
+                window = callback._traces.window if role == "train" else None
+                marker = None
+                if window is not None:
+                    marker = window.step_marker(steps.upcoming_step)
+                    if marker is not None:
+                        iterator = window.marked_fetches(iterator)
                 proxy.reset(iterator)
                 first = callback._needs_batch.get(role, False)
                 compiles = callback._compiles
@@ -627,6 +631,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 finally:
                     if compiles is not None:
                         compiles.step = None
+                    if marker is not None:
+                        window.close_marker(marker)
+                traced, count = steps.upcoming_step, proxy.count
                 if proxy.count:
                     steps.dispatched(
                         callback._batch_begin + callback._spe - 1,
@@ -640,6 +647,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     # The input state was donated to the step: read the new one.
                     callback._after_first_async_step(role, proxy.first, result[1])
                 proxy.reset(None)  # Holds no batch between steps.
+                if window is not None and count:
+                    callback._after_traced_dispatch(
+                        callback._batch_begin + callback._spe - 1,
+                        traced,
+                        steps.upcoming_step,
+                        lambda: _block_until_ready(result),
+                    )
                 return result
 
             wrapper = timed_jax
@@ -657,15 +671,43 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     placement.batch_size(batch),
                     callback._take_excluded(),
                 )
-                result = original(data)
+                window = callback._traces.window if role == "train" else None
+                marker = None
+                if window is not None:
+                    # `dispatched` above counted this step already.
+                    marker = window.step_marker(steps.upcoming_step - 1)
+                try:
+                    result = original(data)
+                finally:
+                    if marker is not None:
+                        window.close_marker(marker)
                 if callback._needs_batch.get(role, False):
                     callback._after_first_async_step(role, batch, None)
+                if window is not None:
+                    callback._after_traced_dispatch(
+                        callback._batch_begin,
+                        steps.upcoming_step - 1,
+                        steps.upcoming_step,
+                        _synchronize_torch,
+                    )
                 callback._fetch_started = clock()
                 return result
 
             wrapper = timed_torch
         wrapper._devicecost_wrapper = True
         setattr(self._model, attribute, wrapper)
+
+    def _after_traced_dispatch(self, key, step, next_step, settle):
+        """While a trace window exists: notes the step just dispatched for
+        its completion marker, and opens or closes the window between
+        steps (its cost kept out of the next step's records)."""
+        window = self._traces.window
+        if window is None:
+            return
+        window.dispatched(key, step)
+        self._pending_excluded += self._traces.after_dispatch(
+            next_step, settle=settle, last_key=key
+        )
 
     def _take_excluded(self):
         excluded, self._pending_excluded = self._pending_excluded, 0.0
@@ -739,8 +781,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def _end_fit(self, status):
         self._in_fit = False
         self._pending_batch = None
-        for floor in self._floors.values():
-            floor.stop()
         if self._train is not None:
             for steps in self._async.values():
                 steps.boundary()
@@ -959,6 +999,19 @@ class _TracingCounter:
         self.steps.append(step)
 
 
+
+
+def _block_until_ready(result):
+    import jax
+
+    jax.block_until_ready(result)
+
+
+def _synchronize_torch():
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def _epoch_iterator_class():
