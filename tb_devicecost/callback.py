@@ -618,6 +618,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 window = callback._traces.window if role == "train" else None
                 marker = None
                 if window is not None:
+                    # Before the fetch: the window's start or stop lands
+                    # between steps.
+                    callback._before_traced_step(steps.upcoming_step)
+                    window = callback._traces.window
+                if window is not None:
                     marker = window.step_marker(steps.upcoming_step)
                     if marker is not None:
                         iterator = window.marked_fetches(iterator)
@@ -648,12 +653,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     callback._after_first_async_step(role, proxy.first, result[1])
                 proxy.reset(None)  # Holds no batch between steps.
                 if window is not None and count:
-                    callback._after_traced_dispatch(
-                        callback._batch_begin + callback._spe - 1,
-                        traced,
-                        steps.upcoming_step,
-                        lambda: _block_until_ready(result),
-                    )
+                    window.dispatched(callback._batch_begin + callback._spe - 1, traced)
                 return result
 
             wrapper = timed_jax
@@ -662,6 +662,16 @@ class DeviceCostCallback(keras.callbacks.Callback):
             def timed_torch(data):
                 fetched = callback._batch_begun_at or clock()
                 start = callback._fetch_started or fetched
+                window = callback._traces.window if role == "train" else None
+                if window is not None:
+                    transition = callback._before_traced_step(steps.upcoming_step)
+                    if transition is not None:
+                        # The window opened or closed after this step's
+                        # fetch: the step is timed as if fetched after it.
+                        began, ended, previous = transition
+                        wait = fetched - max(start, start if previous is None else previous)
+                        start, fetched = ended - max(0.0, wait), ended
+                    window = callback._traces.window
                 batch = data[0] if isinstance(data, list) and data else data
                 steps.dispatched(
                     callback._batch_begin,
@@ -671,7 +681,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     placement.batch_size(batch),
                     callback._take_excluded(),
                 )
-                window = callback._traces.window if role == "train" else None
                 marker = None
                 if window is not None:
                     # `dispatched` above counted this step already.
@@ -684,12 +693,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 if callback._needs_batch.get(role, False):
                     callback._after_first_async_step(role, batch, None)
                 if window is not None:
-                    callback._after_traced_dispatch(
-                        callback._batch_begin,
-                        steps.upcoming_step - 1,
-                        steps.upcoming_step,
-                        _synchronize_torch,
-                    )
+                    window.dispatched(callback._batch_begin, steps.upcoming_step - 1)
                 callback._fetch_started = clock()
                 return result
 
@@ -697,17 +701,15 @@ class DeviceCostCallback(keras.callbacks.Callback):
         wrapper._devicecost_wrapper = True
         setattr(self._model, attribute, wrapper)
 
-    def _after_traced_dispatch(self, key, step, next_step, settle):
-        """While a trace window exists: notes the step just dispatched for
-        its completion marker, and opens or closes the window between
-        steps (its cost kept out of the next step's records)."""
-        window = self._traces.window
-        if window is None:
-            return
-        window.dispatched(key, step)
-        self._pending_excluded += self._traces.after_dispatch(
-            next_step, settle=settle, last_key=key
-        )
+    def _before_traced_step(self, step):
+        """Opens or closes the trace window before train step `step`, once
+        the step before is complete; the time it took past that completion
+        is kept out of the records (`profiling.TraceSchedule.before_async_step`)."""
+        transition = self._traces.before_async_step(step)
+        if transition is not None:
+            began, ended, previous = transition
+            self._pending_excluded += ended - max(began, previous or began)
+        return transition
 
     def _take_excluded(self):
         excluded, self._pending_excluded = self._pending_excluded, 0.0
@@ -999,19 +1001,6 @@ class _TracingCounter:
         self.steps.append(step)
 
 
-
-
-def _block_until_ready(result):
-    import jax
-
-    jax.block_until_ready(result)
-
-
-def _synchronize_torch():
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
 
 
 def _epoch_iterator_class():

@@ -1,23 +1,193 @@
 """Profiler trace windows: capture, step markers, and our digest of them.
 
-A window covers global steps `[start, stop)`. Either we start and stop
-TensorFlow's profiler around it (the trace lands in the run directory, where
-the Profile tab finds it), or `keras.callbacks.TensorBoard(profile_batch=...)`
-already traces the fit and we use its capture. Either way each step in the
-window is wrapped in the profiler's step marker (`train`, with the global
-step number), and after the window its trace is read back and digested
-(`tb_devicecost.trace`).
+A window covers global steps `[start, stop)`. Either we start and stop the
+backend's profiler around it, or `keras.callbacks.TensorBoard(profile_batch=...)`
+already traces the fit and we use its capture. Each step in the window
+carries a step marker with its global step number, and after the window
+its trace is read back and digested (`tb_devicecost.trace`,
+`tb_devicecost.torch_trace`):
+
+- TensorFlow: `tf.profiler.experimental` writes
+  `<run>/plugins/profile/<capture>/<host>.xplane.pb`; the marker
+  (`train`, `step_num`) spans the step, from its fetch until its results
+  are on the host.
+- JAX: `jax.profiler.start_trace` (without its Python tracer, like
+  TensorFlow's default) writes the same layout; the marker is
+  `jax.profiler.StepTraceAnnotation("train", step_num=...)` around the
+  step's dispatch, its fetch marked `devicecost_fetch` inside.
+- PyTorch: `torch.profiler.profile` (CPU, and CUDA where available)
+  exports a Chrome trace to
+  `<run>/plugins/devicecost_torch/<capture>/<host>.pt.trace.json.gz`; the
+  marker is `record_function("ProfilerStep#<step>")` around the dispatch.
+
+On JAX and PyTorch the step is dispatched asynchronously, so its
+completion is marked too (`devicecost_done`), where Keras reads the step's
+results on its worker thread. The profiler is started after the dispatch
+of the step before the window and stopped after the dispatch of the
+window's last step, each time once the device and Keras's worker are done
+with the steps dispatched so far, so that its start and stop cost lands
+between steps, where it is kept out of our records.
 """
 
 import os
+import threading
 import time
 import warnings
 
 from tb_devicecost import metadata
+from tb_devicecost import torch_trace
 from tb_devicecost import trace as trace_module
 
 SOURCE_DEVICECOST = "tb_devicecost"
 SOURCE_KERAS_TENSORBOARD = "keras.callbacks.TensorBoard"
+FORMAT_XPLANE = "xplane"
+ASYNCHRONOUS_BACKENDS = ("jax", "torch")
+# How long opening or closing a window waits for Keras to report the step
+# before complete (as long as the device takes to finish it); past that the
+# profiler starts or stops anyway.
+_COMPLETION_TIMEOUT_S = 30.0
+
+
+class _TensorFlowProfiler:
+    format = FORMAT_XPLANE
+
+    def start(self, run_dir):
+        import tensorflow as tf
+
+        tf.profiler.experimental.start(run_dir)
+
+    def stop(self):
+        import tensorflow as tf
+
+        tf.profiler.experimental.stop()
+
+    def marker(self, step):
+        import tensorflow as tf
+
+        return tf.profiler.experimental.Trace(trace_module.MARKER_NAME, step_num=step, _r=1)
+
+
+class _JaxProfiler:
+    format = FORMAT_XPLANE
+
+    def __init__(self):
+        import jax
+
+        self._profiler = jax.profiler
+
+    def start(self, run_dir):
+        options = self._profiler.ProfileOptions()
+        # JAX traces every Python call by default, which slows the host
+        # several times over; TensorFlow's profiler does not.
+        options.python_tracer_level = 0
+        self._profiler.start_trace(run_dir, profiler_options=options)
+
+    def stop(self):
+        self._profiler.stop_trace()
+
+    def marker(self, step):
+        return self._profiler.StepTraceAnnotation(trace_module.MARKER_NAME, step_num=step)
+
+    marks_fetches = True
+
+    def fetch_marker(self):
+        return self._profiler.TraceAnnotation(trace_module.FETCH_MARKER_NAME)
+
+    def done_marker(self, step):
+        return self._profiler.TraceAnnotation(trace_module.DONE_MARKER_NAME, step_num=step)
+
+
+class _TorchProfiler:
+    format = torch_trace.FORMAT
+
+    def __init__(self):
+        import torch
+
+        self._torch = torch
+        self._profile = None
+        self.path = None
+
+    def start(self, run_dir):
+        torch = self._torch
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        try:
+            # Keras reads each step's results on a worker thread, where the
+            # completion marker is; by default only the thread that starts
+            # the profiler is recorded.
+            config = torch._C._profiler._ExperimentalConfig(
+                profile_all_threads=True, trace_only=True
+            )
+        except (AttributeError, TypeError):
+            config = None
+        profile = torch.profiler.profile(activities=activities, experimental_config=config)
+        profile.start()
+        self._profile = profile
+        self.path = torch_trace.new_trace_path(run_dir, time.time())
+
+    def stop(self):
+        profile, self._profile = self._profile, None
+        if profile is None:
+            return
+        profile.stop()
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        profile.export_chrome_trace(self.path)
+
+    def marker(self, step):
+        return self._torch.profiler.record_function(f"{torch_trace.MARKER_PREFIX}{step}")
+
+    # The DataLoader marks its own fetches, outside the step's dispatch.
+    marks_fetches = False
+
+    def done_marker(self, step):
+        return self._torch.profiler.record_function(f"{torch_trace.DONE_PREFIX}{step}")
+
+
+_TORCH_WARM = []
+
+
+def warm_up_torch_profiler():
+    """Starts and stops `torch.profiler` once per process, as the fit
+    begins: the first start takes about a second (Kineto's set-up), later
+    ones under a millisecond. Keras's TensorBoard callback does the same."""
+    if _TORCH_WARM:
+        return
+    _TORCH_WARM.append(True)
+    try:
+        import torch
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profile = torch.profiler.profile(activities=activities)
+        profile.start()
+        profile.stop()
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def _profiler_for(backend):
+    if backend == "jax":
+        return _JaxProfiler()
+    if backend == "torch":
+        return _TorchProfiler()
+    return _TensorFlowProfiler()
+
+
+class _FetchMarked:
+    """Hands out the batches of `iterator`, each fetch in a marker."""
+
+    def __init__(self, iterator, marker):
+        self._iterator = iterator
+        self._marker = marker
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        with self._marker():
+            return next(self._iterator)
 
 
 class TraceWindow:
@@ -30,43 +200,58 @@ class TraceWindow:
             the Keras TensorBoard callback's `train` directory).
         source: Who starts the profiler: `SOURCE_DEVICECOST` (we do) or
             `SOURCE_KERAS_TENSORBOARD` (it does; we only mark steps).
+        backend: The Keras backend: `"tensorflow"`, `"jax"` or `"torch"`.
     """
 
-    def __init__(self, start, stop, profile_dir, source=SOURCE_DEVICECOST):
+    def __init__(self, start, stop, profile_dir, source=SOURCE_DEVICECOST, backend="tensorflow"):
         self.start = start
         self.stop = stop
         self.profile_dir = profile_dir
         self.source = source
+        self.backend = backend
         self.state = "pending"
         self.error = None
         self._opened_at = None
         self._marker = None
+        self._profiler = None
+        # Asynchronous dispatch: the global step of each dispatched step by
+        # the key Keras reports its completion with, and when the reported
+        # ones completed.
+        self._steps_by_key = {}
+        self._completed = {}
+        self._completion = threading.Condition()
+        self._last_key = None
 
     @property
     def owns_profiler(self):
         return self.source == SOURCE_DEVICECOST
 
+    @property
+    def asynchronous(self):
+        return self.backend in ASYNCHRONOUS_BACKENDS
+
+    @property
+    def profiler(self):
+        if self._profiler is None:
+            self._profiler = _profiler_for(self.backend)
+        return self._profiler
+
+    def marks(self, step):
+        """Whether `step` is traced and marked now."""
+        return self.state == "active" and self.start <= step < self.stop
+
+    # Synchronous dispatch (TensorFlow): one call before each step.
+
     def before_step(self, step):
         """Starts or stops the profiler as `step` begins; opens its marker."""
-        import tensorflow as tf
-
         if self.state == "pending" and step >= self.start:
-            self._opened_at = time.time()
-            if self.owns_profiler:
-                try:
-                    tf.profiler.experimental.start(self.profile_dir)
-                except Exception as error:  # pylint: disable=broad-except
-                    # Most often another profiler is already running.
-                    self.error = f"Could not start the profiler: {type(error).__name__}: {error}"
-                    self.state = "done"
-                    return
-            self.state = "active"
+            self.begin()
+            if self.state != "active":
+                return
         if self.state == "active" and step >= self.stop:
             self.finish()
         if self.state == "active":
-            self._marker = tf.profiler.experimental.Trace(
-                trace_module.MARKER_NAME, step_num=step, _r=1
-            )
+            self._marker = self.profiler.marker(step)
             self._marker.__enter__()
 
     def after_step(self):
@@ -75,6 +260,89 @@ class TraceWindow:
             marker, self._marker = self._marker, None
             marker.__exit__(None, None, None)
 
+    def begin(self):
+        """Opens the window, starting our profiler; an error ends it."""
+        if self.state != "pending":
+            return
+        self._opened_at = time.time()
+        if self.owns_profiler:
+            try:
+                self.profiler.start(self.profile_dir)
+            except Exception as error:  # pylint: disable=broad-except
+                # Most often another profiler is already running.
+                self.error = f"Could not start the profiler: {type(error).__name__}: {error}"
+                self.state = "done"
+                return
+        self.state = "active"
+
+    # Asynchronous dispatch (JAX, PyTorch).
+
+    def step_marker(self, step):
+        """The entered marker of `step`'s dispatch, or `None` when `step`
+        is not traced; `close_marker` ends it."""
+        if not self.marks(step):
+            return None
+        marker = self.profiler.marker(step)
+        marker.__enter__()
+        return marker
+
+    @staticmethod
+    def close_marker(marker):
+        marker.__exit__(None, None, None)
+
+    def marked_fetches(self, iterator):
+        """`iterator` with each fetch marked, where the backend needs it."""
+        if not getattr(self.profiler, "marks_fetches", False):
+            return iterator
+        return _FetchMarked(iterator, self.profiler.fetch_marker)
+
+    def dispatched(self, key, step):
+        """Main thread: the step `step` was dispatched; Keras reports its
+        completion as `key` (its batch index in the epoch)."""
+        with self._completion:
+            self._completed.pop(key, None)
+            self._steps_by_key[key] = step
+            self._last_key = key
+
+    def completed(self, key):
+        """Keras's worker thread (or the main thread when some callback is
+        not `async_safe`): the step reported as `key` has its results on
+        the host. Marks a traced step's completion."""
+        now = time.perf_counter()
+        with self._completion:
+            step = self._steps_by_key.pop(key, None)
+        if step is None:
+            return
+        if self.marks(step):
+            done = self.profiler.done_marker(step)
+            done.__enter__()
+            done.__exit__(None, None, None)
+        with self._completion:
+            self._completed[key] = now
+            self._completion.notify_all()
+
+    def wait_previous(self, timeout=_COMPLETION_TIMEOUT_S):
+        """Waits until the last dispatched step is reported complete.
+
+        Keras hands a step's completion to its worker once the step's
+        function returned, so this is called before the next step only.
+
+        Returns:
+            When the step completed (`time.perf_counter`), or `None` when
+            no step was dispatched or the wait timed out.
+        """
+        key = self._last_key
+        if key is None:
+            return None
+        deadline = time.monotonic() + timeout
+        with self._completion:
+            while key not in self._completed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._completion.wait(left)
+            return self._completed[key]
+
     def finish(self):
         """Ends the window (stopping our profiler); safe to call twice."""
         self.after_step()
@@ -82,10 +350,8 @@ class TraceWindow:
             return
         self.state = "done"
         if self.owns_profiler:
-            import tensorflow as tf
-
             try:
-                tf.profiler.experimental.stop()
+                self.profiler.stop()
             except Exception as error:  # pylint: disable=broad-except
                 self.error = f"Could not stop the profiler: {type(error).__name__}: {error}"
 
@@ -99,28 +365,49 @@ class TraceWindow:
             "start_step": self.start,
             "stop_step": self.stop,
             "source": self.source,
+            "backend": self.backend,
+            "trace_format": self.profiler.format,
             "profile_run_dir": os.path.abspath(self.profile_dir),
         }
         if self.error:
             entry["error"] = self.error
             return entry
-        # Allow for clock granularity between our timestamp and the file's.
-        capture = trace_module.newest_capture(self.profile_dir, after=(self._opened_at or 0) - 2)
-        if capture is None:
-            entry["error"] = (
-                f"No trace was found under {self.profile_dir}/plugins/profile "
-                "after the window: the profiler wrote nothing."
-            )
-            return entry
-        path, entry["capture"], entry["host"] = capture
-        entry["trace_bytes"] = os.path.getsize(path)
-        try:
-            digest = trace_module.digest_xspace(
-                trace_module.load_xspace(path), steps=range(self.start, self.stop)
-            )
-        except trace_module.TraceError as error:
-            entry["error"] = str(error)
-            return entry
+        steps = range(self.start, self.stop)
+        if self.profiler.format == torch_trace.FORMAT:
+            path = self.profiler.path
+            if not path or not os.path.exists(path):
+                entry["error"] = (
+                    "No trace was found under "
+                    f"{torch_trace.trace_dir(self.profile_dir)} after the window: "
+                    "the profiler wrote nothing."
+                )
+                return entry
+            entry["trace_file"] = os.path.abspath(path)
+            entry["trace_bytes"] = os.path.getsize(path)
+            try:
+                digest = torch_trace.digest(torch_trace.load(path), steps=steps)
+            except trace_module.TraceError as error:
+                entry["error"] = str(error)
+                return entry
+        else:
+            # Allow for clock granularity between our timestamp and the file's.
+            capture = trace_module.newest_capture(self.profile_dir, after=(self._opened_at or 0) - 2)
+            if capture is None:
+                entry["error"] = (
+                    f"No trace was found under {self.profile_dir}/plugins/profile "
+                    "after the window: the profiler wrote nothing."
+                )
+                return entry
+            path, entry["capture"], entry["host"] = capture
+            entry["trace_file"] = os.path.abspath(path)
+            entry["trace_bytes"] = os.path.getsize(path)
+            try:
+                digest = trace_module.digest_xspace(
+                    trace_module.load_xspace(path), steps=steps, asynchronous=self.asynchronous
+                )
+            except trace_module.TraceError as error:
+                entry["error"] = str(error)
+                return entry
         entry.update(digest)
         if "device_busy_fraction" in digest["summary"]:
             entry["device_busy_fraction"] = digest["summary"]["device_busy_fraction"]
@@ -132,7 +419,7 @@ class TraceWindow:
         return entry
 
 
-def keras_tensorboard_window(callbacks, first_step):
+def keras_tensorboard_window(callbacks, first_step, backend="tensorflow"):
     """The window traced by a `keras.callbacks.TensorBoard` among `callbacks`.
 
     Keras counts batches from 1 in each fit and traces batches
@@ -152,6 +439,7 @@ def keras_tensorboard_window(callbacks, first_step):
                 first_step + stop,
                 callback._train_dir,
                 source=SOURCE_KERAS_TENSORBOARD,
+                backend=backend,
             )
     return None
 
@@ -180,15 +468,24 @@ class TraceSchedule:
         self._own_window_done = False
         self._said_external = False
 
-    def begin_fit(self, accounting, callbacks):
-        """Chooses the window of the fit that starts now, if any."""
-        first_step = accounting.upcoming_step()
-        self.window = self._window_for(first_step, callbacks, accounting.run_dir)
-        if self.window is not None:
-            accounting.watch_steps(range(self.window.start, self.window.stop))
+    def begin_fit(self, accounting, callbacks, backend="tensorflow"):
+        """Chooses the window of the fit that starts now, if any.
 
-    def _window_for(self, first_step, callbacks, run_dir):
-        external = keras_tensorboard_window(callbacks, first_step)
+        Under asynchronous dispatch a window that starts with the fit's
+        first step opens now, before any step.
+        """
+        first_step = accounting.upcoming_step()
+        self.window = self._window_for(first_step, callbacks, accounting.run_dir, backend)
+        window = self.window
+        if window is not None:
+            accounting.watch_steps(range(window.start, window.stop))
+            if backend == "torch" and window.owns_profiler and window.state == "pending":
+                warm_up_torch_profiler()
+            if window.asynchronous:
+                self.before_async_step(first_step)
+
+    def _window_for(self, first_step, callbacks, run_dir, backend):
+        external = keras_tensorboard_window(callbacks, first_step, backend)
         if external is not None:
             if not self._said_external:
                 self._said_external = True
@@ -213,7 +510,7 @@ class TraceSchedule:
         start, stop = self.profile_steps
         if stop <= first_step:
             return None
-        return TraceWindow(start, stop, run_dir)
+        return TraceWindow(start, stop, run_dir, backend=backend)
 
     def before_step(self, accounting):
         """Starts or stops the profiler before a step, outside its time."""
@@ -227,6 +524,47 @@ class TraceSchedule:
         if window.state == "done":
             self.end_fit()
         accounting.exclude(time.perf_counter() - started)
+
+    def before_async_step(self, step):
+        """Asynchronous dispatch, main thread, before train step `step` is
+        dispatched: opens the window at its first step, closes it at the
+        step after its last.
+
+        Before our profiler starts or stops, it waits for Keras to report
+        the step before complete (the device done with it, and its
+        completion marked inside the trace), so the profiler's cost falls
+        between steps, where the caller keeps it out of the records.
+
+        Returns:
+            `None` when nothing was done, else `(began, ended, previous)`:
+            when this call began and ended and when the step before
+            completed (`None` if unknown), on `time.perf_counter`.
+        """
+        window = self.window
+        if window is None:
+            return None
+        # PyTorch fetches a step's batch before its dispatch, where this is
+        # called: the profiler starts a step early to see that fetch.
+        lead = 1 if window.backend == "torch" else 0
+        opening = window.state == "pending" and step + lead >= window.start
+        closing = window.state == "active" and step >= window.stop
+        if not (opening or closing):
+            return None
+        began = time.perf_counter()
+        previous = None
+        try:
+            if window.owns_profiler:
+                previous = window.wait_previous()
+            if opening:
+                window.begin()
+            if window.state == "active" and step >= window.stop:
+                window.finish()
+        except Exception as error:  # pylint: disable=broad-except
+            window.error = f"Tracing failed: {type(error).__name__}: {error}"
+            window.state = "done"
+        if window.state == "done":
+            self.end_fit()
+        return began, time.perf_counter(), previous
 
     def end_fit(self):
         """Ends the fit's window, if one is open."""
