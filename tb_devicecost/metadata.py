@@ -90,24 +90,88 @@ def encode_json(document):
     return json.dumps(document, sort_keys=True, allow_nan=False).encode("utf-8")
 
 
+# Our documents nest a few levels (trace windows: document, windows, a
+# window, its steps, a step); anything deeper is not ours, and is refused
+# before it can exhaust the recursion of whoever walks it next.
+MAX_DOCUMENT_DEPTH = 32
+
+
 def decode_json(value):
     """Parses a JSON document read back from a string tensor.
 
     Args:
-        value: bytes, str, or a numpy 0-d array holding either.
+        value: bytes, str, or a numpy array holding exactly one of either
+            (a rank-0 string tensor, as the writer writes).
 
     Raises:
-        FormatError: when it is not a JSON object of a known schema.
+        FormatError: when it is not one JSON object of a known schema,
+            nested at most `MAX_DOCUMENT_DEPTH` levels.
     """
-    if hasattr(value, "item"):
+    size = getattr(value, "size", None)
+    if size is not None and hasattr(value, "item"):
+        if size != 1:
+            raise FormatError(
+                "Expected a tensor holding one JSON string, got one of shape "
+                f"{list(getattr(value, 'shape', ()))}"
+            )
         value = value.item()
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        raise FormatError(f"Expected a JSON string, got {type(value).__name__}")
     try:
         document = json.loads(value)
+    except RecursionError:
+        raise FormatError(
+            f"The JSON document is nested deeper than {MAX_DOCUMENT_DEPTH} levels"
+        ) from None
     except (TypeError, ValueError) as error:
-        raise FormatError(f"Not a JSON document: {error}")
+        raise FormatError(f"Not a JSON document: {error}") from None
     if not isinstance(document, dict):
         raise FormatError(f"Expected a JSON object, got {type(document).__name__}")
+    if _depth_exceeds(document, MAX_DOCUMENT_DEPTH):
+        raise FormatError(
+            f"The JSON document is nested deeper than {MAX_DOCUMENT_DEPTH} levels"
+        )
     check_schema(document.get("schema"))
     return document
+
+
+def _depth_exceeds(document, limit):
+    """Whether `document` nests lists and objects deeper than `limit` (no recursion)."""
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return False
+
+
+def check_plugin_content(content):
+    """Raises `FormatError` unless a tag's `plugin_data.content` is readable.
+
+    The writer puts `{"schema": 1}` there (`create_summary_metadata`). Empty
+    content (metadata a loader did not keep) is accepted; JSON with a schema
+    newer than this code raises `NewerSchemaError`, anything else that is
+    not such JSON raises `FormatError`.
+    """
+    if not content:
+        return
+    if isinstance(content, bytes):
+        content = content.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(content)
+    except (TypeError, ValueError, RecursionError):
+        raise FormatError("Unreadable summary metadata (plugin_data.content)") from None
+    if not isinstance(parsed, dict):
+        raise FormatError("Unreadable summary metadata (plugin_data.content)")
+    try:
+        check_schema(parsed.get("schema"))
+    except NewerSchemaError as error:
+        raise NewerSchemaError(f"Summary metadata: {error}") from None
+    except FormatError as error:
+        raise FormatError(f"Summary metadata: {error}") from None

@@ -208,3 +208,52 @@ def test_trace_windows_set_our_numbers_beside_the_traces(helpers):
     agreement = window["data_wait_agreement"]
     assert agreement["disagree"] is False
     assert agreement["message"].endswith("They agree.")
+
+
+# Issue 16: numbers that no recorder writes never reach the verdicts as
+# infinities, and never raise.
+
+
+def test_integers_too_large_for_a_float_are_ignored(helpers):
+    aggregate = helpers.make_aggregate(0.5, 2.0, 0.1)
+    aggregate["steps"] = 10**400
+    aggregate["samples"] = 10**400
+    aggregate["components"]["compute"]["p90_ms"] = 10**400
+    result = analysis.analyze_run(helpers.make_record("big/train", aggregate=aggregate))
+    assert result["steps"] is None
+    assert result["compute_ms"]["p90"] is None
+    assert result["step_ms"]["mean"] == pytest.approx(2.6)
+    helpers.assert_json_clean(result)
+
+
+@pytest.mark.parametrize("value", [1e308, 1e-310, 1e16, float("inf")])
+def test_implausible_finite_values_are_invalid_numbers(value):
+    assert record._as_number(value) is None
+    assert record._as_number(0.0) == 0.0
+    assert record._as_number(1e-6) == 1e-6
+
+
+def test_extreme_finite_values_in_the_series_are_ignored(helpers):
+    steps = np.arange(6)
+    series = {"step": steps, "data_wait_ms": np.array([1.0, 1.0, 1e308, 1.0, 1.0, 1.0]),
+              "compute_ms": np.array([2.0, 2.0, 2.0, 1e-310, 2.0, 2.0]),
+              "host_overhead_ms": np.full(6, 0.1), "batch_size": np.full(6, 32.0)}
+    result = analysis.analyze_run(helpers.make_record("odd/train", series=series))
+    assert result["steady_steps"] == 3
+    assert result["step_ms"]["max"] == pytest.approx(3.1)
+    helpers.assert_json_clean(result)
+
+
+def test_a_trace_document_with_an_unhashable_step_is_read(helpers):
+    trace = helpers.make_trace(0.5)
+    window = trace["windows"][0]
+    window["steps"][0]["step"] = [1, 2]
+    window["recorded_steps"][1]["step"] = {"a": 1}
+    window["start_step"] = {"deep": [1]}
+    window["host"] = ["not", "a", "host"]
+    result = analysis.analyze_run(helpers.make_record(
+        "gpu/train", aggregate=helpers.make_aggregate(0.1, 1.0, 0.1), trace=trace))
+    [analysed] = result["trace_windows"]
+    assert analysed["steps"][0]["step"] is None
+    assert analysed["start_step"] is None and analysed["host"] is None
+    helpers.assert_json_clean(result)

@@ -236,3 +236,41 @@ def test_wall_time_unknown_in_older_data_is_not_guessed(helpers):
     # The share falls back to warm-up plus steady steps, and says so.
     assert result["warmup_share_of_wall"] == pytest.approx(200.0 / (200.0 + 500.0))
     assert "total wall time is unknown" in helpers.finding(result, "warmup")["message"]
+
+
+def test_extreme_finite_values_never_leave_the_analysis_as_infinities(helpers):
+    """1e308 ms and 1e-310 ms compared: before, the speedup was inf."""
+    records = [
+        helpers.make_record("cpu/train", aggregate=helpers.make_aggregate(1e-310, 1e-310, 0.0),
+                            placement=helpers.cpu_placement()),
+        helpers.make_record("gpu/train", aggregate=helpers.make_aggregate(1e308, 1e308, 1e308),
+                            placement=helpers.gpu_placement()),
+        helpers.make_record("big/train", aggregate=helpers.make_aggregate(0.1, 1e14, 0.1)),
+        helpers.make_record("small/train", aggregate=helpers.make_aggregate(0.0, 1e-9, 0.0)),
+    ]
+    report = analysis.build_report(records, baseline="small/train")
+    helpers.assert_json_clean(report)
+    from tb_devicecost.renderers import console, jsonrenderer, markdown
+
+    assert "inf" not in console.render(report).lower().replace("info", "")
+    assert "inf" not in markdown.render(report).lower().replace("info", "")
+    jsonrenderer.render(report)
+
+
+def test_one_rule_for_every_route_and_the_report(helpers, monkeypatch):
+    """`analyze_record` is what `build_report` and the plugin's routes use:
+    a run whose analysis raises is skipped with the reason, not a 500."""
+    good = helpers.make_record("good/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
+    bad = helpers.make_record("bad/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
+    original = analysis.report.analyze_run
+
+    def analyze(record):
+        if record.run == "bad/train":
+            raise ZeroDivisionError("float division by zero")
+        return original(record)
+
+    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    result, reason = analysis.analyze_record(bad)
+    assert result is None and "ZeroDivisionError: float division by zero" in reason
+    report = analysis.build_report([good, bad])
+    assert report["skipped"] == [{"run": "bad/train", "reason": reason}]

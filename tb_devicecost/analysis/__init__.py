@@ -21,8 +21,10 @@ from tb_devicecost.analysis.compare import compare_runs
 from tb_devicecost.analysis.compare import default_baseline
 from tb_devicecost.analysis.record import WALL_PARTS
 from tb_devicecost.analysis.report import REPORT_SCHEMA
+from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
+from tb_devicecost.analysis.report import json_ready
 from tb_devicecost.analysis.verdicts import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
@@ -40,10 +42,12 @@ __all__ = [
     "SEVERITIES",
     "VERDICTS",
     "WALL_PARTS",
+    "analyze_record",
     "analyze_run",
     "build_report",
     "compare_runs",
     "default_baseline",
     "fmt_ms",
     "fmt_share",
+    "json_ready",
 ]

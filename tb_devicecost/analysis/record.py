@@ -29,6 +29,12 @@ WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
 ROLES = ("train", "validation", "evaluation")
 # The statistics of each component besides `count` and `sum`.
 _STATISTICS = ("mean", "p50", "p90", "p99", "min", "max")
+# Bounds of every number read (ms, counts, rates, bytes), besides 0: a
+# nanosecond is far below any step's part, 1e15 ms is 31,000 years. Ratios
+# and sums of numbers inside them stay finite (docs/FORMAT.md, "Damaged
+# data").
+MIN_VALUE = 1e-9
+MAX_VALUE = 1e15
 # Op types that belong on the host in any run: the input pipeline and
 # resource bookkeeping. Left out of `cpu_ops_on_accelerator_run`.
 _HOST_OP = re.compile(
@@ -59,17 +65,33 @@ def _as_list(value):
     return value if isinstance(value, list) else []
 
 
+def _as_text(value):
+    """A JSON string field, or `None` when it is missing or not a string."""
+    return value if isinstance(value, str) else None
+
+
 def _as_number(value):
-    """A finite, non-negative float, or `None` (NaN and negatives are ignored)."""
+    """A plausible non-negative float, or `None`.
+
+    NaN, infinities, negatives and anything outside `0` or
+    `[MIN_VALUE, MAX_VALUE]` (an integer too large for a float, 1e308 ms,
+    a subnormal 1e-310 ms) are ignored: no time, count or rate that was
+    really recorded lies there, and within those bounds no sum, ratio or
+    product the analysis forms can overflow to infinity.
+    """
     if isinstance(value, bool) or value is None:
         return None
     try:
         value = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    if not math.isfinite(value) or value < 0:
+    if not _plausible(value):
         return None
     return value
+
+
+def _plausible(value):
+    return math.isfinite(value) and (value == 0 or MIN_VALUE <= value <= MAX_VALUE)
 
 
 def _as_count(value):
@@ -318,7 +340,7 @@ def read_run(record):
         batch_size=_as_count(info.get("batch_size")) or numbers.batch_max,
         fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
-        jit_compile=info.get("jit_compile"),
+        jit_compile=info.get("jit_compile") if isinstance(info.get("jit_compile"), bool) else None,
         trace_windows=windows,
         device_busy_fraction=_device_busy_fraction(windows),
         problems=problems,
@@ -328,6 +350,11 @@ def read_run(record):
 def run_name(record):
     """The run's name as a string (`""` without one)."""
     return str(_field(record, "run", ""))
+
+
+def aggregate_usable(aggregate):
+    """Whether the numbers can come from this aggregate (else from the series)."""
+    return _numbers_from_aggregate(aggregate, []) is not None
 
 
 def skip_reason(record):
@@ -379,6 +406,13 @@ def _component_stats(summary):
 def _numbers_from_aggregate(aggregate, problems):
     if not isinstance(aggregate, dict):
         return None
+    error = aggregate.get("error")
+    if isinstance(error, str) and error:
+        # Written by a recorder that could not write on (docs/FORMAT.md).
+        problems.append(
+            f"Recording stopped before the fit ended ({error}): the numbers "
+            "cover the steps recorded until then."
+        )
     components = aggregate.get("components")
     if not isinstance(components, dict):
         problems.append("The aggregate has no components; used the sampled steps.")
@@ -450,20 +484,36 @@ def _retraces(retraces):
     )
 
 
-def _series_array(series, key, length):
-    values = series.get(key)
+def _float_array(values):
+    """A 1-D float array of `values`, or `None` when they are not numbers."""
     if values is None:
-        return np.full(length, np.nan)
-    values = np.asarray(values, dtype=np.float64).reshape(-1)
-    if len(values) != length:
+        return None
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _series_array(series, key, length):
+    values = _float_array(series.get(key))
+    if values is None or len(values) != length:
         return np.full(length, np.nan)
     return values
 
 
+def _plausible_array(values):
+    """`_plausible` of each value of a float array."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (
+            (values == 0) | ((values >= MIN_VALUE) & (values <= MAX_VALUE))
+        )
+
+
 def _numbers_from_series(series, problems):
     series = _as_dict(series)
-    steps = np.asarray(series.get("step", ()), dtype=np.float64).reshape(-1)
-    if steps.size == 0:
+    steps = _float_array(series.get("step", ()))
+    if steps is None or steps.size == 0:
         return None
     columns = {
         name: _series_array(series, vocabulary.component_column(name), len(steps))
@@ -473,13 +523,14 @@ def _numbers_from_series(series, problems):
     # 1.0 for a warm-up step; absent (NaN here) in runs written before the
     # flag was.
     flags = _series_array(series, vocabulary.WARMUP, len(steps))
-    valid = np.isfinite(steps) & (steps >= 0)
+    valid = np.isfinite(steps) & (steps >= 0) & (steps <= MAX_VALUE)
     for values in columns.values():
-        valid &= np.isfinite(values) & (values >= 0)
+        valid &= _plausible_array(values)
     dropped = int((~valid).sum())
     if dropped:
         problems.append(
-            f"Ignored {dropped} sampled step(s) holding NaN or negative values."
+            f"Ignored {dropped} sampled step(s) holding NaN, negative or "
+            "implausible values."
         )
     steps = steps[valid]
     columns = {name: values[valid] for name, values in columns.items()}
@@ -527,7 +578,7 @@ def _numbers_from_series(series, problems):
     if compute.size:
         median = float(np.median(compute))
         spikes = int((compute > vocabulary.SPIKE_RATIO * max(median, 1e-6)).sum())
-    known = batch[steady][np.isfinite(batch[steady]) & (batch[steady] > 0)]
+    known = batch[steady][_plausible_array(batch[steady]) & (batch[steady] >= 1)]
     samples = int(known.sum()) if known.size else None
     steady_wall_ms = stats["step"].sum
     return StepNumbers(
@@ -648,14 +699,15 @@ def _mean_of(entries, key):
 def _trace_window(window):
     recorded = [e for e in _as_list(window.get("recorded_steps")) if isinstance(e, dict)]
     traced = [e for e in _as_list(window.get("steps")) if isinstance(e, dict)]
-    ours_by_step = {entry.get("step"): entry for entry in recorded}
+    ours_by_step = {_as_count(entry.get("step")): entry for entry in recorded}
+    ours_by_step.pop(None, None)
     steps = [
         {
-            "step": entry.get("step"),
-            "trace": {k: _as_number(v) for k, v in entry.items() if k != "step"},
+            "step": _as_count(entry.get("step")),
+            "trace": {str(k): _as_number(v) for k, v in entry.items() if k != "step"},
             "ours": {
-                k: _as_number(v)
-                for k, v in (ours_by_step.get(entry.get("step")) or {}).items()
+                str(k): _as_number(v)
+                for k, v in (ours_by_step.get(_as_count(entry.get("step"))) or {}).items()
                 if k != "step"
             },
         }
@@ -668,14 +720,14 @@ def _trace_window(window):
     if busy is None:
         busy = _as_number(summary.get("device_busy_fraction"))
     return TraceWindow(
-        start_step=window.get("start_step"),
-        stop_step=window.get("stop_step"),
-        source=window.get("source"),
-        capture=window.get("capture"),
-        host=window.get("host"),
-        profile_run_dir=window.get("profile_run_dir"),
-        trace_bytes=window.get("trace_bytes"),
-        error=window.get("error"),
+        start_step=_as_count(window.get("start_step")),
+        stop_step=_as_count(window.get("stop_step")),
+        source=_as_text(window.get("source")),
+        capture=_as_text(window.get("capture")),
+        host=_as_text(window.get("host")),
+        profile_run_dir=_as_text(window.get("profile_run_dir")),
+        trace_bytes=_as_count(window.get("trace_bytes")),
+        error=_as_text(window.get("error")),
         has_device_plane=bool(window.get("has_device_plane")),
         summary={k: _as_number(v) for k, v in summary.items()},
         ours={

@@ -198,12 +198,16 @@ def _trace_window(window):
     }
 
 
-def _json_ready(value):
-    """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`."""
+def json_ready(value):
+    """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`.
+
+    Whatever a run's documents held, what leaves the analysis is JSON that
+    `json.dumps(..., allow_nan=False)` writes.
+    """
     if isinstance(value, dict):
-        return {str(key): _json_ready(item) for key, item in value.items()}
+        return {str(key): json_ready(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
+        return [json_ready(item) for item in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -213,12 +217,55 @@ def _json_ready(value):
     return str(value)
 
 
-def build_report(records, baseline=None):
+_json_ready = json_ready
+
+# What a malformed document can make the analysis raise: it is caught per
+# run, so one bad run never takes the report (or a route) down.
+ANALYSIS_ERRORS = (
+    TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError,
+    RecursionError,
+)
+
+
+def analyze_record(record):
+    """One run as the report takes it: `(run object, None)` or `(None, reason)`.
+
+    The one rule, used by `build_report` and by the plugin's `run` and
+    `compare` routes, for which runs are reported and why the others are
+    skipped: a document of a newer schema with no readable aggregate, data
+    the analysis cannot take, or no recorded step.
+    """
+    reason = record_module.skip_reason(record)
+    if reason:
+        return None, reason
+    try:
+        result = analyze_run(record)
+    except ANALYSIS_ERRORS as error:
+        # One malformed run must not take the whole report down.
+        detail = " ".join(str(error).split())[:200]
+        return None, f"Its data could not be analysed ({type(error).__name__}: {detail})."
+    if result["source"] is None or (
+        not result["steady_steps"] and result["warmup_ms"] is None
+    ):
+        problems = result["problems"]
+        return None, (
+            "; ".join(problems)
+            if problems
+            else "It holds tb-devicecost documents but no recorded step yet "
+            "(the fit may still be in its first epoch)."
+        )
+    return result, None
+
+
+def build_report(records, baseline=None, unread=None):
     """The whole report: every run analysed, compared, and what was skipped.
 
     Args:
         records: `reader.RunRecord`s (or dicts with the same fields).
         baseline: Run name for the comparison (see `compare_runs`).
+        unread: What the reader could not read at all, as `{"run",
+            "reason"}` items (`reader.LogdirScan.unread`): listed as
+            skipped too.
 
     Returns:
         `{"schema": REPORT_SCHEMA, "runs": [...], "comparison": {...} or
@@ -231,30 +278,15 @@ def build_report(records, baseline=None):
     """
     runs, skipped = [], []
     for record in records:
-        reason = record_module.skip_reason(record)
-        result = None
-        if not reason:
-            try:
-                result = analyze_run(record)
-            except (TypeError, ValueError, KeyError, AttributeError) as error:
-                # One malformed run must not take the whole report down.
-                reason = f"Its data could not be analysed ({type(error).__name__}: {error})."
-        nothing = result is not None and (
-            result["source"] is None
-            or (not result["steady_steps"] and result["warmup_ms"] is None)
-        )
-        if nothing:
-            problems = result["problems"]
-            reason = (
-                "; ".join(problems)
-                if problems
-                else "It holds tb-devicecost documents but no recorded step yet "
-                "(the fit may still be in its first epoch)."
-            )
+        result, reason = analyze_record(record)
         if reason:
             skipped.append({"run": record_module.run_name(record), "reason": reason})
         else:
             runs.append(result)
+    skipped.extend(
+        {"run": str(item["run"]), "reason": str(item["reason"])} for item in unread or ()
+    )
+    skipped.sort(key=lambda item: item["run"])
     if baseline is not None and baseline not in {run["run"] for run in runs}:
         known = ", ".join(run["run"] for run in runs) or "none"
         skipped_names = {item["run"]: item["reason"] for item in skipped}
@@ -269,6 +301,6 @@ def build_report(records, baseline=None):
     return {
         "schema": REPORT_SCHEMA,
         "runs": runs,
-        "comparison": compare.compare_runs(runs, baseline),
+        "comparison": json_ready(compare.compare_runs(runs, baseline)),
         "skipped": skipped,
     }
