@@ -98,11 +98,12 @@ def main(argv=None):
             )
         return _report(args)
     except UsageError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {common.neutral(common.one_line(error))}", file=sys.stderr)
         return 2
 
 
 def _load_records(logdir):
+    """`(records, unread)` of every run under `logdir` (`reader.read_logdir`)."""
     if not os.path.exists(logdir):
         raise UsageError(
             f"log directory {logdir!r} does not exist; pass the directory that "
@@ -116,11 +117,20 @@ def _load_records(logdir):
     _avoid_tensorflow_import()
     from tb_devicecost import reader  # Loads TensorBoard's event reading.
 
+    # The tree is scanned first (no link loop followed, only regular files
+    # opened); TensorBoard's loader then reads only what the scan vetted.
     try:
-        provider = reader.local_provider(logdir)
+        scan = reader.scan_logdir(logdir)
+    except OSError as error:
+        raise UsageError(
+            f"log directory {logdir!r} could not be read "
+            f"({type(error).__name__}: {error.strerror or error})"
+        ) from None
+    try:
+        provider = reader.local_provider(logdir, scan=scan)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return reader.read_runs(provider)
+    return reader.read_logdir(provider, scan)
 
 
 def _avoid_tensorflow_import():
@@ -138,38 +148,31 @@ def _avoid_tensorflow_import():
 
 
 def _report(args):
-    records = _load_records(args.logdir)
-    if not records:
+    from tb_devicecost import reader  # Loaded by `_load_records`.
+
+    records, unread = _load_records(args.logdir)
+    if not records and all(item["reason"] == reader.NO_DATA_REASON for item in unread):
         raise UsageError(
             f"no run under {args.logdir!r} holds tb-devicecost data; record one "
             "with model.fit(..., callbacks=[tb_devicecost.DeviceCostCallback("
             "'logs/cpu')]) and pass 'logs'"
         )
     try:
-        report = analysis.build_report(records, baseline=args.baseline)
+        report = analysis.build_report(records, baseline=args.baseline, unread=unread)
     except ValueError as error:
-        raise UsageError(str(error)) from None
-    known = {record.run for record in records}
-    report["skipped"].extend(
-        {
-            "run": run,
-            "reason": "Its event files hold no readable tb-devicecost summaries "
-            "(only other summaries, or the files are unreadable).",
-        }
-        for run in _event_file_runs(args.logdir)
-        if run not in known
-    )
+        raise UsageError(common.one_line(error)) from None
     if not report["runs"]:
         reasons = "; ".join(
             f"{item['run']}: {item['reason']}" for item in report["skipped"]
         )
         raise UsageError(
-            f"no run under {args.logdir!r} could be reported ({common.one_line(reasons)})"
+            f"no run under {args.logdir!r} could be reported ({reasons})"
         )
     if args.json:
         for item in report["skipped"]:
             print(
-                f"{PROG}: skipped {item['run']}: {common.one_line(item['reason'])}",
+                f"{PROG}: skipped {common.neutral(item['run'])}: "
+                f"{common.neutral(item['reason'])}",
                 file=sys.stderr,
             )
         text = jsonrenderer.render(report)
@@ -179,17 +182,6 @@ def _report(args):
         text = console.render(report, args.logdir, ascii_only=not _shows(console.BARS))
     _write(text)
     return 0
-
-
-def _event_file_runs(logdir):
-    """Run names (as TensorBoard names them) of directories with event files."""
-    runs = []
-    for directory, subdirectories, files in os.walk(logdir):
-        subdirectories.sort()
-        if any("tfevents" in name for name in files):
-            relative = os.path.relpath(directory, logdir)
-            runs.append("." if relative == os.curdir else relative.replace(os.sep, "/"))
-    return runs
 
 
 def _write(text):

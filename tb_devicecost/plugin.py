@@ -14,6 +14,7 @@ from tensorboard import errors
 from tensorboard import plugin_util
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
+from werkzeug import exceptions as http_exceptions
 from werkzeug import wrappers
 
 from tb_devicecost import analysis
@@ -23,6 +24,8 @@ from tb_devicecost import reader
 # Run names are paths; anything longer is not one of ours.
 _MAX_RUN_NAME = 1024
 _MAX_COMPARED_RUNS = 100
+# Every route only reads.
+_METHODS = ("GET", "HEAD")
 
 
 def _static_root():
@@ -73,6 +76,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_runs(self, request):
+        _check_method(request)
         ctx = plugin_util.context(request.environ)
         experiment = plugin_util.experiment_id(request.environ)
         baseline = _optional_run_parameter(request, "baseline")
@@ -81,6 +85,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_run(self, request):
+        _check_method(request)
         ctx = plugin_util.context(request.environ)
         experiment = plugin_util.experiment_id(request.environ)
         run = _optional_run_parameter(request, "run")
@@ -94,6 +99,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_compare(self, request):
+        _check_method(request)
         ctx = plugin_util.context(request.environ)
         experiment = plugin_util.experiment_id(request.environ)
         # Repeated rather than comma-separated: run names are paths and may
@@ -117,6 +123,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_static(self, request):
+        _check_method(request)
         path = _static_file(request.path)
         if path is None:
             raise errors.NotFoundError(f"No static file {request.path!r}")
@@ -130,8 +137,12 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     # Implementations: plain data in, plain data out.
 
     def runs_impl(self, ctx, experiment, baseline=None):
-        records = reader.read_runs(
-            self._data_provider, ctx, experiment_id=experiment, series_points=0
+        records, unread = reader.read_logdir(
+            self._data_provider,
+            reader.scan_if_local(self._logdir),
+            ctx,
+            experiment_id=experiment,
+            series_points=0,
         )
         known = {record.run for record in records}
         if baseline is not None and baseline not in known:
@@ -140,7 +151,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
                 f"baseline. Runs with data: {sorted(known)[:20]}"
             )
         try:
-            report = analysis.build_report(records, baseline=baseline)
+            report = analysis.build_report(records, baseline=baseline, unread=unread)
         except ValueError as error:  # e.g. a baseline whose data was skipped
             raise errors.InvalidArgumentError(str(error))
         for run in report["runs"]:
@@ -150,14 +161,35 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         ]
         return report
 
-    def run_impl(self, ctx, experiment, run):
-        records = reader.read_runs(
-            self._data_provider, ctx, experiment_id=experiment, runs=[run]
+    def _analysed(self, ctx, experiment, runs, series_points):
+        """`{run: run object}` of `runs`, by the report's own rule
+        (`analysis.analyze_record`): a run the report would skip is a 404
+        saying why."""
+        records, unread = reader.read_logdir(
+            self._data_provider,
+            reader.scan_if_local(self._logdir),
+            ctx,
+            experiment_id=experiment,
+            runs=runs,
+            series_points=series_points,
         )
-        if not records:
-            raise errors.NotFoundError(f"No tb-devicecost data for run {run!r}")
-        record = records[0]
-        result = analysis.analyze_run(record)
+        by_run = {record.run: record for record in records}
+        reasons = {item["run"]: item["reason"] for item in unread}
+        results = {}
+        for run in runs:
+            if run not in by_run:
+                why = f": {reasons[run]}" if run in reasons else ""
+                raise errors.NotFoundError(f"No tb-devicecost data for run {run!r}{why}")
+            result, reason = analysis.analyze_record(by_run[run])
+            if reason:
+                raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
+            results[run] = (result, by_run[run])
+        return results
+
+    def run_impl(self, ctx, experiment, run):
+        result, record = self._analysed(
+            ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
+        )[run]
         result["profile"] = self._profile_links(run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)
@@ -165,28 +197,23 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             key: [None if value != value else value for value in values.tolist()]
             for key, values in record.series.items()
         }
-        result["info"] = record.info
-        return result
+        result["info"] = analysis.json_ready(record.info)
+        return analysis.json_ready(result)
 
     def compare_impl(self, ctx, experiment, runs, baseline=None):
-        records = reader.read_runs(
-            self._data_provider, ctx, experiment_id=experiment, runs=runs, series_points=0
-        )
-        missing = sorted(set(runs) - {record.run for record in records})
-        if missing:
-            raise errors.NotFoundError(f"No tb-devicecost data for runs {missing}")
         if baseline is not None and baseline not in runs:
             raise errors.InvalidArgumentError(
                 f"The baseline {baseline!r} must be one of the compared runs {runs}."
             )
-        results = [analysis.analyze_run(record) for record in records]
+        analysed = self._analysed(ctx, experiment, runs, 0)
+        results = [analysed[run][0] for run in sorted(runs)]
         comparison = analysis.compare_runs(results, baseline=baseline) or {}
-        return {
+        return analysis.json_ready({
             "baseline": comparison.get("baseline"),
             "baseline_reason": comparison.get("baseline_reason"),
             "runs": results,
             "rows": comparison.get("rows", []),
-        }
+        })
 
     def _profile_links(self, run):
         return [
@@ -221,6 +248,12 @@ def _profile_url(run, capture, host):
         {"run": f"{run}/{capture}", "tool": "overview_page", "host": host}
     )
     return f"../../../?{query}#profile"
+
+
+def _check_method(request):
+    """A method other than GET or HEAD: 405, with the methods allowed."""
+    if request.method not in _METHODS:
+        raise http_exceptions.MethodNotAllowed(valid_methods=list(_METHODS))
 
 
 def _optional_run_parameter(request, name):

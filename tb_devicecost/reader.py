@@ -1,19 +1,32 @@
 """Reads recorded runs back through TensorBoard's own data provider.
 
 The plugin passes the provider TensorBoard gives it; the CLI builds one over
-a log directory with `local_provider`. Both get the same `RunRecord`s, so
+a log directory with `local_provider`. Both get the same `RunRecord`s, and
+both decide what was read and what was skipped here (`read_logdir`), so
 the tab and `tb-devicecost report` can never disagree.
+
+Whatever is on disk, reading finishes and nothing here raises for damaged
+data: the log directory is scanned without following links into itself
+and opening only regular files (`scan_logdir`); each run's documents and
+series are read on their own, so one that TensorBoard cannot convert costs
+only itself; what could not be read is said, per run (docs/FORMAT.md,
+"Damaged data").
 """
 
 import concurrent.futures
+import contextlib
 import dataclasses
-import functools
+import logging
 import os
+import shutil
+import stat
+import tempfile
 
 import numpy as np
 
 from tb_devicecost import captures
 from tb_devicecost import metadata
+from tb_devicecost.analysis import record as record_module
 
 # Points per per-step series handed to charts; totals come from aggregates.
 DEFAULT_SERIES_POINTS = 1000
@@ -21,6 +34,14 @@ DEFAULT_SERIES_POINTS = 1000
 # Written since the warm-up flag is written per step; older runs lack it.
 _OPTIONAL_SERIES = frozenset({metadata.TAG_WARMUP})
 
+# The reason given for a run whose event files hold nothing of ours.
+NO_DATA_REASON = (
+    "Its event files hold no readable tb-devicecost summaries (only other "
+    "summaries, or damaged files)."
+)
+# Directories a scan looks at before it stops (a link to `/` must not make
+# the report walk the whole machine).
+MAX_SCANNED_DIRECTORIES = 100_000
 
 
 @dataclasses.dataclass
@@ -50,17 +71,221 @@ class RunRecord:
     newer_schema: bool = False
 
 
-def local_provider(logdir):
-    """A TensorBoard data provider over `logdir`, loaded once (for the CLI).
+# Scanning the log directory.
+
+
+@dataclasses.dataclass
+class LogdirScan:
+    """What is in a log directory, found without opening anything but
+    regular event files and without following a link into a loop.
+
+    Attributes:
+        root: The log directory.
+        runs: `{run: [paths]}`: each run directory (named as TensorBoard
+            names runs) with the readable regular event files directly in
+            it, in name order.
+        problems: `{directory: [reason, ...]}`: what was not read there (an
+            unreadable directory, an event file that cannot be opened or is
+            not a regular file, a link not followed), as sentences.
+    """
+
+    root: str
+    runs: dict = dataclasses.field(default_factory=dict)
+    problems: dict = dataclasses.field(default_factory=dict)
+
+    def note(self, run, reason):
+        self.problems.setdefault(run, []).append(reason)
+
+    def unread(self, reported):
+        """`[{"run", "reason"}]`: each directory with nothing reported.
+
+        Args:
+            reported: Run names that have a record (their problems go to
+                the record instead, see `read_logdir`).
+        """
+        items = []
+        for run in sorted(set(self.runs) | set(self.problems)):
+            if run in reported:
+                continue
+            reasons = list(self.problems.get(run, ()))
+            if self.runs.get(run):
+                reasons.insert(0, NO_DATA_REASON)
+            items.append({"run": run, "reason": " ".join(reasons)})
+        return items
+
+
+def _run_name(root, directory):
+    relative = os.path.relpath(directory, root)
+    return "." if relative == os.curdir else relative.replace(os.sep, "/")
+
+
+def _os_error(error):
+    return f"{type(error).__name__}: {error.strerror or error}"
+
+
+def _is_event_file(name):
+    """TensorBoard's rule (`io_wrapper.IsSummaryEventsFile`)."""
+    return "tfevents" in name and not name.endswith(".profile-empty")
+
+
+def _check_event_file(path):
+    """Why an event file cannot be read, or `None` when it is a readable
+    regular file. Opening never blocks (a FIFO opens at once this way)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        return f"could not be opened ({_os_error(error)})"
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except OSError as error:
+        return f"could not be read ({_os_error(error)})"
+    finally:
+        os.close(descriptor)
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode)
+            else "a directory" if stat.S_ISDIR(mode)
+            else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
+        return f"is {kind}, not a regular file: not read"
+    return None
+
+
+def _inside(path, directory):
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def scan_logdir(logdir):
+    """Finds every run under `logdir` and what cannot be read there.
+
+    Walks the tree itself: only regular files named like event files are
+    kept (a FIFO or a device is never opened for reading), and a link to a
+    directory is followed only out of the log directory, to a directory
+    not seen yet: a link back into the tree (`loop -> .`, `up -> ..`, or to
+    a sibling run) is listed, not followed, since its runs are read where
+    they are. Each run is named as TensorBoard names it.
 
     Raises:
-        ValueError: when `logdir` is not an existing directory.
+        OSError: when `logdir` itself cannot be listed.
+    """
+    root = os.path.abspath(logdir)
+    scan = LogdirScan(root=root)
+    real_root = os.path.realpath(root)
+    os.listdir(root)  # Raises when the log directory itself is unreadable.
+    seen = set()
+    pending = [root]
+    visited = 0
+    while pending:
+        top = pending.pop(0)
+
+        def unreadable(error, top=top):
+            where = error.filename or top
+            scan.note(
+                _run_name(root, where),
+                f"The directory could not be read ({_os_error(error)}).",
+            )
+
+        for directory, subdirectories, files in os.walk(top, onerror=unreadable):
+            visited += 1
+            if visited > MAX_SCANNED_DIRECTORIES:
+                scan.note(
+                    _run_name(root, directory),
+                    f"Not read: the scan stops after {MAX_SCANNED_DIRECTORIES:,} "
+                    "directories.",
+                )
+                return scan
+            run = _run_name(root, directory)
+            try:
+                real = os.stat(directory)
+                seen.add((real.st_dev, real.st_ino))
+            except OSError:
+                pass
+            kept = []
+            for name in sorted(subdirectories):
+                path = os.path.join(directory, name)
+                if not os.path.islink(path):
+                    kept.append(name)
+                    continue
+                target = os.path.realpath(path)
+                try:
+                    status = os.stat(path)
+                except OSError as error:
+                    scan.note(_run_name(root, path), f"A broken link ({_os_error(error)}).")
+                    continue
+                if _inside(target, real_root) or _inside(real_root, target):
+                    scan.note(
+                        _run_name(root, path),
+                        "A symbolic link to a directory inside the log directory "
+                        f"({_run_name(real_root, target)}): not followed, since its runs "
+                        "are read where they are (and a link back up would loop).",
+                    )
+                elif (status.st_dev, status.st_ino) in seen:
+                    scan.note(
+                        _run_name(root, path),
+                        "A symbolic link to a directory already read: not followed.",
+                    )
+                else:
+                    seen.add((status.st_dev, status.st_ino))
+                    pending.append(path)
+            subdirectories[:] = kept
+            readable = []
+            for name in sorted(files):
+                if not _is_event_file(name):
+                    continue
+                path = os.path.join(directory, name)
+                reason = _check_event_file(path)
+                if reason:
+                    scan.note(run, f"Skipped the event file {name}: it {reason}.")
+                else:
+                    readable.append(path)
+            if readable:
+                scan.runs[run] = readable
+    return scan
+
+
+@contextlib.contextmanager
+def _quiet_tensorboard():
+    """TensorBoard's loader logs what it skips; the report says it instead."""
+    logger = logging.getLogger("tensorboard")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def local_provider(logdir, scan=None):
+    """A TensorBoard data provider over `logdir`, loaded once (for the CLI).
+
+    TensorBoard's loader is handed only what `scan_logdir` vetted: a
+    temporary directory of links to the regular event files of each run,
+    so it never follows a link loop nor opens a FIFO. Each run is loaded on
+    its own; a run whose file TensorBoard cannot parse keeps what was read
+    before the damage.
+
+    Args:
+        logdir: The log directory.
+        scan: Its `scan_logdir`, when already made.
+
+    Raises:
+        ValueError: when `logdir` is not an existing, readable directory.
     """
     if not os.path.isdir(logdir):
         raise ValueError(
             f"Log directory {logdir!r} does not exist or is not a directory. "
             "Pass the directory given to DeviceCostCallback's parent, e.g. 'logs'."
         )
+    if scan is None:
+        try:
+            scan = scan_logdir(logdir)
+        except OSError as error:
+            raise ValueError(
+                f"Log directory {logdir!r} could not be read ({_os_error(error)})."
+            ) from None
     # Imported here: loading event files pulls in much of TensorBoard.
     from tensorboard.backend.event_processing import data_provider
     from tensorboard.backend.event_processing import event_accumulator
@@ -70,9 +295,84 @@ def local_provider(logdir):
         size_guidance={event_accumulator.TENSORS: DEFAULT_SERIES_POINTS},
         tensor_size_guidance={metadata.PLUGIN_NAME: DEFAULT_SERIES_POINTS},
     )
-    multiplexer.AddRunsFromDirectory(logdir)
-    multiplexer.Reload()
+    view = tempfile.mkdtemp(prefix="tb-devicecost-")
+    try:
+        for run, paths in scan.runs.items():
+            directory = view if run == "." else os.path.join(view, *run.split("/"))
+            os.makedirs(directory, exist_ok=True)
+            for path in paths:
+                os.symlink(os.path.abspath(path), os.path.join(directory, os.path.basename(path)))
+        with _quiet_tensorboard():
+            multiplexer.AddRunsFromDirectory(view)
+            reload_runs(multiplexer)
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
     return data_provider.MultiplexerDataProvider(multiplexer, logdir)
+
+
+def reload_runs(multiplexer):
+    """`multiplexer.Reload()`, one run at a time: a run whose file holds a
+    record TensorBoard cannot parse keeps what came before it, and the
+    other runs load in full."""
+    with _quiet_tensorboard():
+        for run in sorted(multiplexer.Runs()):
+            try:
+                multiplexer.GetAccumulator(run).Reload()
+            except Exception:  # pylint: disable=broad-except
+                continue
+
+
+# Reading runs.
+
+
+def _request_context(ctx):
+    if ctx is None:
+        from tensorboard import context as context_module
+
+        ctx = context_module.RequestContext()
+    return ctx
+
+
+def _run_tag_filter(runs=None, tags=None):
+    from tensorboard.data import provider as provider_module
+
+    return provider_module.RunTagFilter(
+        runs=None if runs is None else list(runs),
+        tags=None if tags is None else list(tags),
+    )
+
+
+def _short_error(error):
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+
+
+def _robust_read(read, listing, runs, problems, what):
+    """`read(run_tag_filter)` for all `runs` at once; where that raises, run
+    by run, then tag by tag, so a value TensorBoard cannot convert costs
+    only its own tag. Failures are added to `problems[run]`."""
+    try:
+        return read(_run_tag_filter(runs=runs))
+    except Exception:  # pylint: disable=broad-except
+        pass
+    result = {}
+    for run in sorted(listing):
+        if runs is not None and run not in runs:
+            continue
+        try:
+            result.update(read(_run_tag_filter(runs=[run])))
+            continue
+        except Exception:  # pylint: disable=broad-except
+            pass
+        for tag in sorted(listing[run]):
+            try:
+                data = read(_run_tag_filter(runs=[run], tags=[tag]))
+            except Exception as error:  # pylint: disable=broad-except
+                problems.setdefault(run, []).append(
+                    f"{tag}: its {what} could not be read ({_short_error(error)})."
+                )
+                continue
+            result.setdefault(run, {}).update(data.get(run, {}))
+    return result
 
 
 def read_runs(
@@ -81,6 +381,7 @@ def read_runs(
     experiment_id="",
     runs=None,
     series_points=DEFAULT_SERIES_POINTS,
+    series_fallback=True,
 ):
     """Reads every run holding our summaries (or only `runs`).
 
@@ -89,54 +390,79 @@ def read_runs(
         ctx: The request context (`None` outside a request).
         experiment_id: Experiment to read; `""` for a single logdir.
         runs: Optional iterable of run names to read.
-        series_points: Points per per-step series; 0 reads no series.
+        series_points: Points per per-step series; 0 reads no series (but
+            see `series_fallback`).
+        series_fallback: With `series_points=0`, whether the runs whose
+            aggregate cannot give the numbers still get their series
+            (`DEFAULT_SERIES_POINTS`), which the numbers then come from:
+            what the run object says does not depend on whether series
+            were asked for.
 
     Returns:
-        A list of `RunRecord`, sorted by run name. Runs whose JSON documents
-        could not be read carry the reason in `problems`.
+        A list of `RunRecord`, sorted by run name. What could not be read
+        (a document, a tag of a newer schema, a value TensorBoard could not
+        convert) is in the run's `problems`.
     """
-    if ctx is None:
-        from tensorboard import context as context_module
-
-        ctx = context_module.RequestContext()
-    run_filter = None
-    if runs is not None:
-        from tensorboard.data import provider as provider_module
-
-        run_filter = provider_module.RunTagFilter(runs=list(runs))
+    ctx = _request_context(ctx)
+    runs = None if runs is None else list(runs)
+    plugin = dict(experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME)
+    run_filter = _run_tag_filter(runs=runs)
     records = {}
+    problems = {}
 
     def record(run):
         if run not in records:
             records[run] = RunRecord(run=run)
         return records[run]
 
-    read_documents = functools.partial(
-        provider.read_tensors,
-        ctx,
-        experiment_id=experiment_id,
-        plugin_name=metadata.PLUGIN_NAME,
-        # The newest point is always kept: one is all a document needs.
-        downsample=1,
-        run_tag_filter=run_filter,
-    )
-    read_series = functools.partial(
-        provider.read_scalars,
-        ctx,
-        experiment_id=experiment_id,
-        plugin_name=metadata.PLUGIN_NAME,
-        downsample=series_points,
-        run_tag_filter=run_filter,
-    )
-    if series_points:
-        # Two calls at once: each costs TensorBoard's data server a fixed
-        # round trip (about 44 ms measured, see docs/PERFORMANCE.md).
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            series_future = pool.submit(read_series)
-            tensors = read_documents()
-            scalars = series_future.result()
-    else:
-        tensors, scalars = read_documents(), {}
+    def list_tensors():
+        return provider.list_tensors(ctx, run_tag_filter=run_filter, **plugin)
+
+    def list_scalars():
+        return provider.list_scalars(ctx, run_tag_filter=run_filter, **plugin)
+
+    # Each call costs TensorBoard's data server a fixed round trip (about
+    # 44 ms measured, see docs/PERFORMANCE.md): the listings, the documents
+    # and the series go at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        tensor_listing_future = pool.submit(list_tensors)
+        scalar_listing_future = pool.submit(list_scalars)
+        tensors_future = pool.submit(
+            # The newest point is always kept: one is all a document needs.
+            lambda: provider.read_tensors(
+                ctx, downsample=1, run_tag_filter=run_filter, **plugin
+            )
+        )
+        scalars_future = None
+        if series_points:
+            scalars_future = pool.submit(
+                lambda: provider.read_scalars(
+                    ctx, downsample=series_points, run_tag_filter=run_filter, **plugin
+                )
+            )
+        tensor_listing = _result_or_none(tensor_listing_future) or {}
+        scalar_listing = _result_or_none(scalar_listing_future) or {}
+        tensors = _result_or_none(tensors_future)
+        scalars = _result_or_none(scalars_future) if scalars_future else {}
+
+    # Tags whose summary metadata this code cannot read are refused.
+    refused = set()
+    for listing in (tensor_listing, scalar_listing):
+        for run, by_tag in listing.items():
+            for tag, series in by_tag.items():
+                try:
+                    metadata.check_plugin_content(getattr(series, "plugin_content", b""))
+                except metadata.FormatError as error:
+                    refused.add((run, tag))
+                    record(run).problems.append(f"{tag}: {error}")
+                    if isinstance(error, metadata.NewerSchemaError):
+                        record(run).newer_schema = True
+
+    if tensors is None:
+        tensors = _robust_read(
+            lambda f: provider.read_tensors(ctx, downsample=1, run_tag_filter=f, **plugin),
+            tensor_listing, runs, problems, "documents",
+        )
     fields = {
         metadata.TAG_AGGREGATE: "aggregate",
         metadata.TAG_RUN_INFO: "info",
@@ -145,7 +471,7 @@ def read_runs(
     }
     for run, by_tag in tensors.items():
         for tag, data in by_tag.items():
-            if tag not in fields or not data:
+            if tag not in fields or not data or (run, tag) in refused:
                 continue
             try:
                 document = metadata.decode_json(data[-1].numpy)
@@ -156,9 +482,104 @@ def read_runs(
                 continue
             setattr(record(run), fields[tag], document)
 
+    points = series_points
+    if scalars is None:
+        scalars = _robust_read(
+            lambda f: provider.read_scalars(
+                ctx, downsample=series_points, run_tag_filter=f, **plugin
+            ),
+            scalar_listing, runs, problems, "per-step series",
+        )
+    if not series_points and series_fallback:
+        # The numbers of these runs come from their series (`analysis.record`).
+        needed = sorted(
+            run for run in set(scalar_listing) | set(records)
+            if (runs is None or run in runs)
+            and not (run in records and record_module.aggregate_usable(records[run].aggregate))
+        )
+        if needed:
+            points = DEFAULT_SERIES_POINTS
+            read = lambda f: provider.read_scalars(  # noqa: E731
+                ctx, downsample=points, run_tag_filter=f, **plugin
+            )
+            try:
+                scalars = read(_run_tag_filter(runs=needed))
+            except Exception:  # pylint: disable=broad-except
+                scalars = _robust_read(
+                    read, {run: scalar_listing.get(run, {}) for run in needed},
+                    needed, problems, "per-step series",
+                )
     for run, by_tag in scalars.items():
-        _fill_series(record(run), by_tag)
+        by_tag = {tag: data for tag, data in by_tag.items() if (run, tag) not in refused}
+        if by_tag:
+            _fill_series(record(run), by_tag)
+    for run, messages in problems.items():
+        record(run).problems.extend(messages)
     return [records[run] for run in sorted(records)]
+
+
+def _result_or_none(future):
+    try:
+        return future.result()
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **options):
+    """The runs to report and what was not read: `(records, unread)`.
+
+    The one place that decides, for the tab and the report alike. With a
+    `scan` (`scan_logdir` of the log directory, when it is a local one)
+    only runs the scan found are kept: a run TensorBoard reached through a
+    link into the tree is left out (the scan names the link instead), and
+    each kept run's problems gain what the scan could not read in its
+    directory. `unread` lists every other directory with event files or
+    with something unreadable, with the reason; without a scan, the runs
+    the provider lists that hold nothing of ours.
+
+    Args:
+        provider, ctx, experiment_id, runs: As for `read_runs`.
+        scan: A `LogdirScan`, or `None`.
+        **options: `series_points`, `series_fallback` of `read_runs`.
+    """
+    records = read_runs(provider, ctx, experiment_id=experiment_id, runs=runs, **options)
+    if scan is not None:
+        records = [record for record in records if record.run in scan.runs]
+        for record in records:
+            record.problems.extend(scan.problems.get(record.run, ()))
+        unread = scan.unread({record.run for record in records})
+    else:
+        try:
+            listed = [run.run_name for run in provider.list_runs(
+                _request_context(ctx), experiment_id=experiment_id)]
+        except Exception:  # pylint: disable=broad-except
+            listed = []
+        known = {record.run for record in records}
+        unread = [
+            {"run": run, "reason": NO_DATA_REASON}
+            for run in sorted(set(listed) - known)
+        ]
+    if runs is not None:
+        unread = [item for item in unread if item["run"] in runs]
+    return records, unread
+
+
+def scan_if_local(logdir):
+    """`scan_logdir(logdir)` for a local directory, else `None` (a bucket,
+    no logdir, or one that cannot be read)."""
+    if not logdir or "://" in str(logdir) or not os.path.isdir(logdir):
+        return None
+    try:
+        return scan_logdir(logdir)
+    except OSError:
+        return None
+
+
+def _as_float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
 
 
 def _fill_series(run_record, by_tag):
@@ -168,7 +589,12 @@ def _fill_series(run_record, by_tag):
         data = by_tag.get(tag) or []
         if not data and tag in _OPTIONAL_SERIES:
             continue
-        by_step = {datum.step: datum.value for datum in data}
+        by_step = {}
+        for datum in data:
+            try:
+                by_step[int(datum.step)] = _as_float(datum.value)
+            except (TypeError, ValueError, OverflowError):
+                continue
         columns[key] = by_step
         steps = set(by_step) if steps is None else steps & set(by_step)
     steps = sorted(steps or ())

@@ -10,6 +10,7 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost import cli
+from tb_devicecost import metadata
 from tb_devicecost import version
 from tb_devicecost.renderers import console
 
@@ -427,3 +428,138 @@ def test_missing_values_read_as_one_dash(tmp_path, helpers, capsys):
     assert completed.stdout.isascii() and "?" not in completed.stdout
     row = next(line for line in completed.stdout.splitlines() if line.startswith("bare/train"))
     assert row.split()[1:3] == ["-", "-"], row
+
+
+# Issue 16: any directory tree, damaged and hostile data.
+
+
+def intact_logdir(helpers, root, names=("cpu/train",)):
+    info = {"schema": 1, "backend": "tensorflow", "batch_size": 32,
+            "steps_per_record": 1, "fetch_in_graph": False}
+    for name in names:
+        helpers.write_run(str(root / name), aggregate=helpers.make_aggregate(1.0, 4.0, 0.5),
+                          info=info, placement=helpers.cpu_placement(),
+                          rows=[(step, 1.0, 4.0, 0.5, 32) for step in range(20)])
+    return str(root)
+
+
+def test_the_report_finishes_on_symlink_loops_and_fifos(tmp_path, helpers):
+    logdir = intact_logdir(helpers, tmp_path, ("a/train", "b/train"))
+    run_dir = tmp_path / "a" / "train"
+    os.symlink(".", run_dir / "loop")
+    os.symlink("..", run_dir / "up")
+    os.mkfifo(run_dir / "events.out.tfevents.9.host.fifo")
+    completed = subprocess.run(
+        [sys.executable, "-m", "tb_devicecost", "report", logdir, "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert [run["run"] for run in report["runs"]] == ["a/train", "b/train"]
+    assert {item["run"] for item in report["skipped"]} == {"a/train/loop", "a/train/up"}
+    [problem] = [p for p in report["runs"][0]["problems"] if "FIFO" in p]
+    assert "events.out.tfevents.9.host.fifo" in problem
+    assert "Traceback" not in completed.stderr
+
+
+def test_an_unreadable_run_directory_is_skipped_with_the_reason(tmp_path, helpers, capsys,
+                                                                monkeypatch):
+    """Tests run as root, who may list any directory: listing one is made
+    to fail as it does for a user without the right (mode 000)."""
+    logdir = intact_logdir(helpers, tmp_path, ("good/train", "locked/train"))
+    locked = str(tmp_path / "locked" / "train")
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def denied(path):
+        return not isinstance(path, int) and os.path.abspath(os.fspath(path)) == locked
+
+    def scandir(path="."):
+        if denied(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    def listdir(path="."):
+        if denied(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+    code, out, err = run_main(capsys, "report", logdir)
+    assert code == 0, err
+    assert "locked/train: The directory could not be read (PermissionError: " \
+        "Permission denied)." in " ".join(out.split())
+    assert any(line.startswith("good/train") for line in out.splitlines())
+
+
+def test_deep_documents_and_a_lost_aggregate_do_not_stop_the_report(tmp_path, helpers, capsys):
+    logdir = intact_logdir(helpers, tmp_path)
+    deep = "[" * 100_000 + "]" * 100_000
+    helpers.write_run(str(tmp_path / "deep" / "train"),
+                      rows=[(step, 1.0, 2.0, 0.1, 32) for step in range(10)],
+                      raw_documents={metadata.TAG_AGGREGATE: '{"schema": 1, "d": %s}' % deep})
+    code, out, err = run_main(capsys, "report", logdir, "--json")
+    assert code == 0, err
+    runs = {run["run"]: run for run in json.loads(out)["runs"]}
+    assert runs["deep/train"]["source"] == "series"
+    assert any("nested deeper than" in problem for problem in runs["deep/train"]["problems"])
+
+
+def test_extreme_values_give_json_without_infinities(tmp_path, helpers, capsys):
+    # Written as the JSON a damaged writer could leave: tb-devicecost's own
+    # writer refuses non-finite numbers (1e-310 ms steps make an infinite
+    # samples/s, 1e308 ms ones an infinite sum).
+    for name, (data_wait, compute), placement in (
+        ("cpu/train", (1e-310, 1e-310), helpers.cpu_placement()),
+        ("gpu/train", (0.1, [1e308, 1e308]), helpers.gpu_placement()),
+        ("tiny/train", (1e-9, 1e-9), helpers.cpu_placement()),
+        ("huge/train", (0.1, 1e14), helpers.cpu_placement()),
+    ):
+        helpers.write_run(
+            str(tmp_path / name), placement=placement,
+            info={"schema": 1, "batch_size": 32, "steps_per_record": 1},
+            raw_documents={metadata.TAG_AGGREGATE: json.dumps(
+                helpers.make_aggregate(data_wait, compute, 0.0))})
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--json", "--baseline",
+                              "tiny/train")
+    assert code == 0, err
+    json.loads(out, parse_constant=lambda constant: pytest.fail(f"{constant} in the JSON"))
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--baseline", "tiny/train")
+    assert code == 0, err
+    assert "infx" not in out and "inf ms" not in out
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\u202e"
+HTML = "<img src=x onerror=alert(1)>"
+
+
+def test_text_report_neutralises_terminal_control_characters(tmp_path, helpers, capsys):
+    intact_logdir(helpers, tmp_path, (f"{HOSTILE}/train", f"{HTML}/train"))
+    os.makedirs(tmp_path / f"skip{HOSTILE}")
+    (tmp_path / f"skip{HOSTILE}" / "events.out.tfevents.1.x").write_bytes(b"")
+    for argv in ([], ["--markdown"], ["--json"]):
+        code, out, err = run_main(capsys, "report", str(tmp_path), *argv)
+        assert code == 0, err
+        for stream in (out, err):
+            assert not any(ord(c) < 32 and c != "\n" or 0x7F <= ord(c) <= 0x9F
+                           or c == "\u202e" for c in stream), (argv, stream)
+        if not argv:
+            assert "\\x1b]0;pwned\\x07\\x1b[31mred\\u202e/train" in out
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--json")
+    assert HOSTILE + "/train" in [run["run"] for run in json.loads(out)["runs"]]
+
+
+def test_markdown_escapes_html_and_markdown_in_user_strings(tmp_path, helpers, capsys):
+    intact_logdir(helpers, tmp_path, (f"{HTML}/train", "a`b/train", "[x](javascript:1)/train"))
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--markdown", "--baseline",
+                              f"{HTML}/train")
+    assert code == 0, err
+    # Names are code spans (no HTML in them is interpreted); running text
+    # holds no raw tag, no link.
+    outside_code = re.sub(r"(`+) ?.*? ?\1", "", out)
+    assert "<" not in outside_code, outside_code
+    assert not re.search(r"(?<!\\)\]\(", outside_code), outside_code
+    assert "\\[x\\](javascript:1)/train is" in out
+    assert f"`{HTML}/train`" in out
+    assert "``a`b/train``" in out
+    assert "&lt;img src=x onerror=alert(1)&gt;/train was chosen as the baseline" in out

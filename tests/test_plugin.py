@@ -1,5 +1,7 @@
 """The plugin through TensorBoard's real WSGI app, and a real TensorBoard."""
 
+import contextlib
+import io
 import json
 import os
 import urllib.parse
@@ -13,6 +15,8 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as werkzeug_test
 
 from tb_devicecost import analysis
+from tb_devicecost import cli
+from tb_devicecost import metadata
 from tb_devicecost import plugin as plugin_module
 from tb_devicecost import plugin_loader
 from tb_devicecost import reader
@@ -227,3 +231,95 @@ def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):
     assert verdicts["slow/train"] == "input_bound"
     steps = {run["run"]: run["steps"] for run in body["runs"]}
     assert steps["cpu/train"] == 40
+
+
+# Issue 16: damaged runs beside intact ones; methods.
+
+
+@pytest.mark.parametrize("route", ["/runs", "/run?run=cpu/train",
+                                   "/compare?run=cpu/train&run=slow/train",
+                                   "/static/index.js"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "FOO"])
+def test_every_route_answers_405_to_a_method_it_does_not_serve(client, route, method):
+    response = client.open(PREFIX + route, method=method)
+    assert response.status_code == 405
+    assert set(response.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
+    assert client.open(PREFIX + route, method="HEAD").status_code == 200
+
+
+def damaged_logdir(root, helpers):
+    """Two intact runs, and beside them runs damaged as issue 16 found."""
+    info = {"schema": 1, "backend": "tensorflow", "batch_size": 32,
+            "steps_per_record": 1, "fetch_in_graph": False}
+    rows = [(step, 1.0, 4.0, 0.5, 32) for step in range(30)]
+    for run in ("cpu/train", "gpu/train"):
+        helpers.write_run(str(root / run), aggregate=helpers.make_aggregate(1.0, 4.0, 0.5),
+                          info=info, placement=helpers.cpu_placement(), rows=rows)
+    deep = "[" * 5000 + "]" * 5000
+    helpers.write_run(str(root / "deep" / "train"), info=info, rows=rows,
+                      raw_documents={metadata.TAG_AGGREGATE: '{"schema": 1, "x": %s}' % deep,
+                                     metadata.TAG_RUN_INFO: '{"schema": 1, "y": %s}' % deep})
+    trace = helpers.make_trace(0.5)
+    trace["windows"][0]["steps"][0]["step"] = [1]
+    helpers.write_run(str(root / "trace" / "train"), info=info, rows=rows,
+                      aggregate=helpers.make_aggregate(1.0, 4.0, 0.5),
+                      raw_documents={metadata.TAG_TRACE: json.dumps(trace)})
+    # The aggregate lost: cut in its last record.
+    cut = helpers.write_run(str(root / "cut" / "train"), info=info, rows=rows,
+                            aggregate=helpers.make_aggregate(1.0, 4.0, 0.5))
+    [name] = [n for n in os.listdir(cut) if "tfevents" in n]
+    path = os.path.join(cut, name)
+    os.truncate(path, os.path.getsize(path) - 40)
+    # An event file of random bytes only, and no step yet.
+    os.makedirs(root / "garbage" / "train")
+    (root / "garbage" / "train" / "events.out.tfevents.1.host").write_bytes(os.urandom(2048))
+    helpers.write_run(str(root / "empty" / "train"), info=info)
+    return str(root)
+
+
+def report_lists(report):
+    return ([run["run"] for run in report["runs"]],
+            sorted((item["run"], item["reason"]) for item in report["skipped"]))
+
+
+def test_the_tab_and_the_report_list_the_same_runs_and_skipped_runs(tmp_path, helpers):
+    logdir = damaged_logdir(tmp_path, helpers)
+    client = make_client(logdir)
+    tab = get_json(client, "/runs")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert cli.main(["report", logdir, "--json"]) == 0, err.getvalue()
+    report = json.loads(out.getvalue())
+    assert report_lists(tab) == report_lists(report)
+    runs, skipped = report_lists(tab)
+    # The lost aggregate: the steps come from the series, in both.
+    assert {"cpu/train", "gpu/train", "cut/train", "trace/train", "deep/train"} <= set(runs)
+    assert {name for name, _ in skipped} == {"garbage/train", "empty/train"}
+    for run in runs:
+        assert client.get(PREFIX + "/run?run=" + run).status_code == 200, run
+    response = client.get(PREFIX + "/compare?run=cpu/train&run=deep/train&run=trace/train")
+    assert response.status_code == 200
+    for run in ("garbage/train", "empty/train"):
+        response = client.get(PREFIX + "/run?run=" + run)
+        assert response.status_code == 404
+        assert dict(skipped)[run] in response.get_data(as_text=True)
+
+
+def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(client, monkeypatch):
+    """`/run` and `/compare` are guarded as `/runs` is: a run whose
+    analysis raises is a 404 with the reason, never a 500."""
+    original = analysis.report.analyze_run
+
+    def analyze(record):
+        if record.run == "slow/train":
+            raise TypeError("unhashable type: 'list'")
+        return original(record)
+
+    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    body = get_json(client, "/runs")
+    reason = {item["run"]: item["reason"] for item in body["skipped"]}["slow/train"]
+    assert "TypeError" in reason
+    for path in ("/run?run=slow/train", "/compare?run=cpu/train&run=slow/train"):
+        response = client.get(PREFIX + path)
+        assert response.status_code == 404, path
+        assert reason in response.get_data(as_text=True)

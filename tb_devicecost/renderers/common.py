@@ -1,6 +1,41 @@
-"""What the console and Markdown renderers share: the words around figures."""
+"""What the console and Markdown renderers share: the words around figures,
+and the neutralising of strings that came from the recorded data."""
+
+import re
 
 from tb_devicecost import formatting
+
+# Characters a terminal acts on rather than shows: C0 and C1 controls, DEL,
+# and Unicode's bidirectional overrides (which reorder what is shown).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_WHITESPACE_CONTROLS = {"\t": " ", "\n": " ", "\r": " "}
+
+
+def _escape_control(match):
+    character = match.group()
+    if character in _WHITESPACE_CONTROLS:
+        return _WHITESPACE_CONTROLS[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def neutral(text):
+    """`text` with every control character shown as an escape (`\\x1b`),
+    tabs and line breaks as spaces: a run name, op name or message from the
+    recorded data can neither move the cursor, set the title, colour the
+    terminal nor reorder the line."""
+    return _CONTROL.sub(_escape_control, str(text))
+
+
+def neutralised(value):
+    """A copy of a report (or any JSON value) with `neutral` strings, keys too."""
+    if isinstance(value, dict):
+        return {neutral(key): neutralised(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [neutralised(item) for item in value]
+    if isinstance(value, str):
+        return neutral(value)
+    return value
 
 
 def one_line(text):

@@ -86,6 +86,9 @@ def render(report, logdir=None, ascii_only=False):
             that cannot show the others. Defaults to `False`.
     """
     bars = ASCII_BARS if ascii_only else BARS
+    # Every string of the recorded data is shown, never acted on.
+    report = common.neutralised(report)
+    logdir = None if logdir is None else common.neutral(logdir)
     runs = report["runs"]
     lines = []
     title = f"tb-devicecost report: {len(runs)} run{'s' if len(runs) != 1 else ''}"

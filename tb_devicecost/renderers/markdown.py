@@ -1,4 +1,12 @@
-"""The report as GitHub-flavoured Markdown, for pull requests and CI summaries."""
+"""The report as GitHub-flavoured Markdown, for pull requests and CI summaries.
+
+Strings from the recorded data (run names, devices, op names, messages
+quoting them) are shown, never interpreted: names as code spans, text with
+Markdown punctuation escaped and HTML as entities, control characters as
+escapes (`common.neutral`).
+"""
+
+import re
 
 from tb_devicecost import analysis
 from tb_devicecost import vocabulary
@@ -10,19 +18,37 @@ from tb_devicecost.formatting import fmt_signed_ms
 from tb_devicecost.renderers import common
 
 
+# Characters that Markdown or HTML would act on in running text: HTML
+# (tags, entities) is written as entities, Markdown punctuation (links,
+# emphasis, code, tables, strikethrough) backslash-escaped.
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MARKDOWN = frozenset("\\`*_[]|~")
+
+
 def _md_cell(text):
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text from the report, shown as text in a table cell or a paragraph."""
+    return "".join(
+        _HTML.get(character)
+        or ("\\" + character if character in _MARKDOWN else character)
+        for character in common.one_line(text)
+    )
 
 
 def _md_code(text):
-    text = str(text)
-    if "`" in text:
-        return _md_cell(text)
-    return f"`{_md_cell(text)}`"
+    """A name as a code span: shown literally, never as Markdown or HTML.
+
+    The fence is one backtick longer than any run of backticks in the name;
+    `|` is escaped for GitHub's tables.
+    """
+    text = common.one_line(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def render(report):
     """The report as Markdown: a table of runs, findings, the comparison."""
+    report = common.neutralised(report)
     lines = ["## tb-devicecost report", ""]
     lines.append(
         "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
@@ -118,7 +144,7 @@ def render(report):
         lines.append("### Skipped")
         lines.append("")
         for item in report["skipped"]:
-            lines.append(f"- {_md_code(item['run'])}: {_md_cell(common.one_line(item['reason']))}")
+            lines.append(f"- {_md_code(item['run'])}: {_md_cell(item['reason'])}")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,268 @@
+"""`tb_devicecost.reader` and `metadata.decode_json`: damaged and hostile data
+is refused with a reason, never raised, never hangs (issue 16)."""
+
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import metadata
+from tb_devicecost import reader
+
+INFO = {"schema": 1, "backend": "tensorflow", "batch_size": 32,
+        "steps_per_record": 1, "fetch_in_graph": False}
+
+
+def good_run(helpers, run_dir, rows=20):
+    helpers.write_run(
+        str(run_dir),
+        aggregate=helpers.make_aggregate(1.0, 4.0, 0.5),
+        info=INFO,
+        placement=helpers.cpu_placement(),
+        rows=[(step, 1.0, 4.0, 0.5, 32) for step in range(rows)],
+    )
+    return str(run_dir)
+
+
+def read(logdir):
+    """`(records by run, unread)` as the CLI reads them."""
+    scan = reader.scan_logdir(logdir)
+    records, unread = reader.read_logdir(reader.local_provider(logdir, scan=scan), scan)
+    return {record.run: record for record in records}, unread
+
+
+def within(seconds, function, *args):
+    """`function(*args)`, failing the test if it does not return in time."""
+    result, error = [], []
+
+    def target():
+        try:
+            result.append(function(*args))
+        except BaseException as caught:  # pylint: disable=broad-except
+            error.append(caught)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{function.__name__} did not return in {seconds} s"
+    if error:
+        raise error[0]
+    return result[0]
+
+
+# Documents (metadata.decode_json).
+
+
+def test_deeply_nested_json_is_a_format_error_not_a_recursion_error():
+    deep = '{"schema": 1, "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(metadata.FormatError, match="nested deeper"):
+        metadata.decode_json(deep.encode())
+    # Deep enough to trouble whoever walks it next, shallow enough to parse.
+    middling = '{"schema": 1, "deep": ' + "[" * 500 + "]" * 500 + "}"
+    with pytest.raises(metadata.FormatError, match="nested deeper"):
+        metadata.decode_json(middling)
+    assert metadata.decode_json('{"schema": 1, "a": [[[1]]]}')["a"] == [[[1]]]
+
+
+@pytest.mark.parametrize("value", [
+    np.array([b'{"schema": 1}', b'{"schema": 1}'], dtype=object),
+    np.array([], dtype=object),
+    np.zeros((1, 2), dtype=object),
+])
+def test_a_string_tensor_of_other_than_one_element_is_a_format_error(value):
+    with pytest.raises(metadata.FormatError, match="one JSON string"):
+        metadata.decode_json(value)
+
+
+def test_a_number_tensor_where_a_document_belongs_is_a_format_error():
+    with pytest.raises(metadata.FormatError):
+        metadata.decode_json(np.array(3.0))
+
+
+def test_newer_schema_in_the_summary_metadata_is_refused():
+    metadata.check_plugin_content(b'{"schema": 1}')
+    metadata.check_plugin_content(b"")
+    with pytest.raises(metadata.NewerSchemaError, match="schema version 99"):
+        metadata.check_plugin_content(b'{"schema": 99}')
+    with pytest.raises(metadata.FormatError):
+        metadata.check_plugin_content(b"\xff not json")
+
+
+def write_with_content(helpers, run_dir, content):
+    """A good run whose every summary's `plugin_data.content` is `content`."""
+    original = metadata.create_summary_metadata
+
+    def patched(data_class):
+        summary_metadata = original(data_class)
+        summary_metadata.plugin_data.content = content
+        return summary_metadata
+
+    metadata.create_summary_metadata = patched
+    try:
+        return good_run(helpers, run_dir)
+    finally:
+        metadata.create_summary_metadata = original
+
+
+def test_a_run_whose_summary_metadata_has_a_newer_schema_is_skipped_with_the_reason(
+        tmp_path, helpers):
+    good_run(helpers, tmp_path / "good" / "train")
+    write_with_content(helpers, tmp_path / "newer" / "train", b'{"schema": 99}')
+    records, unread = read(str(tmp_path))
+    newer = records["newer/train"]
+    assert newer.newer_schema and newer.aggregate is None and not newer.series
+    assert any("schema version 99" in problem for problem in newer.problems)
+    report = analysis.build_report(list(records.values()), unread=unread)
+    assert [run["run"] for run in report["runs"]] == ["good/train"]
+    [skipped] = report["skipped"]
+    assert skipped["run"] == "newer/train"
+    assert "schema version 99" in skipped["reason"] and "Upgrade" in skipped["reason"]
+
+
+# The log directory (scan_logdir, local_provider).
+
+
+def test_symlink_loops_are_never_followed(tmp_path, helpers):
+    run_dir = good_run(helpers, tmp_path / "a" / "train")
+    good_run(helpers, tmp_path / "b" / "train")
+    os.symlink(".", os.path.join(run_dir, "loop"))
+    os.symlink("..", os.path.join(run_dir, "up"))
+    os.symlink(str(tmp_path), os.path.join(run_dir, "root"))
+    records, unread = within(60, read, str(tmp_path))
+    assert sorted(records) == ["a/train", "b/train"]
+    reasons = {item["run"]: item["reason"] for item in unread}
+    assert set(reasons) == {"a/train/loop", "a/train/up", "a/train/root"}
+    assert all("not followed" in reason for reason in reasons.values())
+
+
+def test_a_link_to_a_run_outside_the_log_directory_is_read(tmp_path, helpers):
+    good_run(helpers, tmp_path / "elsewhere" / "gpu" / "train")
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    os.symlink(str(tmp_path / "elsewhere" / "gpu"), str(logdir / "gpu"))
+    records, unread = read(str(logdir))
+    assert sorted(records) == ["gpu/train"] and unread == []
+
+
+def test_a_fifo_named_like_an_event_file_is_never_opened(tmp_path, helpers):
+    run_dir = good_run(helpers, tmp_path / "a" / "train")
+    os.mkfifo(os.path.join(run_dir, "events.out.tfevents.2.host.fifo"))
+    os.makedirs(tmp_path / "only_fifo" / "train")
+    os.mkfifo(str(tmp_path / "only_fifo" / "train" / "events.out.tfevents.1.host"))
+    records, unread = within(60, read, str(tmp_path))
+    assert sorted(records) == ["a/train"]
+    assert any("a FIFO, not a regular file" in problem for problem in records["a/train"].problems)
+    [item] = unread
+    assert item["run"] == "only_fifo/train" and "a FIFO" in item["reason"]
+
+
+def test_an_unreadable_directory_is_skipped_with_the_reason(tmp_path, helpers, monkeypatch):
+    """Tests run as root, who reads any directory: listing one is made to
+    fail as it does for a user without the right (mode 000)."""
+    good_run(helpers, tmp_path / "good" / "train")
+    locked = tmp_path / "locked"
+    good_run(helpers, locked / "train")
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if not isinstance(path, int) and os.path.abspath(os.fspath(path)) == str(locked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    records, unread = read(str(tmp_path))
+    assert sorted(records) == ["good/train"]
+    assert unread == [{
+        "run": "locked",
+        "reason": "The directory could not be read (PermissionError: Permission denied).",
+    }]
+
+
+def unreadable(monkeypatch, *paths):
+    """Opening `paths` fails as for a user without read permission (tests
+    run as root, who may open any file)."""
+    real_open = os.open
+    denied = {os.path.abspath(str(path)) for path in paths}
+
+    def fake_open(path, flags, *args, **kwargs):
+        if os.path.abspath(os.fspath(path)) in denied:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+def event_files(run_dir):
+    return sorted(
+        os.path.join(run_dir, name) for name in os.listdir(run_dir) if "tfevents" in name
+    )
+
+
+def test_unreadable_event_files_are_skipped_with_the_reason(tmp_path, helpers, monkeypatch):
+    good_run(helpers, tmp_path / "good" / "train")
+    # A run whose only file cannot be opened, and one with an extra such file.
+    [only] = event_files(good_run(helpers, tmp_path / "locked" / "train"))
+    extra_dir = good_run(helpers, tmp_path / "extra" / "train")
+    extra = os.path.join(extra_dir, "events.out.tfevents.9.host.extra")
+    with open(extra, "wb") as handle:
+        handle.write(b"")
+    unreadable(monkeypatch, only, extra)
+    records, unread = read(str(tmp_path))
+    assert sorted(records) == ["extra/train", "good/train"]
+    assert any(
+        "Skipped the event file events.out.tfevents.9.host.extra: it could not be opened "
+        "(PermissionError: Permission denied)" in problem
+        for problem in records["extra/train"].problems
+    )
+    [item] = unread
+    assert item["run"] == "locked/train"
+    assert "could not be opened (PermissionError" in item["reason"]
+    report = analysis.build_report(list(records.values()), unread=unread)
+    assert {run["run"] for run in report["runs"]} == {"extra/train", "good/train"}
+    assert [item["run"] for item in report["skipped"]] == ["locked/train"]
+
+
+def test_runs_are_read_one_by_one_so_a_bad_one_costs_only_itself(tmp_path, helpers):
+    good_run(helpers, tmp_path / "good" / "train")
+    # A scalar series whose values have two elements: TensorBoard's data
+    # provider cannot make a scalar of it.
+    bad_dir = str(tmp_path / "bad" / "train")
+    from tb_devicecost import writer as writer_module
+    from tensorboard.compat.proto import event_pb2
+
+    writer = writer_module.SummaryWriter(bad_dir)
+    writer.write_json(metadata.TAG_AGGREGATE, 1, 0.0, helpers.make_aggregate(1.0, 2.0, 0.1))
+    event = event_pb2.Event(step=1, wall_time=1.0)
+    value = event.summary.value.add(tag=metadata.TAG_COMPUTE_MS)
+    value.tensor.dtype = 1  # DT_FLOAT
+    value.tensor.tensor_shape.dim.add(size=2)
+    value.tensor.float_val.extend([1.0, 2.0])
+    value.metadata.CopyFrom(metadata.create_summary_metadata("scalar"))
+    writer.write_event(event)
+    writer.close()
+    records, _ = read(str(tmp_path))
+    assert records["good/train"].series["step"].size == 20
+    assert any("per-step series could not be read" in problem
+               for problem in records["bad/train"].problems)
+    assert analysis.build_report(list(records.values()))["runs"]
+
+
+def test_runs_listing_reads_series_where_the_aggregate_is_lost(tmp_path, helpers):
+    """The overview (no series asked for) and the report (series read)
+    take a run's numbers from the same place."""
+    good_run(helpers, tmp_path / "good" / "train")
+    helpers.write_run(
+        str(tmp_path / "lost" / "train"), info=INFO,
+        rows=[(step, 1.0, 2.0, 0.1, 32) for step in range(30)],
+        raw_documents={metadata.TAG_AGGREGATE: json.dumps({"schema": 1, "components": 3})},
+    )
+    provider = reader.local_provider(str(tmp_path))
+    listing = {r.run: r for r in reader.read_runs(provider, series_points=0)}
+    assert listing["good/train"].series == {}
+    assert listing["lost/train"].series["step"].size == 30
+    full = {r.run: r for r in reader.read_runs(provider)}
+    assert (analysis.build_report(list(listing.values()))
+            == analysis.build_report(list(full.values())))
