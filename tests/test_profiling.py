@@ -85,6 +85,10 @@ def test_trace_lands_where_the_profile_tab_looks(traced_logdir):
     assert window["capture"] == os.path.basename(capture_dir)
     assert window["source"] == profiling.SOURCE_DEVICECOST
     assert window["trace_bytes"] == os.path.getsize(path)
+    assert window["trace_file"] == path
+    assert (window["backend"], window["trace_format"]) == ("tensorflow", "xplane")
+    # TensorFlow runs each step synchronously: its marker spans it.
+    assert window["step_cut"] == trace.CUT_MARKER
 
 
 def test_trace_holds_our_step_markers_with_their_numbers(traced_logdir):
