@@ -298,7 +298,10 @@ class TraceWindow:
 
     def dispatched(self, key, step):
         """Main thread: the step `step` was dispatched; Keras reports its
-        completion as `key` (its batch index in the epoch)."""
+        completion as `key` (its batch index in the epoch). Only the steps
+        from just before the window on are followed."""
+        if step < self.start - 2:
+            return
         with self._completion:
             self._completed.pop(key, None)
             self._steps_by_key[key] = step
@@ -308,11 +311,10 @@ class TraceWindow:
         """Keras's worker thread (or the main thread when some callback is
         not `async_safe`): the step reported as `key` has its results on
         the host. Marks a traced step's completion."""
-        now = time.perf_counter()
-        with self._completion:
-            step = self._steps_by_key.pop(key, None)
+        step = self._steps_by_key.pop(key, None)
         if step is None:
             return
+        now = time.perf_counter()
         if self.marks(step):
             done = self.profiler.done_marker(step)
             done.__enter__()
@@ -567,9 +569,10 @@ class TraceSchedule:
         return began, time.perf_counter(), previous
 
     def end_fit(self):
-        """Ends the fit's window, if one is open."""
+        """Ends the fit's window, if one is open. A window that the fit
+        did not reach waits for the next fit."""
         window, self.window = self.window, None
-        if window is None:
+        if window is None or window.state == "pending":
             return
         window.finish()
         if window.owns_profiler:

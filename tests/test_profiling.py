@@ -203,3 +203,14 @@ def test_a_recording_failure_mid_window_stops_the_profiler(tmp_path, monkeypatch
     tf.profiler.experimental.start(str(tmp_path / "after"))
     tf.profiler.experimental.stop()
     assert captures(tmp_path / "after")
+
+
+def test_a_window_the_first_fit_does_not_reach_is_traced_in_the_next(tmp_path):
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "later", profile_steps=(25, 28))
+    network = model()
+    network.fit(ready_dataset(), epochs=1, verbose=0, callbacks=[callback])  # steps 0-19
+    assert captures(tmp_path / "later" / "train") == []
+    network.fit(ready_dataset(), epochs=1, verbose=0, callbacks=[callback])  # steps 20-39
+    assert len(captures(tmp_path / "later" / "train")) == 1
+    window = window_of(tmp_path, "later/train")
+    assert [step["step"] for step in window["steps"]] == [25, 26, 27]
