@@ -14,8 +14,11 @@ warm-up and kept out of the steady-state statistics.
 import collections
 import contextlib
 import os
+import signal
+import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -28,6 +31,16 @@ from tb_devicecost import writer as writer_module
 _SPIKE_MIN_HISTORY = 8
 # Step numbers kept for warm-ups and spikes (for marking them on charts).
 _MAX_MARKED_STEPS = 100
+
+# Documents are bounded (docs/FORMAT.md, "JSON documents"): a list keeps
+# its newest MAX_DOCUMENT_ITEMS items, a string its first
+# MAX_DOCUMENT_STRING characters, and a document whose JSON would still be
+# longer than MAX_DOCUMENT_BYTES has its lists shortened (newest kept)
+# until it fits.
+# Writing one then costs the loop milliseconds at most.
+MAX_DOCUMENT_ITEMS = 1000
+MAX_DOCUMENT_STRING = 10_000
+MAX_DOCUMENT_BYTES = 1 << 20
 
 # Per-step rows hold `vocabulary.ROW_COLUMNS`, in that order.
 _ROW_WARMUP = vocabulary.COLUMN[vocabulary.WARMUP]
@@ -49,8 +62,12 @@ class StepAccounting:
     TensorBoard run, in batches; memory does not grow with the number of
     steps.
 
-    If recording fails (a full disk, a bad path), it warns once and
-    switches itself off; the training loop is never interrupted.
+    If recording fails (a full disk, a bad path), it writes what it still
+    can (a last aggregate, `"interrupted"`, saying why), warns once (or
+    calls `on_failure`, when its owner set one) and switches itself off;
+    the training loop is never interrupted. On SIGTERM, every recorder in a
+    session writes its steps and an `"interrupted"` aggregate, then the
+    signal goes on to the handler that was there before (`_SigtermChain`).
 
     Args:
         run_dir: Directory of the TensorBoard run to write into.
@@ -106,6 +123,9 @@ class StepAccounting:
         self._span_total = 0.0
         self._measurement_total = 0.0
         self._retraces = None
+        # Called with the error instead of warning, when set: the owner of
+        # several recorders (the callback) warns once and stops them all.
+        self.on_failure = None
 
     # The hot path: three calls per step, a clock read each, one small list
     # and one tuple allocated per step.
@@ -272,6 +292,7 @@ class StepAccounting:
             self.boundary()
             self._sessions += 1
             self._next_is_warmup = True
+            _SIGTERM.track(self)
             self._info.update(info or {})
             self._write_info()
         except Exception as error:  # pylint: disable=broad-except
@@ -331,7 +352,7 @@ class StepAccounting:
         if not self.enabled:
             return
         try:
-            document = dict(document, schema=metadata.SCHEMA_VERSION)
+            document = bounded_document(dict(document, schema=metadata.SCHEMA_VERSION))
             self._writer.write_json(tag, self._last_step(), time.time(), document)
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
@@ -339,6 +360,7 @@ class StepAccounting:
     def _write_info(self):
         info = dict(self._info, sessions=self._sessions)
         info["schema"] = metadata.SCHEMA_VERSION
+        info = bounded_document(info)
         self._writer.write_json(
             metadata.TAG_RUN_INFO, self._last_step(), time.time(), info
         )
@@ -369,6 +391,7 @@ class StepAccounting:
             status: Recorded in the aggregate: `"complete"`, or
                 `"interrupted"` when the loop raised.
         """
+        _SIGTERM.untrack(self)
         if not self.enabled:
             return
         self.boundary()
@@ -376,6 +399,23 @@ class StepAccounting:
         if self._sessions or self._global_step:
             self.flush(status=status)
         self._close_writer()
+
+    def stop(self, status="interrupted"):
+        """Ends the session (`end_session(status)`) and records nothing more."""
+        self.end_session(status=status)
+        self.enabled = False
+        self._rows = []
+        self._open = None
+
+    def _interrupted(self):
+        """SIGTERM: the steps so far and an `"interrupted"` aggregate, on disk.
+
+        The open step is left as it is: if the process lives on (a handler
+        that does not exit), it is recorded as usual and a later aggregate
+        says how the fit ended.
+        """
+        if self.enabled and (self._sessions or self._global_step):
+            self.flush(status="interrupted")
 
     def _close_writer(self):
         try:
@@ -485,6 +525,31 @@ class StepAccounting:
         self.enabled = False
         self._rows = []
         self._open = None
+        # What can still be written: a failed write left part of a record
+        # (a full disk); cut off, its space holds a last aggregate saying
+        # the recording stopped, so the run does not read "running" for
+        # ever (docs/FORMAT.md, `status`).
+        try:
+            self._writer.discard_partial()
+            if self._sessions or self._global_step:
+                final = self.aggregate("interrupted")
+                final["error"] = f"{type(error).__name__}: {error}"[:MAX_DOCUMENT_STRING]
+                self._writer.write_json(
+                    metadata.TAG_AGGREGATE, self._last_step(), time.time(), final
+                )
+        except Exception:  # pylint: disable=broad-except
+            pass
+        try:
+            self._writer.close()
+        except Exception:  # pylint: disable=broad-except
+            pass
+        _SIGTERM.untrack(self)
+        if self.on_failure is not None:
+            try:
+                self.on_failure(error)
+            except Exception:  # pylint: disable=broad-except
+                pass
+            return
         warnings.warn(
             f"tb-devicecost stopped recording into {self.run_dir!r} because of "
             f"{type(error).__name__}: {error}. Training goes on unaffected; "
@@ -492,7 +557,132 @@ class StepAccounting:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def bounded_document(document):
+    """`document` within the bounds of docs/FORMAT.md (`MAX_DOCUMENT_*`).
+
+    Lists keep their newest (last) `MAX_DOCUMENT_ITEMS` items, strings
+    their first `MAX_DOCUMENT_STRING` characters; if the JSON would still
+    exceed `MAX_DOCUMENT_BYTES`, every list is shortened by the share it is
+    over (newest kept) until it does not. A document that was cut says so:
+    `"truncated": true`. Returns `document` itself when nothing was cut.
+    """
+    cut = [False]
+
+    def bound(value):
+        if isinstance(value, dict):
+            return {key: bound(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            if len(value) > MAX_DOCUMENT_ITEMS:
+                cut[0] = True
+                value = value[-MAX_DOCUMENT_ITEMS:]
+            return [bound(item) for item in value]
+        if isinstance(value, str) and len(value) > MAX_DOCUMENT_STRING:
+            cut[0] = True
+            return value[:MAX_DOCUMENT_STRING] + "…"
+        return value
+
+    bounded = bound(document)
+    for _ in range(8):
+        size = _json_size(bounded)
+        if size <= MAX_DOCUMENT_BYTES:
+            break
+        # Every list shortened by the share the document is over (newest
+        # kept): one or two rounds, each a single encoding.
+        keep = 0.9 * MAX_DOCUMENT_BYTES / size
+        lists = [items for items in _lists(bounded) if len(items) > 1]
+        if not lists:
+            break
+        for items in lists:
+            del items[: len(items) - max(1, int(len(items) * keep))]
+        cut[0] = True
+    else:
+        size = _json_size(bounded)
+    if size > MAX_DOCUMENT_BYTES:
+        # Nothing left to shorten: what remains says only that it was cut.
+        bounded = {key: bounded[key] for key in ("schema",) if key in bounded}
+        cut[0] = True
+    if not cut[0]:
+        return document
+    bounded["truncated"] = True
+    return bounded
+
+
+def _json_size(document):
+    """Bytes of `document` as the writer encodes it (`metadata.encode_json`)."""
+    return len(metadata.encode_json(document))
+
+
+def _lists(value):
+    """Every list inside a document, depth first."""
+    stack, found = [value], []
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            found.append(value)
+            stack.extend(value)
+    return found
+
+
+class _SigtermChain:
+    """On SIGTERM, every recorder in a session writes what it has and
+    marks its run `"interrupted"`; then the signal goes on as if we were
+    not there: to the handler installed before ours, or, for the default
+    disposition, the process ends by the signal as it would have.
+
+    Installed (from the main thread only) while some recorder is in a
+    session, and put back when the last one ends, unless someone installed
+    another handler since. A handler set from C code, or SIGTERM ignored,
+    is left alone: nothing would run ours, or the process is not ending.
+    """
+
+    def __init__(self):
+        self._recorders = weakref.WeakSet()
+        self._previous = None
+        self._installed = False
+
+    def track(self, recorder):
+        self._recorders.add(recorder)
+        if self._installed or threading.current_thread() is not threading.main_thread():
+            return
         try:
-            self._writer.close()
-        except Exception:  # pylint: disable=broad-except
-            pass
+            previous = signal.getsignal(signal.SIGTERM)
+            if previous is None or previous == signal.SIG_IGN:
+                return
+            signal.signal(signal.SIGTERM, self._handle)
+        except (ValueError, OSError, AttributeError):
+            return
+        self._previous, self._installed = previous, True
+
+    def untrack(self, recorder):
+        self._recorders.discard(recorder)
+        if len(self._recorders) or not self._installed:
+            return
+        if threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            if signal.getsignal(signal.SIGTERM) == self._handle:
+                signal.signal(signal.SIGTERM, self._previous)
+        except (ValueError, OSError):
+            return
+        self._previous, self._installed = None, False
+
+    def _handle(self, signum, frame):
+        for recorder in list(self._recorders):
+            try:
+                recorder._interrupted()  # pylint: disable=protected-access
+            except Exception:  # pylint: disable=broad-except
+                pass
+        previous = self._previous
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            # End as the default disposition would: by the signal itself.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+
+_SIGTERM = _SigtermChain()

@@ -779,6 +779,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
             # A weak reference: the handler must not keep the model alive.
             atexit.register(_close_at_exit, weakref.ref(self))
             self._registered_exit = True
+            # A recording failure in any run stops them all, with one
+            # warning (ours): the recorders do not warn themselves.
+            for recorder in (self._train, self._validation, self._evaluation):
+                recorder.on_failure = self._disable
 
     def _end_fit(self, status):
         self._in_fit = False
@@ -839,7 +843,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._traces.stop()
             for recorder in (self._train, self._validation, self._evaluation):
                 if recorder is not None:
-                    recorder.end_session()
+                    recorder.stop(status="interrupted")
         except Exception:  # pylint: disable=broad-except
             pass
 

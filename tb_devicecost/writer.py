@@ -63,6 +63,9 @@ class SummaryWriter:
     def __init__(self, run_dir):
         self.run_dir = str(run_dir)
         self._file = None
+        self._path = None
+        # Bytes of the open file known to be written in whole records.
+        self._good_bytes = 0
         self._tags_with_metadata = set()
         self._step_event = None
 
@@ -79,19 +82,49 @@ class SummaryWriter:
                 os.getpid(),
                 next(_file_counter),
             )
-            self._file = gfile.GFile(os.path.join(self.run_dir, name), "wb")
+            self._path = os.path.join(self.run_dir, name)
+            self._good_bytes = 0
+            self._file = gfile.GFile(self._path, "wb")
             header = event_pb2.Event(
                 wall_time=time.time(),
                 file_version="brain.Event:2",
                 source_metadata=event_pb2.SourceMetadata(writer="tb_devicecost"),
             )
-            self._file.write(records.frame_records([header.SerializeToString()]))
+            data = records.frame_records([header.SerializeToString()])
+            self._file.write(data)
+            self._good_bytes = len(data)
         return self._file
 
     def _write(self, payloads):
         event_file = self._event_file()
-        event_file.write(records.frame_records(payloads))
+        data = records.frame_records(payloads)
+        event_file.write(data)
         event_file.flush()
+        self._good_bytes += len(data)
+
+    def discard_partial(self):
+        """After a failed write: closes the file, cut back to its last whole
+        record where it is a local file.
+
+        A write that failed half way (a full disk) leaves part of a record;
+        cutting it off frees that space and leaves a file every reader
+        reads to its end. The next write opens a new file.
+        """
+        event_file, path, good = self._file, self._path, self._good_bytes
+        self._file = None
+        self._tags_with_metadata.clear()
+        self._step_event = None
+        if event_file is not None:
+            try:
+                event_file.close()
+            except Exception:  # pylint: disable=broad-except
+                pass  # Closing flushes what could not be written: it fails again.
+        if path is not None and "://" not in path:
+            try:
+                if os.path.getsize(path) > good:
+                    os.truncate(path, good)
+            except OSError:
+                pass
 
     def _value_metadata(self, tag, data_class):
         # TensorBoard keeps the metadata of a tag's first value; later values

@@ -2,6 +2,11 @@
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 import warnings
 
 import numpy as np
@@ -206,3 +211,227 @@ def test_the_warmup_flag_is_written_per_step(tmp_path):
     recorder.end_session()
     record = read_back(tmp_path / "run", tmp_path)["run"]
     np.testing.assert_array_equal(record.series["warmup"], [1, 0, 0, 1, 0, 0])
+
+
+# Issue 16: failures, signals and large documents.
+
+
+def test_one_failure_handler_for_recorders_that_share_an_owner(tmp_path):
+    """With `on_failure` set (the callback sets it on its train, validation
+    and evaluation recorders), a recorder does not warn itself."""
+    calls = []
+    clock = FakeClock()
+    recorders = [accounting.StepAccounting(tmp_path / name, flush_steps=2, clock=clock)
+                 for name in ("train", "validation")]
+    for recorder in recorders:
+        recorder.on_failure = calls.append
+        recorder.begin_session()
+        recorder._writer.write_steps = lambda rows: (_ for _ in ()).throw(OSError("disk full"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record_steps(recorders[0], clock, [(1.0, 1.0, 1.0)] * 4)
+    assert [str(error) for error in calls] == ["disk full"]
+    assert not [w for w in caught if w.category is RuntimeWarning]
+
+
+def test_a_failing_log_dir_warns_once_per_callback_and_stops_every_run(tmp_path):
+    """`log_dir` is a file: train and validation both fail; one warning."""
+    import keras
+
+    import tb_devicecost
+
+    log_dir = tmp_path / "a_file"
+    log_dir.write_text("not a directory")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x, y = np.zeros((64, 4), "float32"), np.zeros((64, 1), "float32")
+    callback = tb_devicecost.DeviceCostCallback(str(log_dir))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_data=(x, y),
+                  callbacks=[callback])
+    ours = [str(w.message) for w in caught if "stopped recording" in str(w.message)]
+    assert len(ours) == 1, ours
+    assert ours[0].startswith("DeviceCostCallback stopped recording")
+    assert not callback._train.enabled and not callback._validation.enabled
+
+
+class FullDisk:
+    """TensorBoard's gfile over a disk that holds `capacity` bytes: a write
+    past it writes what fits, then fails as a full disk does."""
+
+    def __init__(self, directory, capacity):
+        self.directory, self.capacity = str(directory), capacity
+
+    def used(self):
+        return sum(os.path.getsize(os.path.join(root, name))
+                   for root, _, names in os.walk(self.directory) for name in names)
+
+    def makedirs(self, path):
+        os.makedirs(path, exist_ok=True)
+
+    def GFile(self, path, mode):  # pylint: disable=invalid-name
+        disk = self
+
+        class File:
+            def __init__(self):
+                open(path, "wb").close()
+
+            def write(self, data):
+                room = max(0, disk.capacity - disk.used())
+                with open(path, "ab") as handle:
+                    handle.write(data[:room])
+                if len(data) > room:
+                    import errno
+
+                    raise OSError(errno.ENOSPC, "No space left on device")
+
+            def flush(self):
+                pass
+
+            def close(self):
+                pass
+
+        return File()
+
+
+def test_after_a_full_disk_the_run_says_it_was_interrupted_and_why(tmp_path, monkeypatch):
+    from tb_devicecost import writer as writer_module
+
+    disk = FullDisk(tmp_path, capacity=12_000)
+    monkeypatch.setattr(writer_module, "_gfile", lambda: disk)
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", flush_steps=64, clock=clock)
+    recorder.begin_session({"backend": "test"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record_steps(recorder, clock, [(1.0, 2.0, 0.5)] * 300)
+        recorder.end_session()  # The fit finished.
+    assert len([w for w in caught if w.category is RuntimeWarning]) == 1
+    monkeypatch.undo()
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    assert record.aggregate["status"] == "interrupted"
+    assert "No space left on device" in record.aggregate["error"]
+    # The aggregate covers the steps recorded until the disk filled.
+    assert 64 <= record.aggregate["steps"] < 300
+    from tb_devicecost import analysis
+
+    [run] = analysis.build_report([record])["runs"]
+    assert run["status"] == "interrupted"
+    assert any("Recording stopped before the fit ended" in p for p in run["problems"])
+
+
+SIGTERM_SCRIPT = """
+import os, signal, sys, time
+sys.path.insert(0, {tests!r})
+from support import FakeClock
+from tb_devicecost import accounting
+{handler}
+clock = FakeClock()
+recorder = accounting.StepAccounting({run_dir!r}, flush_steps=256, clock=clock)
+recorder.begin_session({{"backend": "test"}})
+for step in range(1000):
+    recorder.begin_step(); clock.advance(1.0)
+    recorder.end_fetch(batch_size=8); clock.advance(2.0)
+    recorder.end_compute(); clock.advance(0.5)
+    if step == 300:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+print("not stopped")
+recorder.end_session()
+"""
+
+
+def run_until_sigterm(tmp_path, handler=""):
+    script = SIGTERM_SCRIPT.format(tests=os.path.dirname(__file__),
+                                   run_dir=str(tmp_path / "run"), handler=handler)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_sigterm_flushes_and_marks_the_run_interrupted_then_ends_the_process(tmp_path):
+    completed = run_until_sigterm(tmp_path)
+    # The default disposition still applies: the process ends by the signal.
+    assert completed.returncode == -signal.SIGTERM, completed.stderr
+    assert "not stopped" not in completed.stdout
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    assert record.aggregate["status"] == "interrupted"
+    # Steps 0..300 began; 300 is still open: the 300 before it, none lost
+    # in the buffer (256 were flushed, 44 waited for the next flush).
+    assert record.aggregate["steps"] == 300
+    assert len(record.series["step"]) == 300
+
+
+def test_sigterm_goes_on_to_the_users_own_handler(tmp_path):
+    handler = (
+        "def mine(signum, frame):\n"
+        "    print('user handler', signum, flush=True)\n"
+        "    sys.exit(3)\n"
+        "signal.signal(signal.SIGTERM, mine)\n"
+    )
+    completed = run_until_sigterm(tmp_path, handler)
+    assert completed.returncode == 3, completed.stderr
+    assert f"user handler {int(signal.SIGTERM)}" in completed.stdout
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    assert record.aggregate["status"] in ("interrupted",)
+    assert record.aggregate["steps"] >= 300
+
+
+def test_sigterm_during_a_real_fit_is_recorded_as_an_interruption(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        import keras, numpy as np
+        import tb_devicecost
+
+        class Terminate(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                if batch == 40:
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        x = np.zeros((16 * 500, 8), "float32"); y = np.zeros((16 * 500, 1), "float32")
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[
+            tb_devicecost.DeviceCostCallback({str(tmp_path / "fit")!r}), Terminate()])
+        print("not stopped")
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow"),
+    )
+    assert completed.returncode == -signal.SIGTERM, completed.stderr[-2000:]
+    assert "not stopped" not in completed.stdout
+    record = read_back(tmp_path / "fit", tmp_path)["fit/train"]
+    assert record.aggregate["status"] == "interrupted"
+    assert 40 <= record.aggregate["steps"] < 500
+    assert len(record.series["step"]) == record.aggregate["steps"]
+
+
+def test_documents_are_bounded_and_cost_the_loop_little(tmp_path):
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    recorder.begin_session()
+    record_steps(recorder, clock, [(1.0, 1.0, 1.0)] * 3)
+    # About 5 MB of JSON in small objects, a long string, a long list.
+    windows = [{"start_step": index, "steps": [
+        {"step": step, "step_ms": 1.5, "input_wait_ms": 0.25, "compute_ms": 1.0}
+        for step in range(2000)]} for index in range(40)]
+    started = time.perf_counter()
+    recorder.write_document(metadata.TAG_TRACE, {"windows": windows, "note": "x" * 3_000_000})
+    recorder.write_document(metadata.TAG_PLACEMENT, {"blob": "y" * 1_000_000})
+    elapsed = time.perf_counter() - started
+    recorder.end_session()
+    assert elapsed < 1.0, elapsed
+    record = read_back(tmp_path / "run", tmp_path)["run"]
+    trace = record.trace
+    assert trace["truncated"] is True
+    assert len(metadata.encode_json(trace)) <= accounting.MAX_DOCUMENT_BYTES
+    assert len(trace["note"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    # The newest items are the ones kept.
+    assert trace["windows"][-1]["start_step"] == 39
+    assert trace["windows"][-1]["steps"][-1]["step"] == 1999
+    assert len(record.placement["blob"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    # A document within the bounds is written as it is.
+    assert accounting.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}
