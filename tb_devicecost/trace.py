@@ -548,10 +548,12 @@ def digest_timeline(timeline, steps=None):
     marker. Device busy and idle time count whatever ran on the device
     within the span. Kernels and copies are those the step launched: a
     device event is matched by its correlation id to the host call that
-    queued it, and belongs to the step whose marker holds that call, or
-    else whose span holds it (copies of the results, queued after the
-    dispatch); a device event without a matched call belongs to the step
-    whose span it starts in.
+    queued it, and belongs to the step whose marker holds that call; else,
+    for an input copy (host to device) queued by a runtime thread after
+    the marker, to the step dispatched last before the call, and for
+    anything else to the step whose span holds the call (the copy of a
+    step's results is queued as they are read); a device event without a
+    matched call belongs to the step whose span it starts in.
 
     Returns:
         The same document as `digest_xspace`, with `step_cut`
@@ -615,15 +617,25 @@ def digest_timeline(timeline, steps=None):
             begin = before[1]
         spans[step] = (begin, done, fetch_items, start, end)
 
-    # The rest of the device events, by the span holding their launch (or
-    # their start, without one).
+    # The rest of the device events: an input copy queued after a marker
+    # (by a runtime thread) belongs to the step dispatched last; anything
+    # else to the span holding its launch (the copy of a step's results is
+    # queued when they are read), or its start, without one.
     launched = {step: list(items) for step, items in launched_in_marker.items()}
     step_spans = _Intervals((begin, done, step) for step, (begin, done, *_) in spans.items())
+    dispatches = sorted((start, step) for step, (start, _, _) in markers.items())
+    dispatch_starts = [start for start, _ in dispatches]
     for start, end, kind, size, launch in device_items:
-        moment = start if launch is None else launch
-        holding = [item[2] for item in step_spans.overlapping(moment, moment + 1)]
-        if holding:
-            launched.setdefault(min(holding), []).append((start, end, kind, size))
+        owner = None
+        if launch is not None and kind == "h2d":
+            index = bisect.bisect_right(dispatch_starts, launch) - 1
+            owner = dispatches[index][1] if index >= 0 else None
+        if owner is None:
+            moment = start if launch is None else launch
+            holding = [item[2] for item in step_spans.overlapping(moment, moment + 1)]
+            owner = min(holding) if holding else None
+        if owner is not None:
+            launched.setdefault(owner, []).append((start, end, kind, size))
     device = _Intervals((start, end, kind, size) for kind, start, end, size, _ in timeline.device)
     has_device = bool(timeline.device_planes or timeline.device)
 

@@ -221,17 +221,19 @@ def pipelined_timeline():
     5) runs in [8, 28], a copy of its results (launched at 29, outside any
     marker) in [28.5, 29.5]; it completes at 30. Step 1 is dispatched in
     [12, 20] (fetch [12, 15]) while step 0 runs; its kernel (launched at 16)
-    runs in [31, 48]; it completes at 50. A kernel without a launch record
-    starts at 49.
+    runs in [31, 48], its input copy (queued at 21 by a runtime thread,
+    after its marker) in [22, 23]; it completes at 50. A kernel without a
+    launch record starts at 49.
     """
     timeline = trace.Timeline()
     timeline.markers = {0: (0, 10, "main"), 1: (12, 20, "main")}
     timeline.completions = {0: 30, 1: 50}
     timeline.fetches = {"main": [(0, 4), (12, 15)]}
-    timeline.launches = {1: 5, 2: 16, 3: 29}
+    timeline.launches = {1: 5, 2: 16, 3: 29, 4: 21}
     timeline.device = [
         ("kernel", 8, 28, 0, 1),
         ("d2h", 28.5, 29.5, 64, 3),
+        ("h2d", 22, 23, 4096, 4),
         ("kernel", 31, 48, 0, 2),
         ("kernel", 49, 49.5, 0, None),
     ]
@@ -268,8 +270,11 @@ def test_device_time_by_span_and_kernels_by_the_step_that_launched_them():
     # counts where it started.
     assert first["kernels"] == 1 and second["kernels"] == 2
     assert first["kernel_mean_us"] == pytest.approx(20 / 1e6)
-    # The copy of step 0's results, queued after its dispatch.
+    # The copy of step 0's results, queued as they were read; step 1's
+    # input, queued after its dispatch while step 0 ran.
     assert (first["d2h_bytes"], second["d2h_bytes"]) == (64, 0)
+    assert (first["h2d_bytes"], second["h2d_bytes"]) == (0, 4096)
+    assert second["h2d_ms"] * ps == pytest.approx(1)
 
 
 def test_a_step_without_a_completion_marker_ends_with_its_device_work():
@@ -357,3 +362,22 @@ def test_unreadable_pytorch_traces_say_why(tmp_path):
         torch_trace.load(str(empty))
     with pytest.raises(trace.TraceError, match="Cannot read trace"):
         torch_trace.load(str(tmp_path / "missing.pt.trace.json.gz"))
+
+
+def test_pytorch_traces_are_laid_out_like_captures(tmp_path):
+    from tb_devicecost import torch_trace
+
+    path = torch_trace.new_trace_path(str(tmp_path), 0)
+    capture = os.path.basename(os.path.dirname(path))
+    assert os.path.dirname(os.path.dirname(path)) == os.path.join(str(tmp_path), "plugins", "devicecost_torch")
+    assert path.endswith(".pt.trace.json.gz")
+    os.makedirs(os.path.dirname(path))
+    open(path, "w").close()
+    newer = os.path.join(torch_trace.trace_dir(str(tmp_path)), "2999_01_01_00_00_00", "other.pt.trace.json.gz")
+    os.makedirs(os.path.dirname(newer))
+    open(newer, "w").close()
+    host = os.path.basename(path)[: -len(".pt.trace.json.gz")]
+    assert torch_trace.list_traces(str(tmp_path)) == [
+        (newer, "2999_01_01_00_00_00", "other"),
+        (path, capture, host),
+    ]
