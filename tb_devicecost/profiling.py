@@ -214,13 +214,12 @@ class TraceWindow:
         self._opened_at = None
         self._marker = None
         self._profiler = None
-        # Asynchronous dispatch: the global step of each dispatched step by
-        # the key Keras reports its completion with, and when the reported
-        # ones completed.
-        self._steps_by_key = {}
-        self._completed = {}
+        # Asynchronous dispatch: the global step of each dispatched step not
+        # yet reported complete, by the key Keras reports it with, and when
+        # the latest report came.
+        self._outstanding = {}
+        self._last_done = None
         self._completion = threading.Condition()
-        self._last_key = None
 
     @property
     def owns_profiler(self):
@@ -303,15 +302,13 @@ class TraceWindow:
         if step < self.start - 2:
             return
         with self._completion:
-            self._completed.pop(key, None)
-            self._steps_by_key[key] = step
-            self._last_key = key
+            self._outstanding[key] = step
 
     def completed(self, key):
-        """Keras's worker thread (or the main thread when some callback is
-        not `async_safe`): the step reported as `key` has its results on
-        the host. Marks a traced step's completion."""
-        step = self._steps_by_key.pop(key, None)
+        """A worker thread of Keras (or the main thread when some callback
+        is not `async_safe`): the step reported as `key` has its results
+        on the host. Marks a traced step's completion."""
+        step = self._outstanding.get(key)
         if step is None:
             return
         now = time.perf_counter()
@@ -320,30 +317,29 @@ class TraceWindow:
             done.__enter__()
             done.__exit__(None, None, None)
         with self._completion:
-            self._completed[key] = now
+            self._outstanding.pop(key, None)
+            self._last_done = now if self._last_done is None else max(self._last_done, now)
             self._completion.notify_all()
 
     def wait_previous(self, timeout=_COMPLETION_TIMEOUT_S):
-        """Waits until the last dispatched step is reported complete.
+        """Waits until every step dispatched so far is reported complete
+        (Keras's workers may report them out of order).
 
-        Keras hands a step's completion to its worker once the step's
+        Keras hands a step's completion to its workers once the step's
         function returned, so this is called before the next step only.
 
         Returns:
-            When the step completed (`time.perf_counter`), or `None` when
-            no step was dispatched or the wait timed out.
+            When the last of them completed (`time.perf_counter`), or
+            `None` when none was followed or the wait timed out.
         """
-        key = self._last_key
-        if key is None:
-            return None
         deadline = time.monotonic() + timeout
         with self._completion:
-            while key not in self._completed:
+            while self._outstanding:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 self._completion.wait(left)
-            return self._completed[key]
+            return self._last_done
 
     def finish(self):
         """Ends the window (stopping our profiler); safe to call twice."""

@@ -530,7 +530,8 @@ def digest_timeline(timeline, steps=None):
     later, and the step's completion is the `devicecost_done` marker (the
     step's results on the host). As our own records do, each step runs from
     its start (the start of its fetch, else of its marker), or from the
-    previous step's completion if that is later, until its completion:
+    previous step's completion if that is later, until its completion (or
+    the previous step's, if Keras's workers reported that one later):
 
     - `step_ms`: that span;
     - `input_wait_ms`: the step's fetch within the span (on JAX our
@@ -613,8 +614,11 @@ def digest_timeline(timeline, steps=None):
         done = max(done, end)
         begin = host_start
         before = spans.get(step - 1)
-        if before is not None and host_start < before[1] <= done:
-            begin = before[1]
+        if before is not None:
+            # Keras's workers may report steps out of order; a step is
+            # complete once the steps before it are, as in our records.
+            done = max(done, before[1])
+            begin = max(begin, before[1])
         spans[step] = (begin, done, fetch_items, start, end)
 
     # The rest of the device events: an input copy queued after a marker

@@ -112,12 +112,29 @@ def main():
     mlp().fit(x, y, batch_size=32, epochs=2, verbose=0, validation_data=(x[:64], y[:64]),
               callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "across"), profile_steps=(8, 12))])
 
+    # A window from the fit's first step: the profiler starts before it.
+    mlp().fit(x, y, batch_size=32, epochs=1, verbose=0,
+              callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "first"), profile_steps=(0, 2))])
+
+    # A callback that is not `async_safe`: Keras reports each step complete
+    # on the main thread, after the step's call.
+    mlp().fit(x, y, batch_size=32, epochs=1, verbose=0,
+              callbacks=[_Blocking(), tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "blocking"), profile_steps=WINDOW)])
+
     # An input-bound fit: the trace's fetch should hold most of each step.
     mlp().fit(Delayed(x, y, 32, DELAY_S), epochs=1, verbose=0,
               callbacks=[tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "slow"), profile_steps=WINDOW)])
     facts["delay_ms"] = DELAY_S * 1e3
     facts["profiler_running_at_exit"] = profiler_running()
     print(json.dumps(facts))
+
+
+class _Blocking(keras.callbacks.Callback):
+    """A batch-end hook without `async_safe`: Keras runs batch ends on the
+    main thread."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        pass
 
 
 if __name__ == "__main__":

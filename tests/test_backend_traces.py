@@ -131,3 +131,21 @@ def test_the_profilers_cost_stays_out_of_the_steps(traced):
         # accounted apart, not as a slow step.
         assert max(steady) < max(20 * statistics.median(steady), 50.0), (run, list(steady))
         assert record.aggregate["wall_ms"]["measurement"] > 0
+
+
+def test_a_window_from_the_fits_first_step(traced):
+    _, _, _, records = traced
+    window = window_of(records, "first/train")
+    assert "error" not in window
+    assert [entry["step"] for entry in window["steps"]] == [0, 1]
+    assert window["completion_markers"] == 2
+
+
+def test_a_window_with_batch_ends_on_the_main_thread(traced):
+    """With a callback that is not `async_safe`, Keras reports completions
+    on the main thread after each step's call: nothing waits for them."""
+    _, _, _, records = traced
+    window = window_of(records, "blocking/train")
+    assert "error" not in window
+    assert [entry["step"] for entry in window["steps"]] == [3, 4, 5]
+    assert window["completion_markers"] == 3
