@@ -507,15 +507,23 @@ def xspace_timeline(xspace):
     for step, (_, end, _, _) in _step_markers(xspace, DONE_MARKER_NAME).items():
         timeline.completions[step] = end
     for plane in _host_planes(xspace):
+        correlation_ids = {
+            key for key, stat in plane.stat_metadata.items() if stat.name == _CORRELATION_STAT
+        }
         for line in plane.lines:
             thread = (plane.id, line.id)
             for name, start, end, event in _events(plane, line):
                 if name == FETCH_MARKER_NAME:
                     timeline.fetches.setdefault(thread, []).append((start, end))
-                elif event.stats:
-                    correlation = _event_stat(plane, event, _CORRELATION_STAT)
-                    if correlation is not None:
-                        timeline.launches.setdefault(correlation, start)
+                    continue
+                if not correlation_ids:
+                    continue
+                for stat in event.stats:
+                    if stat.metadata_id in correlation_ids:
+                        _, correlation = _stat_value(plane, stat)
+                        if correlation is not None:
+                            timeline.launches.setdefault(correlation, start)
+                        break
     timeline.device = _device_activity(xspace)
     timeline.device_planes = sorted(
         plane.name for plane in xspace.planes if _DEVICE_PLANE.match(plane.name)
