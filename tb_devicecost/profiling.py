@@ -76,7 +76,11 @@ class _JaxProfiler:
         self._profiler = jax.profiler
 
     def start(self, run_dir):
-        options = self._profiler.ProfileOptions()
+        options_type = getattr(self._profiler, "ProfileOptions", None)
+        if options_type is None:  # JAX before ProfileOptions
+            self._profiler.start_trace(run_dir)
+            return
+        options = options_type()
         # JAX traces every Python call by default, which slows the host
         # several times over; TensorFlow's profiler does not.
         options.python_tracer_level = 0
@@ -112,15 +116,17 @@ class _TorchProfiler:
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
-        try:
-            # Keras reads each step's results on a worker thread, where the
-            # completion marker is; by default only the thread that starts
-            # the profiler is recorded.
-            config = torch._C._profiler._ExperimentalConfig(
-                profile_all_threads=True, trace_only=True
-            )
-        except (AttributeError, TypeError):
-            config = None
+        # Keras reads each step's results on a worker thread, where the
+        # completion marker is; by default only the thread that starts the
+        # profiler is recorded. `trace_only` skips building Python objects
+        # of the events when the profiler stops (we export the trace only).
+        config = None
+        for options in ({"profile_all_threads": True, "trace_only": True}, {"profile_all_threads": True}):
+            try:
+                config = torch._C._profiler._ExperimentalConfig(**options)
+                break
+            except (AttributeError, TypeError):
+                continue
         profile = torch.profiler.profile(activities=activities, experimental_config=config)
         profile.start()
         self._profile = profile
