@@ -22,11 +22,12 @@ its trace is read back and digested (`tb_devicecost.trace`,
 
 On JAX and PyTorch the step is dispatched asynchronously, so its
 completion is marked too (`devicecost_done`), where Keras reads the step's
-results on its worker thread. The profiler is started after the dispatch
-of the step before the window and stopped after the dispatch of the
-window's last step, each time once the device and Keras's worker are done
-with the steps dispatched so far, so that its start and stop cost lands
-between steps, where it is kept out of our records.
+results on its worker threads. The profiler starts before the window's
+first step is dispatched (on PyTorch before the step before, whose
+dispatch is followed by the first step's fetch) and stops before the step
+after the window is dispatched, each time once Keras has reported every
+step dispatched so far complete: its start and stop then fall between
+steps, and their time is kept out of our records.
 """
 
 import os
