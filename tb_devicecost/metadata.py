@@ -94,6 +94,9 @@ def encode_json(document):
 # window, its steps, a step); anything deeper is not ours, and is refused
 # before it can exhaust the recursion of whoever walks it next.
 MAX_DOCUMENT_DEPTH = 32
+# The writer keeps documents within 1 MiB (`accounting.MAX_DOCUMENT_BYTES`);
+# older versions wrote trace documents of a few MiB. Larger is not ours.
+MAX_DOCUMENT_CHARACTERS = 16 << 20
 
 
 def decode_json(value):
@@ -105,7 +108,8 @@ def decode_json(value):
 
     Raises:
         FormatError: when it is not one JSON object of a known schema,
-            nested at most `MAX_DOCUMENT_DEPTH` levels.
+            nested at most `MAX_DOCUMENT_DEPTH` levels and at most
+            `MAX_DOCUMENT_CHARACTERS` long.
     """
     size = getattr(value, "size", None)
     if size is not None and hasattr(value, "item"):
@@ -119,6 +123,11 @@ def decode_json(value):
         value = value.decode("utf-8", errors="replace")
     if not isinstance(value, str):
         raise FormatError(f"Expected a JSON string, got {type(value).__name__}")
+    if len(value) > MAX_DOCUMENT_CHARACTERS:
+        raise FormatError(
+            f"The JSON document is {len(value):,} characters long, more than "
+            f"the {MAX_DOCUMENT_CHARACTERS:,} a tb-devicecost document can hold"
+        )
     try:
         document = json.loads(value)
     except RecursionError:

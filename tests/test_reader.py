@@ -266,3 +266,9 @@ def test_runs_listing_reads_series_where_the_aggregate_is_lost(tmp_path, helpers
     full = {r.run: r for r in reader.read_runs(provider)}
     assert (analysis.build_report(list(listing.values()))
             == analysis.build_report(list(full.values())))
+
+
+def test_a_document_larger_than_any_of_ours_is_a_format_error():
+    text = '{"schema": 1, "x": "%s"}' % ("y" * metadata.MAX_DOCUMENT_CHARACTERS)
+    with pytest.raises(metadata.FormatError, match="characters long"):
+        metadata.decode_json(text)

@@ -257,3 +257,17 @@ def test_a_trace_document_with_an_unhashable_step_is_read(helpers):
     assert analysed["steps"][0]["step"] is None
     assert analysed["start_step"] is None and analysed["host"] is None
     helpers.assert_json_clean(result)
+
+
+def test_what_a_run_object_holds_is_bounded_whatever_a_document_holds(helpers):
+    trace = helpers.make_trace(0.5)
+    trace["windows"] = trace["windows"] * 100_000
+    aggregate = helpers.make_aggregate(0.1, 1.0, 0.1)
+    aggregate["warmup"]["steps"] = list(range(100_000))
+    placement = helpers.cpu_placement()
+    placement["ops"] = {f"CPU:{index}": 1 for index in range(100_000)}
+    result = analysis.analyze_run(helpers.make_record(
+        "big/train", aggregate=aggregate, trace=trace, placement=placement))
+    assert len(result["trace_windows"]) == record.MAX_TRACE_WINDOWS
+    assert result["warmup_steps"] == list(range(100_000 - record.MAX_ITEMS, 100_000))
+    assert len(result["placement"]["ops"]) == record.MAX_ITEMS

@@ -15,6 +15,7 @@ evaluation run.
 """
 
 import dataclasses
+import itertools
 import math
 import re
 
@@ -35,6 +36,12 @@ _STATISTICS = ("mean", "p50", "p90", "p99", "min", "max")
 # data").
 MIN_VALUE = 1e-9
 MAX_VALUE = 1e15
+# At most this many items of a list (the newest) or keys of an object are
+# read, and the newest MAX_TRACE_WINDOWS trace windows (the recorder keeps
+# 20): what a run object holds, and what analysing it costs, stays bounded
+# whatever a document holds.
+MAX_ITEMS = 1000
+MAX_TRACE_WINDOWS = 20
 # Op types that belong on the host in any run: the input pipeline and
 # resource bookkeeping. Left out of `cpu_ops_on_accelerator_run`.
 _HOST_OP = re.compile(
@@ -60,9 +67,15 @@ def _as_dict(value):
     return value if isinstance(value, dict) else {}
 
 
-def _as_list(value):
-    """A JSON list field, or `[]` when it is missing or malformed."""
-    return value if isinstance(value, list) else []
+def _as_list(value, limit=MAX_ITEMS):
+    """A JSON list field (its last `limit` items), or `[]` when it is
+    missing or malformed."""
+    return value[-limit:] if isinstance(value, list) else []
+
+
+def _items(value, limit=MAX_ITEMS):
+    """The first `limit` `(key, value)` pairs of a JSON object field."""
+    return list(itertools.islice(_as_dict(value).items(), limit))
 
 
 def _as_text(value):
@@ -108,7 +121,7 @@ def _as_counts(values):
 def _as_count_map(value):
     """`{name: count}` of a JSON object, unreadable counts left out."""
     counts = {}
-    for key, count in _as_dict(value).items():
+    for key, count in _items(value):
         count = _as_count(count)
         if count is not None:
             counts[str(key)] = count
@@ -323,7 +336,9 @@ def read_run(record):
         fetch_floor = _as_number(info.get("fetch_floor_ms"))
     windows = [
         _trace_window(window)
-        for window in _as_list(_as_dict(_field(record, "trace")).get("windows"))
+        for window in _as_list(
+            _as_dict(_field(record, "trace")).get("windows"), MAX_TRACE_WINDOWS
+        )
         if isinstance(window, dict)
     ]
     if placement.device_source == "visible_devices":
@@ -704,10 +719,10 @@ def _trace_window(window):
     steps = [
         {
             "step": _as_count(entry.get("step")),
-            "trace": {str(k): _as_number(v) for k, v in entry.items() if k != "step"},
+            "trace": {str(k): _as_number(v) for k, v in _items(entry, 100) if k != "step"},
             "ours": {
                 str(k): _as_number(v)
-                for k, v in (ours_by_step.get(_as_count(entry.get("step"))) or {}).items()
+                for k, v in _items(ours_by_step.get(_as_count(entry.get("step"))), 100)
                 if k != "step"
             },
         }
@@ -729,7 +744,7 @@ def _trace_window(window):
         trace_bytes=_as_count(window.get("trace_bytes")),
         error=_as_text(window.get("error")),
         has_device_plane=bool(window.get("has_device_plane")),
-        summary={k: _as_number(v) for k, v in summary.items()},
+        summary={str(k): _as_number(v) for k, v in _items(summary, 100)},
         ours={
             vocabulary.component_column(name): _mean_of(
                 recorded, vocabulary.component_column(name)
