@@ -20,12 +20,14 @@ import logging
 import os
 import shutil
 import stat
+import struct
 import tempfile
 
 import numpy as np
 
 from tb_devicecost import captures
 from tb_devicecost import metadata
+from tb_devicecost import records as tfrecords
 from tb_devicecost.analysis import record as record_module
 
 # Points per per-step series handed to charts; totals come from aggregates.
@@ -154,6 +156,64 @@ def _check_event_file(path):
     return None
 
 
+# Per event file: (identity, bytes checked, damage found). A file that
+# grows is checked from where the last check stopped.
+_CHECKED = {}
+
+
+def _first_damage(path):
+    """Where an event file's framing first fails, in words, or `None`.
+
+    Walks the file's TFRecords, checking both checksums of each (C CRC-32C:
+    gigabytes a second). A record cut short at the end is not damage (a
+    file being written ends so); a checksum that fails is. TensorBoard's
+    Python loader, and so `tb-devicecost report`, reads a file up to such a
+    record; its default loader skips the record and reads on.
+    """
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    identity = (status.st_dev, status.st_ino)
+    checked, damage = 0, None
+    cached = _CHECKED.get(path)
+    if cached and cached[0] == identity and cached[1] <= status.st_size:
+        checked, damage = cached[1], cached[2]
+    if damage is None and checked < status.st_size:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(checked)
+                while True:
+                    header = handle.read(12)
+                    if len(header) < 12:
+                        break
+                    (length,) = struct.unpack("<Q", header[:8])
+                    (length_crc,) = struct.unpack("<I", header[8:])
+                    if tfrecords.masked_crc32c(header[:8]) != length_crc:
+                        damage = checked
+                        break
+                    if checked + 16 + length > status.st_size:
+                        break
+                    data = handle.read(length)
+                    footer = handle.read(4)
+                    if len(data) < length or len(footer) < 4:
+                        break
+                    if tfrecords.masked_crc32c(data) != struct.unpack("<I", footer)[0]:
+                        damage = checked
+                        break
+                    checked += 16 + length
+        except OSError:
+            return None
+        _CHECKED[path] = (identity, checked, damage)
+    if damage is None:
+        return None
+    return (
+        f"it holds a damaged record at byte {damage:,} (a checksum fails): "
+        "what follows in the file is not read (TensorBoard's default loader "
+        "skips the record and reads on)"
+    )
+
+
 def _inside(path, directory):
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
@@ -239,8 +299,11 @@ def scan_logdir(logdir):
                 reason = _check_event_file(path)
                 if reason:
                     scan.note(run, f"Skipped the event file {name}: it {reason}.")
-                else:
-                    readable.append(path)
+                    continue
+                readable.append(path)
+                damage = _first_damage(path)
+                if damage:
+                    scan.note(run, f"The event file {name}: {damage}.")
             if readable:
                 scan.runs[run] = readable
     return scan

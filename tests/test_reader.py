@@ -272,3 +272,26 @@ def test_a_document_larger_than_any_of_ours_is_a_format_error():
     text = '{"schema": 1, "x": "%s"}' % ("y" * metadata.MAX_DOCUMENT_CHARACTERS)
     with pytest.raises(metadata.FormatError, match="characters long"):
         metadata.decode_json(text)
+
+
+def test_a_damaged_record_is_named_where_the_reading_stops(tmp_path, helpers):
+    good_run(helpers, tmp_path / "good" / "train")
+    [path] = event_files(good_run(helpers, tmp_path / "flipped" / "train", rows=200))
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x10
+    open(path, "wb").write(bytes(data))
+    os.makedirs(tmp_path / "garbage" / "train")
+    (tmp_path / "garbage" / "train" / "events.out.tfevents.1.h").write_bytes(b"\x07" * 300)
+    # A file cut inside its last record is one still being written: no damage.
+    [cut] = event_files(good_run(helpers, tmp_path / "cut" / "train"))
+    os.truncate(cut, os.path.getsize(cut) - 3)
+    records, unread = read(str(tmp_path))
+    [note] = [p for p in records["flipped/train"].problems if "damaged record" in p]
+    assert note.startswith(f"The event file {os.path.basename(path)}: it holds a damaged "
+                           "record at byte ")
+    assert "what follows in the file is not read" in note
+    assert not [p for p in records["cut/train"].problems if "damaged" in p]
+    [item] = unread
+    assert item["run"] == "garbage/train"
+    assert item["reason"].startswith(reader.NO_DATA_REASON)
+    assert "damaged record at byte 0 " in item["reason"]
