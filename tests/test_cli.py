@@ -563,3 +563,23 @@ def test_markdown_escapes_html_and_markdown_in_user_strings(tmp_path, helpers, c
     assert f"`{HTML}/train`" in out
     assert "``a`b/train``" in out
     assert "&lt;img src=x onerror=alert(1)&gt;/train was chosen as the baseline" in out
+
+
+def test_an_unreadable_log_directory_exits_2_with_one_line(tmp_path, helpers, capsys,
+                                                           monkeypatch):
+    """As root any directory can be listed: listing the log directory is
+    made to fail as it does for a user without the right."""
+    logdir = intact_logdir(helpers, tmp_path)
+    real_listdir = os.listdir
+
+    def listdir(path="."):
+        if not isinstance(path, int) and os.path.abspath(os.fspath(path)) == logdir:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    code, out, err = run_main(capsys, "report", logdir)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"tb-devicecost: error: log directory {logdir!r} could not be read "
+        "(PermissionError: Permission denied)"]
