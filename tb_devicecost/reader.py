@@ -275,12 +275,18 @@ def scan_logdir(logdir):
                 except OSError as error:
                     scan.note(_run_name(root, path), f"A broken link ({_os_error(error)}).")
                     continue
-                if _inside(target, real_root) or _inside(real_root, target):
+                if _inside(target, real_root):
                     scan.note(
                         _run_name(root, path),
                         "A symbolic link to a directory inside the log directory "
                         f"({_run_name(real_root, target)}): not followed, since its runs "
                         "are read where they are (and a link back up would loop).",
+                    )
+                elif _inside(real_root, target):
+                    scan.note(
+                        _run_name(root, path),
+                        f"A symbolic link to {target}, which holds the log directory: "
+                        "not followed (it would loop).",
                     )
                 elif (status.st_dev, status.st_ino) in seen:
                     scan.note(

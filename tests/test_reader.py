@@ -131,11 +131,13 @@ def test_symlink_loops_are_never_followed(tmp_path, helpers):
     os.symlink(".", os.path.join(run_dir, "loop"))
     os.symlink("..", os.path.join(run_dir, "up"))
     os.symlink(str(tmp_path), os.path.join(run_dir, "root"))
+    os.symlink("/", os.path.join(run_dir, "slash"))
     records, unread = within(60, read, str(tmp_path))
     assert sorted(records) == ["a/train", "b/train"]
     reasons = {item["run"]: item["reason"] for item in unread}
-    assert set(reasons) == {"a/train/loop", "a/train/up", "a/train/root"}
+    assert set(reasons) == {"a/train/loop", "a/train/up", "a/train/root", "a/train/slash"}
     assert all("not followed" in reason for reason in reasons.values())
+    assert "which holds the log directory" in reasons["a/train/slash"]
 
 
 def test_a_link_to_a_run_outside_the_log_directory_is_read(tmp_path, helpers):
