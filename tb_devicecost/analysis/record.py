@@ -15,7 +15,6 @@ evaluation run.
 """
 
 import dataclasses
-import itertools
 import math
 import re
 
@@ -75,7 +74,12 @@ def _as_list(value, limit=MAX_ITEMS):
 
 def _items(value, limit=MAX_ITEMS):
     """The first `limit` `(key, value)` pairs of a JSON object field."""
-    return list(itertools.islice(_as_dict(value).items(), limit))
+    items = []
+    for item in _as_dict(value).items():
+        if len(items) == limit:
+            break
+        items.append(item)
+    return items
 
 
 def _as_text(value):
