@@ -100,6 +100,9 @@ class StepAccounting:
         self.enabled = True
         self._global_step = 0
         self._rows = []
+        # Blocks of rows added at once (numpy arrays), written with the rows.
+        self._blocks = []
+        self._block_rows = 0
         self._open = None
         self._excluded = 0.0
         self._next_is_warmup = True
@@ -271,7 +274,7 @@ class StepAccounting:
                 self._watched_rows[self._global_step] = self._rows[-1]
             self._global_step += 1
         self._next_is_warmup = False
-        if len(self._rows) >= self.flush_steps:
+        if len(self._rows) + self._block_rows >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
@@ -405,6 +408,8 @@ class StepAccounting:
         self.end_session(status=status)
         self.enabled = False
         self._rows = []
+        self._blocks = []
+        self._block_rows = 0
         self._open = None
 
     def _interrupted(self):
@@ -423,11 +428,51 @@ class StepAccounting:
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
-    def _flush_rows(self):
-        if not self._rows:
+    def add_steps(self, start, data_wait, compute, host, batch_size, excluded):
+        """Adds one step per element of the given arrays (seconds), as
+        `add_step` does for one: the path of asynchronous dispatch, where
+        completed steps arrive in groups."""
+        if not self.enabled or len(start) == 0:
             return
-        rows = np.array(self._rows, dtype=np.float64)
+        count = len(start)
+        block = np.empty((count, len(vocabulary.ROW_COLUMNS)), dtype=np.float64)
+        first = self._global_step
+        block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
+        block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start + self._wall_offset
+        block[:, _ROW_COMPONENTS] = np.stack([data_wait, compute, host], axis=1) * 1e3
+        block[:, _ROW_BATCH] = batch_size
+        block[:, _ROW_WARMUP] = 0.0
+        if self._next_is_warmup:
+            block[0, _ROW_WARMUP] = 1.0
+            self._next_is_warmup = False
+        self._measurement_total += float(np.sum(excluded))
+        if self._watched_steps is not None:
+            for index, step in enumerate(range(first, first + count)):
+                if step in self._watched_steps:
+                    self._watched_rows[step] = tuple(block[index])
+        self._global_step += count
+        self._blocks.append(block)
+        self._block_rows += count
+        if len(self._rows) + self._block_rows >= self.flush_steps:
+            try:
+                self._flush_rows()
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+
+    def _flush_rows(self):
+        if not self._rows and not self._blocks:
+            return
+        # Rows and blocks are in step order within each (one path feeds a
+        # run); sort by step in case both were used.
+        parts = list(self._blocks)
+        if self._rows:
+            parts.append(np.array(self._rows, dtype=np.float64))
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1:
+            rows = rows[np.argsort(rows[:, vocabulary.COLUMN[vocabulary.STEP]], kind="stable")]
         self._rows = []
+        self._blocks = []
+        self._block_rows = 0
         warmup = rows[:, _ROW_WARMUP] > 0
         steady = rows[~warmup]
         for row in rows[warmup]:
@@ -524,6 +569,8 @@ class StepAccounting:
             return
         self.enabled = False
         self._rows = []
+        self._blocks = []
+        self._block_rows = 0
         self._open = None
         # What can still be written: a failed write left part of a record
         # (a full disk); cut off, its space holds a last aggregate saying

@@ -25,9 +25,16 @@ import collections
 import threading
 import time
 
+import numpy as np
+
 
 class AsyncSteps:
     """Turns per-step timestamps from two threads into rows, in step order.
+
+    The per-step work is a tuple appended on the main thread and a dict
+    entry set on Keras's worker thread (both atomic under the GIL); the
+    arithmetic runs on groups of completed steps at once, so the threads
+    that dispatch and complete steps hardly compete for the GIL.
 
     Args:
         accounting: The `StepAccounting` the rows go to.
@@ -35,13 +42,16 @@ class AsyncSteps:
             to `time.perf_counter`.
     """
 
+    # Completed steps gathered before they are turned into rows.
+    _GROUP = 64
+
     def __init__(self, accounting, clock=time.perf_counter):
         self.accounting = accounting
         self.clock = clock
         self._lock = threading.Lock()
-        # [key, start, fetched, steps, batch_size, done, excluded]
+        # (key, start, fetched, steps, batch_size, excluded), in dispatch order.
         self._pending = collections.deque()
-        self._by_key = {}
+        self._done = {}
         self._previous = None
         # The global step the next dispatched step will have, counted as
         # steps are dispatched (rows are written only once they complete).
@@ -54,20 +64,17 @@ class AsyncSteps:
             key: What the worker's `completed` call names it by (Keras's
                 batch index within the epoch).
         """
-        entry = [key, start, fetched, steps, batch_size, None, excluded]
         self.upcoming_step += steps
-        with self._lock:
-            self._pending.append(entry)
-            self._by_key[key] = entry
+        self._pending.append((key, start, fetched, steps, batch_size, excluded))
 
     def completed(self, key, now=None):
         """Worker thread: the step's results are on the host."""
-        now = self.clock() if now is None else now
-        with self._lock:
-            entry = self._by_key.pop(key, None)
-            if entry is not None:
-                entry[5] = now
+        self._done[key] = self.clock() if now is None else now
+        if len(self._done) >= self._GROUP and self._lock.acquire(blocking=False):
+            try:
                 self._drain(final=False)
+            finally:
+                self._lock.release()
 
     def boundary(self):
         """Main thread, once Keras has waited for its worker: writes every
@@ -76,28 +83,60 @@ class AsyncSteps:
         with self._lock:
             self._drain(final=True)
             self._pending.clear()
-            self._by_key.clear()
+            self._done.clear()
             self._previous = None
 
     def _drain(self, final):
-        pending = self._pending
-        while pending and (pending[0][5] is not None or final):
-            key, start, fetched, steps, batch_size, done, excluded = pending.popleft()
-            if done is None:
+        """Rows for the completed steps at the head of the queue."""
+        pending, done = self._pending, self._done
+        ready = []
+        while pending and (pending[0][0] in done or final):
+            entry = pending.popleft()
+            completion = done.pop(entry[0], None)
+            if completion is None:
                 continue  # Never completed (the step raised): no row.
-            previous = start if self._previous is None else self._previous
-            done = max(done, previous)
-            compute = done - max(fetched, previous)
-            data_wait = max(0.0, fetched - max(start, previous))
-            # Our own measurements are left out of the host time they ran in,
-            # as far as they overlapped it (the device may have been busy).
-            host = max(0.0, done - previous - compute - data_wait)
-            excluded = min(excluded, host)
-            host -= excluded
-            self._previous = done
-            self.accounting.add_step(
-                previous, data_wait, compute, host, batch_size, steps, excluded
-            )
+            if entry[3] != 1:
+                # An execution of several steps: written on its own.
+                self._write(ready)
+                ready = []
+                self._write_execution(entry, completion)
+                continue
+            ready.append(entry[1:3] + entry[4:6] + (completion,))
+        self._write(ready)
+
+    def _write(self, ready):
+        if not ready:
+            return
+        start, fetched, batch, excluded, observed = (
+            np.array(column, dtype=np.float64) for column in zip(*ready)
+        )
+        first = start[0] if self._previous is None else self._previous
+        # The device completes steps in order: a completion read late is
+        # bounded by the ones after it only through `previous` below.
+        done = np.maximum.accumulate(np.maximum(observed, first))
+        previous = np.concatenate(([first], done[:-1]))
+        compute = done - np.maximum(fetched, previous)
+        data_wait = np.maximum(0.0, fetched - np.maximum(start, previous))
+        host = np.maximum(0.0, done - previous - compute - data_wait)
+        # Our own measurements are left out of the host time they ran in,
+        # as far as they overlapped it (the device may have been busy).
+        excluded = np.minimum(excluded, host)
+        host -= excluded
+        self._previous = float(done[-1])
+        self.accounting.add_steps(previous, data_wait, compute, host, batch, excluded)
+
+    def _write_execution(self, entry, completion):
+        _, start, fetched, steps, batch_size, excluded = entry
+        previous = start if self._previous is None else self._previous
+        done = max(completion, previous)
+        compute = done - max(fetched, previous)
+        data_wait = max(0.0, fetched - max(start, previous))
+        host = max(0.0, done - previous - compute - data_wait)
+        excluded = min(excluded, host)
+        self._previous = done
+        self.accounting.add_step(
+            previous, data_wait, compute, host - excluded, batch_size, steps, excluded
+        )
 
 
 class TimedIterator:

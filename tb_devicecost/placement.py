@@ -120,6 +120,14 @@ def batch_size(batch):
 
     Returns `None` when unknown.
     """
+    if isinstance(batch, tuple) and batch:
+        # The common case, once per step: `(x, y)` of arrays.
+        shape = getattr(batch[0], "shape", None)
+        if shape is not None and not _is_per_replica(batch[0]):
+            try:
+                return None if shape[0] is None else int(shape[0])
+            except (IndexError, TypeError):
+                return None
     element = _first_leaf(batch)
     parts = element.values if _is_per_replica(element) else (element,)
     total = 0
