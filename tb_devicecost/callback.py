@@ -35,23 +35,30 @@ class DeviceCostCallback(keras.callbacks.Callback):
     For every step of `fit` it records how long the step waited for its
     batch (data wait), how long the step itself took until its results were
     on the host (compute), and the rest of the time until the next step
-    (host overhead: the Keras loop, other callbacks, logging). The first step
-    of each `fit` holds tracing and compilation and is recorded as warm-up.
-    It also records, once, where the ops of the first step and the model's
-    variables were placed, which op types ran on the CPU, how many edges
-    copy data between devices, and how many bytes each batch carries.
+    (host overhead: the Keras loop, other callbacks, logging). The start of
+    each `fit` holds tracing and compilation and is recorded as warm-up; the
+    fit's whole wall time is accounted for. It also records, once, where the
+    model's variables were placed, how many bytes each batch carries and,
+    on TensorFlow, where the ops of the first step ran and how many edges
+    copy data between devices.
 
-    Summaries go to `log_dir/train` and `log_dir/validation`, the layout of
+    It measures every Keras 3 backend without changing what training
+    computes: on TensorFlow the step Keras traced runs on each batch as
+    without the callback (same traces, bit-identical results); on JAX and
+    PyTorch it adds no synchronisation (it is `async_safe`, and reads each
+    step's completion where Keras's worker thread converts the logs).
+    `docs/FORMAT.md` says how each part is timed on each backend.
+
+    Summaries go to `log_dir/train`, `log_dir/validation` and (for
+    `model.evaluate`) `log_dir/evaluation`, the layout of
     `keras.callbacks.TensorBoard`, so both can share one `log_dir`. Open them
     with `tensorboard --logdir` on the parent directory (the "Device Cost"
     tab) or `tb-devicecost report`.
 
     Recording never interrupts training: if anything goes wrong while
     recording, the callback warns once and switches itself off. One instance
-    can be reused across `fit` calls; its global step keeps increasing.
-
-    Only the TensorFlow backend is measured for now; on other backends the
-    callback warns and records nothing.
+    can be reused across `fit` calls of one model; its global step keeps
+    increasing.
 
     Args:
         log_dir: Directory of the run, e.g. `"logs/gpu"`.
@@ -70,7 +77,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
             breakdown of those steps (which the Profile tab cannot give for
             CPU runs). When `keras.callbacks.TensorBoard(profile_batch=...)`
             traces the same fit, its trace is used instead of starting a
-            second profiler. Defaults to `None` (no trace).
+            second profiler. Opening the trace in the Profile tab needs
+            the `profile` extra (xprof). Defaults to `None` (no trace).
 
     Example:
 
