@@ -9,7 +9,6 @@ import os
 import re
 
 _CAPTURE_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
-_TRACE_FILE = re.compile(r"^(?P<host>.+)\.xplane\.pb$")
 
 
 def profile_dir(run_dir):
@@ -23,7 +22,13 @@ def list_captures(run_dir):
     Names that do not follow the layout are ignored; unreadable
     directories count as empty.
     """
-    root = profile_dir(run_dir)
+    return list_traces(profile_dir(run_dir), ".xplane.pb")
+
+
+def list_traces(root, suffix):
+    """`[(path, capture, host)]` of `<root>/<timestamp>/<host><suffix>`
+    files, newest capture first: the layout of the Profile tab's captures,
+    which PyTorch traces (`torch_trace.py`) follow too."""
     try:
         names = sorted(os.listdir(root), reverse=True)
     except OSError:
@@ -38,7 +43,6 @@ def list_captures(run_dir):
         except OSError:
             continue
         for name in files:
-            match = _TRACE_FILE.match(name)
-            if match:
-                found.append((os.path.join(directory, name), capture, match.group("host")))
+            if name.endswith(suffix) and len(name) > len(suffix):
+                found.append((os.path.join(directory, name), capture, name[: -len(suffix)]))
     return found

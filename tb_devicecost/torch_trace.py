@@ -26,13 +26,13 @@ import re
 import socket
 import time
 
+from tb_devicecost import captures
 from tb_devicecost import trace as trace_module
 
 MARKER_PREFIX = "ProfilerStep#"
 DONE_PREFIX = f"{trace_module.DONE_MARKER_NAME}#"
 FORMAT = "pytorch_chrome_trace"
 _SUFFIX = ".pt.trace.json.gz"
-_CAPTURE_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}$")
 _FETCH_EVENT = re.compile(
     rf"^(enumerate\(DataLoader\)#.*__next__|{trace_module.FETCH_MARKER_NAME})$"
 )
@@ -55,23 +55,7 @@ def new_trace_path(run_dir, opened_at=None):
 
 def list_traces(run_dir):
     """`[(path, capture, host)]` of a run's PyTorch traces, newest first."""
-    root = trace_dir(run_dir)
-    try:
-        names = sorted(os.listdir(root), reverse=True)
-    except OSError:
-        return []
-    found = []
-    for capture in names:
-        if not _CAPTURE_NAME.match(capture):
-            continue
-        try:
-            files = sorted(os.listdir(os.path.join(root, capture)))
-        except OSError:
-            continue
-        for name in files:
-            if name.endswith(_SUFFIX):
-                found.append((os.path.join(root, capture, name), capture, name[: -len(_SUFFIX)]))
-    return found
+    return captures.list_traces(trace_dir(run_dir), _SUFFIX)
 
 
 def load(path):

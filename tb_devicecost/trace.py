@@ -228,6 +228,17 @@ def _events(plane, line):
         yield metadata[event.metadata_id].name, start, start + event.duration_ps, event
 
 
+def _step_entry(step, length, input_wait, compute):
+    """A traced step's parts (picoseconds in, milliseconds out)."""
+    return {
+        "step": step,
+        "step_ms": length / _PS_PER_MS,
+        "input_wait_ms": input_wait / _PS_PER_MS,
+        "compute_ms": compute / _PS_PER_MS,
+        "other_ms": max(0, length - input_wait - compute) / _PS_PER_MS,
+    }
+
+
 def _union_ps(intervals, window_start, window_end):
     """Length of the union of intervals clipped to the window."""
     clipped = sorted(
@@ -415,14 +426,10 @@ def digest_xspace(xspace, steps=None, asynchronous=False):
         length = end - start
         input_wait = _union_ps(on_line.overlapping(start, end), start, end)
         compute = _union_ps(running.overlapping(start, end), start, end)
-        entry = {
-            "step": step,
-            "step_ms": length / _PS_PER_MS,
-            "input_wait_ms": input_wait / _PS_PER_MS,
-            "compute_ms": compute / _PS_PER_MS,
-            "other_ms": max(0, length - input_wait - compute) / _PS_PER_MS,
-            "pipeline_busy_ms": _union_ps(pipeline.overlapping(start, end), start, end) / _PS_PER_MS,
-        }
+        entry = _step_entry(step, length, input_wait, compute)
+        entry["pipeline_busy_ms"] = (
+            _union_ps(pipeline.overlapping(start, end), start, end) / _PS_PER_MS
+        )
         if device_planes:
             entry.update(_device_step(device.overlapping(start, end), start, end))
         digested.append(entry)
@@ -661,14 +668,8 @@ def digest_timeline(timeline, steps=None):
         dispatch = max(
             0, marker_end - marker_start - _union_ps(fetch_items, marker_start, marker_end)
         )
-        entry = {
-            "step": step,
-            "step_ms": length / _PS_PER_MS,
-            "input_wait_ms": input_wait / _PS_PER_MS,
-            "compute_ms": compute / _PS_PER_MS,
-            "other_ms": max(0, length - input_wait - compute) / _PS_PER_MS,
-            "dispatch_ms": dispatch / _PS_PER_MS,
-        }
+        entry = _step_entry(step, length, input_wait, compute)
+        entry["dispatch_ms"] = dispatch / _PS_PER_MS
         if has_device:
             entry.update(
                 _device_step(device.overlapping(begin, done), begin, done, launched.get(step, []))

@@ -7,19 +7,17 @@ profiler is still running); the records and traces are read back here.
 """
 
 import glob
-import json
 import os
 import statistics
-import subprocess
-import sys
 
 import pytest
 
-from tb_devicecost import reader
+
+from support import run_backend_script
 from tb_devicecost import torch_trace
 from tb_devicecost import trace
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "backend_trace_fits.py")
+SCRIPT = "backend_trace_fits.py"
 TRACE_GLOB = {
     "jax": os.path.join("plugins", "profile", "*", "*.xplane.pb"),
     "torch": os.path.join("plugins", "devicecost_torch", "*", "*.pt.trace.json.gz"),
@@ -30,19 +28,7 @@ TRACE_GLOB = {
 def traced(request, tmp_path_factory):
     backend = request.param
     logdir = tmp_path_factory.mktemp(f"{backend}_traces")
-    completed = subprocess.run(
-        [sys.executable, SCRIPT, backend, str(logdir)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, KERAS_BACKEND=backend),
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    facts = json.loads(completed.stdout.strip().splitlines()[-1])
-    records = {
-        record.run: record
-        for record in reader.read_runs(reader.local_provider(str(logdir)))
-    }
+    facts, records = run_backend_script(SCRIPT, backend, logdir)
     return backend, logdir, facts, records
 
 

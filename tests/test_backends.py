@@ -5,35 +5,18 @@ its backend at import. `make test` installs JAX and PyTorch for the CPU;
 runs recorded on a real GPU are tested in `test_gpu_runs.py`.
 """
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tb_devicecost import reader
+from support import run_backend_script
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "backend_fits.py")
+SCRIPT = "backend_fits.py"
 
 
 @pytest.fixture(scope="module", params=["jax", "torch"])
 def fitted(request, tmp_path_factory):
     backend = request.param
     logdir = tmp_path_factory.mktemp(backend)
-    completed = subprocess.run(
-        [sys.executable, SCRIPT, backend, str(logdir)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, KERAS_BACKEND=backend),
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    facts = json.loads(completed.stdout.strip().splitlines()[-1])
-    records = {
-        record.run: record
-        for record in reader.read_runs(reader.local_provider(str(logdir)))
-    }
+    facts, records = run_backend_script(SCRIPT, backend, logdir)
     return backend, facts, records
 
 
