@@ -451,6 +451,11 @@ class StepAccounting:
                 if step in self._watched_steps:
                     self._watched_rows[step] = tuple(block[index])
         self._global_step += count
+        if self._rows:
+            # Rows added one by one before this block come before it.
+            self._blocks.append(np.array(self._rows, dtype=np.float64))
+            self._block_rows += len(self._rows)
+            self._rows = []
         self._blocks.append(block)
         self._block_rows += count
         if len(self._rows) + self._block_rows >= self.flush_steps:
@@ -462,14 +467,11 @@ class StepAccounting:
     def _flush_rows(self):
         if not self._rows and not self._blocks:
             return
-        # Rows and blocks are in step order within each (one path feeds a
-        # run); sort by step in case both were used.
+        # Blocks, then the rows added one by one since: in step order.
         parts = list(self._blocks)
         if self._rows:
             parts.append(np.array(self._rows, dtype=np.float64))
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        if len(parts) > 1:
-            rows = rows[np.argsort(rows[:, vocabulary.COLUMN[vocabulary.STEP]], kind="stable")]
         self._rows = []
         self._blocks = []
         self._block_rows = 0

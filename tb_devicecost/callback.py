@@ -314,7 +314,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
             steps = self._async.pop(role, None)
             if steps is not None:
                 steps.boundary()
-                self._unwrap("test_function")
             recorder.boundary()
             self._note_retraces("test_function", recorder)
             recorder.end_span()
@@ -386,7 +385,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         again. At the end of the data the iterator goes to Keras's graph as
         without the callback, so whatever that call does it still does.
         """
-        tracing = self._tracing["train_function" if role == "train" else "test_function"]
+        tracing = self._tracing[_function_of(role)]
         step = _BatchStep(original)
 
         def timed_step_function(iterator):
@@ -450,9 +449,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         finally:
             _TRACED_BY_KERAS.add(original)
             self._warm_again[role] = True
-            self._tracing[
-                "train_function" if role == "train" else "test_function"
-            ].reset()
+            self._tracing[_function_of(role)].reset()
         return result
 
     def _execution_wrapper(self, original, recorder, role):
@@ -884,6 +881,11 @@ def _sibling_callbacks():
 # Module-wide: a new callback on a model whose function was traced before
 # fetches eagerly from its first step.
 _TRACED_BY_KERAS = weakref.WeakSet()
+
+
+def _function_of(role):
+    """The model attribute holding the step function of a run's role."""
+    return "train_function" if role == "train" else "test_function"
 
 
 class _BatchStep:
