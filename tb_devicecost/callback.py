@@ -53,7 +53,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
     `model.evaluate`) `log_dir/evaluation`, the layout of
     `keras.callbacks.TensorBoard`, so both can share one `log_dir`. Open them
     with `tensorboard --logdir` on the parent directory (the "Device Cost"
-    tab) or `tb-devicecost report`.
+    tab) or `tb-devicecost report`. In a multi-process fit (`jax.distributed`
+    with `keras.distribution.DataParallel`) every process records its own
+    runs under `log_dir/process_<index>/`, and the report names the process
+    that holds the others back (`docs/SCALE.md`).
 
     Recording never interrupts training: if anything goes wrong while
     recording, the callback warns once and switches itself off. One instance
@@ -160,6 +163,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._test_epoch_iterator = None
         self._spe = 1
         self._run_info = {}
+        self._process = {}
         self._registered_exit = False
         self._traces = profiling.TraceSchedule(self.profile_steps)
         self._said_predict = False
@@ -580,6 +584,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
         info["fetch_in_graph"] = spe > 1 and backend == "tensorflow"
         info["steps_per_record"] = 1
+        info.update(self._process)
         return info
 
     def _note_model(self):
@@ -767,15 +772,19 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     def _create_recorders(self):
         if self._train is None:
+            # Each process of a distributed fit records its own runs, under
+            # `log_dir/process_<index>` (docs/FORMAT.md, "Processes").
+            self._process = run_info.process_info()
+            base = run_info.process_run_dir(self.log_dir, self._process)
             self._train = accounting.StepAccounting(
-                os.path.join(self.log_dir, "train"), flush_steps=self.flush_steps
+                os.path.join(base, "train"), flush_steps=self.flush_steps
             )
             self._validation = accounting.StepAccounting(
-                os.path.join(self.log_dir, "validation"),
+                os.path.join(base, "validation"),
                 flush_steps=self.flush_steps,
             )
             self._evaluation = accounting.StepAccounting(
-                os.path.join(self.log_dir, "evaluation"),
+                os.path.join(base, "evaluation"),
                 flush_steps=self.flush_steps,
             )
 

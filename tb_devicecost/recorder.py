@@ -4,6 +4,7 @@ import contextlib
 
 from tb_devicecost import accounting
 from tb_devicecost import placement
+from tb_devicecost import run_info
 
 
 class StepRecorder:
@@ -24,6 +25,12 @@ class StepRecorder:
 
     If recording fails (a full disk, a bad path), the recorder warns once
     and switches itself off; the training loop is never interrupted.
+
+    In a multi-process job (`torch.distributed` or `jax.distributed`
+    initialized before the recorder is created) every process records into
+    `run_dir/process_<index>`, with its index and the process count in the
+    run info, so the report can line the processes' steps up and name the
+    one that holds the others back (`docs/SCALE.md`).
 
     Args:
         run_dir: Directory of the TensorBoard run to write into.
@@ -46,10 +53,18 @@ class StepRecorder:
     """
 
     def __init__(self, run_dir, flush_steps=256, clock=None):
+        self._process = run_info.process_info()
         self._accounting = accounting.StepAccounting(
-            run_dir, flush_steps=flush_steps, clock=clock
+            run_info.process_run_dir(run_dir, self._process),
+            flush_steps=flush_steps,
+            clock=clock,
         )
         self._started = False
+
+    @property
+    def run_dir(self):
+        """The directory this process records into."""
+        return self._accounting.run_dir
 
     @property
     def enabled(self):
@@ -59,7 +74,7 @@ class StepRecorder:
     def _start(self):
         if not self._started:
             self._started = True
-            self._accounting.begin_session({"loop": "custom"})
+            self._accounting.begin_session(dict(self._process, loop="custom"))
             self._accounting.begin_span()
 
     def timed(self, iterable):

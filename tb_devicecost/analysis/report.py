@@ -16,6 +16,7 @@ from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import workers
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
 
@@ -141,6 +142,7 @@ def analyze_run(record):
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
+        "distribution": workers.distribution(record, batch_size),
         "problems": run.problems,
     }
     verdict, steady_verdict, findings = verdicts.judge(result)
@@ -283,6 +285,10 @@ def build_report(records, baseline=None, unread=None):
             skipped.append({"run": record_module.run_name(record), "reason": reason})
         else:
             runs.append(result)
+    # The processes of a distributed fit side by side; the straggler's
+    # finding joins each of its processes' findings.
+    worker_groups = workers.build_workers(records, runs)
+    workers.attach_findings(worker_groups, runs)
     skipped.extend(
         {"run": str(item["run"]), "reason": str(item["reason"])} for item in unread or ()
     )
@@ -302,5 +308,6 @@ def build_report(records, baseline=None, unread=None):
         "schema": REPORT_SCHEMA,
         "runs": runs,
         "comparison": json_ready(compare.compare_runs(runs, baseline)),
+        "workers": json_ready(worker_groups),
         "skipped": skipped,
     }

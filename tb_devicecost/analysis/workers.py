@@ -1,0 +1,405 @@
+"""The processes of a distributed fit side by side: who holds the others back.
+
+In synchronous data parallelism every process's step ends in a collective
+(the gradients' all-reduce) that waits for the last process to arrive. A
+process that arrives late (a slower input pipeline, a busy host) holds every
+other one back, and their records show it only as a longer compute. This
+module lines the processes' steps up by global step and tells how long each
+one waited for the others, which process caused it and why.
+
+A process is late to a step's collective by what it did outside its step
+function before it: its data wait and the host overhead after its previous
+step (its "stall"). Per aligned step, each process waits for the most
+stalled one:
+
+    wait[p]  = min(compute[p], max_q stall[q] - stall[p])
+    skew     = max_p wait[p]       (how far apart the processes arrived)
+
+Each step's waits are lost to its most stalled process. A process whose
+steps cost everyone at least `STRAGGLER_MODERATE` of their time is the
+group's straggler, and its own verdict is the cause. A process slower inside
+its step function (a slower device) stalls nobody this way: the others wait
+inside their compute just as long as it computes, which per-step times
+cannot tell from work; trace windows can (`device_busy_fraction`).
+
+`docs/SCALE.md` says what this costs at 8 to 512 processes, and
+`docs/VERDICTS.md` ("straggler") how the finding reads.
+"""
+
+import re
+
+import numpy as np
+
+from tb_devicecost import vocabulary
+from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import verdicts
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+# The share of every process's step lost to one process above which it is
+# the straggler (moderate) and the finding is high: the profiler's input
+# thresholds, since time lost waiting for another process is time no
+# device computes.
+STRAGGLER_MODERATE = verdicts.INPUT_MODERATE
+STRAGGLER_HIGH = verdicts.INPUT_HIGH
+# Points of the skew-over-steps series handed to the tab, at most.
+MAX_SERIES_POINTS = 1000
+# The part of a run's name that holds the process index: `log_dir/process_1/train`.
+_PROCESS_PART = re.compile(r"^process_(\d{1,6})$")
+
+
+def process_of(record):
+    """`(group, process_index, process_count)` of a run written by one
+    process of a multi-process job, else `None`.
+
+    The group is the run's name without its `process_<index>` part
+    (`jax/process_1/train` -> `jax/train`); the index in the name and in the
+    run info must agree, and the count must be above 1.
+    """
+    name = record_module.run_name(record)
+    info = record_module._as_dict(record_module._field(record, "info"))
+    count = record_module._as_count(info.get("process_count"))
+    index = record_module._as_count(info.get("process_index"))
+    if not isinstance(name, str) or count is None or count < 2 or index is None:
+        return None
+    parts = name.split("/")
+    for position, part in enumerate(parts):
+        match = _PROCESS_PART.match(part)
+        if match and int(match.group(1)) == index and index < count:
+            group = "/".join(parts[:position] + parts[position + 1:]) or "."
+            return group, index, count
+    return None
+
+
+def distribution(record, batch_size):
+    """How a run's steps were spread over processes and devices, or `None`
+    for a run on one device of one process.
+
+    Args:
+        record: A `reader.RunRecord` or dict (its `info` is read).
+        batch_size: The run's batch size per step, as this process saw it.
+
+    Returns:
+        `{"strategy", "process_index", "process_count", "local_devices",
+        "device_count", "replicas", "per_process_batch", "global_batch",
+        "per_replica_batch"}`. Under a distribution strategy the recorded
+        batch is the global one, split evenly over the processes; in a
+        custom loop it is the process's own. The replicas share the global
+        batch evenly.
+    """
+    info = record_module._as_dict(record_module._field(record, "info"))
+    count = record_module._as_count(info.get("process_count")) or 1
+    replicas = record_module._as_count(info.get("replicas"))
+    strategy = record_module._as_text(info.get("distribution_strategy"))
+    if count < 2 and (replicas or 1) < 2:
+        return None
+    devices = [
+        text for text in map(record_module._as_text,
+                             record_module._as_list(info.get("local_devices"), 64))
+        if text
+    ]
+    batch = batch_size if batch_size else None
+    if strategy:
+        # Under a distribution (`keras.distribution`, `tf.distribute`) the
+        # step is handed the global batch, every process's part of it.
+        global_batch, per_process = batch, (batch / count if batch else None)
+    else:
+        # A custom loop (PyTorch DDP): each process steps on its own batch.
+        global_batch, per_process = (batch * count if batch else None), batch
+    return {
+        "strategy": strategy,
+        "process_index": record_module._as_count(info.get("process_index")) or 0,
+        "process_count": count,
+        "local_devices": devices or None,
+        "device_count": record_module._as_count(info.get("device_count")),
+        "replicas": replicas,
+        "per_process_batch": per_process,
+        "global_batch": global_batch,
+        "per_replica_batch": (
+            global_batch / replicas if global_batch and replicas else None
+        ),
+    }
+
+
+def _series(record):
+    """The steady steps of a run: `{step: (stall, compute, step, start)}` as
+    arrays over its steps, or `None` without usable series."""
+    series = record_module._as_dict(record_module._field(record, "series"))
+    steps = series.get(vocabulary.STEP)
+    if steps is None:
+        return None
+    try:
+        steps = np.asarray(steps, dtype=np.float64)
+        columns = {
+            key: np.asarray(series.get(key), dtype=np.float64)
+            for key in (vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS,
+                        vocabulary.HOST_OVERHEAD_MS)
+        }
+    except (TypeError, ValueError):
+        return None
+    count = len(steps)
+    if count == 0 or steps.ndim != 1 or any(
+        column.shape != (count,) for column in columns.values()
+    ):
+        return None
+    keep = np.isfinite(steps)
+    for column in columns.values():
+        keep &= np.isfinite(column) & (column >= 0) & (column <= record_module.MAX_VALUE)
+    warmup = series.get(vocabulary.WARMUP)
+    if warmup is not None:
+        warmup = np.asarray(warmup, dtype=np.float64)
+        if warmup.shape == (count,):
+            keep &= ~(warmup > 0)
+    start = series.get(vocabulary.WALL_TIME)
+    start = None if start is None else np.asarray(start, dtype=np.float64)
+    if start is not None and start.shape != (count,):
+        start = None
+    wait, compute, host = (columns[key] for key in (
+        vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS, vocabulary.HOST_OVERHEAD_MS))
+    # Host overhead follows a step, so it delays the next step's arrival.
+    host_before = np.concatenate([[0.0], host[:-1]])
+    return {
+        "step": steps[keep].astype(np.int64),
+        "stall": (wait + host_before)[keep],
+        "compute": compute[keep],
+        "total": (wait + compute + host)[keep],
+        "start": None if start is None else start[keep],
+    }
+
+
+def _percentiles(values):
+    if values is None or len(values) == 0:
+        return {"p50": None, "p90": None, "mean": None}
+    return {
+        "p50": float(np.percentile(values, 50)),
+        "p90": float(np.percentile(values, 90)),
+        "mean": float(np.mean(values)),
+    }
+
+
+def analyze_group(group, members, runs):
+    """One distributed job's processes, side by side.
+
+    Args:
+        group: The group's name (`process_of`).
+        members: `[(process_index, record)]` of its runs.
+        runs: `{run name: run object}` of the analysed runs.
+
+    Returns:
+        The group object of the report's `"workers"` list (`docs/CLI.md`).
+    """
+    members = sorted(members, key=lambda member: member[0])
+    count = max(record_module._as_count(record_module._as_dict(
+        record_module._field(record, "info")).get("process_count")) or 0
+        for _, record in members)
+    present = {index for index, _ in members}
+    names = [record_module.run_name(record) for _, record in members]
+    series = [_series(record) for _, record in members]
+    usable = [item for item in series if item is not None and len(item["step"])]
+    aligned = None
+    if len(usable) == len(series) and len(series) > 1:
+        aligned = usable[0]["step"]
+        for item in usable[1:]:
+            aligned = np.intersect1d(aligned, item["step"], assume_unique=True)
+    result = {
+        "group": group,
+        "process_count": count,
+        "missing_processes": sorted(set(range(count)) - present),
+        "aligned_steps": 0 if aligned is None else int(len(aligned)),
+        "runs": [],
+        "straggler": None,
+        "straggler_index": None,
+        "straggler_share": None,
+        "cause": None,
+        "skew_ms": _percentiles(None),
+        "start_spread_ms": _percentiles(None),
+        "end_spread_ms": _percentiles(None),
+        "same_host": None,
+        "series": {"step": [], "skew_ms": [], "late": []},
+        "finding": None,
+    }
+    hosts = {
+        record_module._as_text(record_module._as_dict(
+            record_module._field(record, "info")).get("hostname"))
+        for _, record in members
+    }
+    result["same_host"] = len(hosts) == 1 and None not in hosts
+    per_run = []
+    for (index, record), name in zip(members, names):
+        run = runs.get(name) or {}
+        per_run.append({
+            "run": name,
+            "process_index": index,
+            "verdict": run.get("verdict"),
+            "steady_verdict": run.get("steady_verdict"),
+            "step_ms": run.get("step_ms"),
+            "shares": run.get("shares"),
+            "device": run.get("device"),
+            "device_busy_fraction": run.get("device_busy_fraction"),
+            "distribution": run.get("distribution"),
+            "samples_per_s": run.get("samples_per_s"),
+            "wait_ms": _percentiles(None),
+            "wait_share": None,
+            "late_steps": 0,
+            "lost_share": None,
+        })
+    result["runs"] = per_run
+    if not result["aligned_steps"]:
+        return result
+
+    positions = [np.searchsorted(item["step"], aligned) for item in series]
+    stall = np.stack([item["stall"][at] for item, at in zip(series, positions)])
+    compute = np.stack([item["compute"][at] for item, at in zip(series, positions)])
+    total = np.stack([item["total"][at] for item, at in zip(series, positions)])
+    # Per step, every process waits (inside its compute) for the most stalled.
+    late = np.argmax(stall, axis=0)
+    wait = np.minimum(compute, np.max(stall, axis=0) - stall)
+    skew = np.max(wait, axis=0)
+    lost_per_step = wait.sum(axis=0)
+    everyone = float(total.sum())
+    lost = np.bincount(late, weights=lost_per_step, minlength=len(members))
+    for position, entry in enumerate(per_run):
+        entry["wait_ms"] = _percentiles(wait[position])
+        own = float(total[position].sum())
+        entry["wait_share"] = float(wait[position].sum()) / own if own > 0 else None
+        entry["late_steps"] = int(np.sum((late == position) & (skew > 0)))
+        entry["lost_share"] = float(lost[position]) / everyone if everyone > 0 else None
+    result["skew_ms"] = _percentiles(skew)
+    if result["same_host"] and all(item["start"] is not None for item in series):
+        start = np.stack([item["start"][at] for item, at in zip(series, positions)])
+        if np.all(np.isfinite(start)):
+            # Wall times are seconds since the epoch; compared across
+            # processes only on one host (one clock).
+            result["start_spread_ms"] = _percentiles((start.max(0) - start.min(0)) * 1e3)
+            end = start * 1e3 + total
+            result["end_spread_ms"] = _percentiles(end.max(0) - end.min(0))
+    stride = max(1, -(-len(aligned) // MAX_SERIES_POINTS))
+    result["series"] = {
+        "step": aligned[::stride].tolist(),
+        "skew_ms": skew[::stride].tolist(),
+        "late": [int(members[position][0]) for position in late[::stride]],
+    }
+    worst = int(np.argmax(lost))
+    share = per_run[worst]["lost_share"]
+    if share is not None and share >= STRAGGLER_MODERATE - 1e-12:
+        straggler = per_run[worst]
+        result["straggler"] = straggler["run"]
+        result["straggler_index"] = straggler["process_index"]
+        result["straggler_share"] = share
+        result["cause"] = straggler["steady_verdict"] or straggler["verdict"]
+        # Were it on time, every process's step would be shorter by the
+        # skew of the steps it was last in.
+        saved = float(skew[late == worst].sum()) / len(aligned)
+        result["finding"] = _finding(result, straggler, runs.get(straggler["run"]) or {},
+                                     saved, total)
+    return result
+
+
+def _finding(group, straggler, straggler_run, saved_ms, total):
+    """The `straggler` finding (docs/VERDICTS.md): who, how much, why, the fix."""
+    share = group["straggler_share"]
+    cause = group["cause"]
+    others = group["process_count"] - 1
+    skew = group["skew_ms"]
+    severity = "high" if share >= STRAGGLER_HIGH - 1e-12 else "moderate"
+    message = (
+        f"Process {straggler['process_index']} ({straggler['run']}) holds the "
+        f"other {others} process{'es' if others != 1 else ''} back: "
+        f"{fmt_share(share)} of every process's step time is spent waiting for "
+        f"it, inside their compute (the all-reduce waits for the last process). "
+        f"The processes arrive {fmt_ms(skew['p50'])} ms apart at p50 and "
+        f"{fmt_ms(skew['p90'])} ms at p90, over {group['aligned_steps']} aligned "
+        f"steps. Its own steps are {cause or 'not judged'}"
+        + (
+            f": data wait {fmt_share((straggler['shares'] or {}).get('data_wait'))}, "
+            f"host overhead {fmt_share((straggler['shares'] or {}).get('host_overhead'))} "
+            "of its step."
+            if straggler["shares"]
+            else "."
+        )
+    )
+    own_fix = next(
+        (finding.get("fix") for finding in straggler_run.get("findings") or ()
+         if finding.get("id") == cause),
+        None,
+    )
+    fix = (
+        f"Make process {straggler['process_index']} as fast as the others "
+        "outside its step: every process waits for it each step. "
+        + (own_fix or "")
+        + " Check that every process gets the same share of the data, the "
+        "same input pipeline and a host no busier than the others'."
+    ).strip()
+    mean_step = float(total.mean())
+    after = mean_step - saved_ms
+    expected = verdicts.no_estimate(
+        "the processes' mean step less the mean skew of the steps this "
+        "process arrived last at: what they wait for it; the steps are no "
+        "shorter than the next slowest process allows"
+    )
+    if mean_step > 0 and after > 0:
+        speedup = mean_step / after
+        expected.update(
+            bound="at_most",
+            speedup=speedup,
+            of="step_ms",
+            step_ms=after,
+            text=(
+                f"at most {verdicts._rounded(speedup)}x faster steps ({fmt_ms(after)} ms "
+                f"instead of {fmt_ms(mean_step)} ms, mean over the processes)"
+            ),
+        )
+    return {
+        "id": "straggler",
+        "severity": severity,
+        "message": message,
+        "fix": fix,
+        "expected": expected,
+        "process_index": straggler["process_index"],
+        "run": straggler["run"],
+        "share": share,
+        "cause": cause,
+        "skew_ms": {"p50": skew["p50"], "p90": skew["p90"]},
+    }
+
+
+def build_workers(records, runs):
+    """Every distributed job among `records`, as the report's `"workers"`.
+
+    Args:
+        records: `reader.RunRecord`s (or dicts), with their per-step series.
+        runs: The analysed run objects (`report.analyze_run`).
+
+    Returns:
+        A list of group objects, sorted by group name; empty when no run
+        came from a process of a multi-process job.
+    """
+    by_name = {run["run"]: run for run in runs}
+    groups = {}
+    for record in records:
+        found = process_of(record)
+        if found is None or record_module.run_name(record) not in by_name:
+            continue
+        group, index, _ = found
+        groups.setdefault(group, {})
+        # Two runs claiming one index (a rerun into the same log_dir) keep
+        # the first, by name.
+        groups[group].setdefault(index, record)
+    return [
+        analyze_group(group, list(members.items()), by_name)
+        for group, members in sorted(groups.items())
+    ]
+
+
+def attach_findings(workers, runs):
+    """Adds each group's `straggler` finding to the findings of its runs,
+    where the report and the tab show findings (the same object in each)."""
+    by_name = {run["run"]: run for run in runs}
+    for group in workers:
+        finding = group["finding"]
+        if finding is None:
+            continue
+        for entry in group["runs"]:
+            run = by_name.get(entry["run"])
+            if run is not None:
+                run["findings"] = list(run.get("findings") or []) + [finding]
