@@ -11,6 +11,8 @@ only those before it):
 
 - `record`: reads a run's raw documents once into a typed `RunData`; the
   only code that checks raw values.
+- `sweeps`: runs of one batch-size sweep, each device's fixed and
+  per-sample cost, and where one device overtakes the other.
 - `verdicts`: the thresholds, the verdict and the findings
   (`docs/VERDICTS.md`).
 - `compare`: which run is compared with which, speedups and explanations.
@@ -25,6 +27,7 @@ from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.report import json_ready
+from tb_devicecost.analysis.sweeps import find_sweeps
 from tb_devicecost.analysis.verdicts import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
@@ -47,6 +50,7 @@ __all__ = [
     "build_report",
     "compare_runs",
     "default_baseline",
+    "find_sweeps",
     "fmt_ms",
     "fmt_share",
     "json_ready",

@@ -313,6 +313,8 @@ class RunData:
     # Share of the traced steps the accelerator was busy, or `None`.
     device_busy_fraction: float
     problems: list
+    # The sweep the run belongs to (`SweepMark`), or `None`.
+    sweep: object = None
 
 
 def read_run(record):
@@ -363,6 +365,74 @@ def read_run(record):
         trace_windows=windows,
         device_busy_fraction=_device_busy_fraction(windows),
         problems=problems,
+        sweep=_sweep_mark(info.get("sweep"), str(_field(record, "run", ""))),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepMark:
+    """Which sweep (`tb_devicecost.sweep`) a run belongs to, and its place in it.
+
+    `source` says how it is known: `"run_info"`, the `sweep` entry that
+    `tb_devicecost.sweep` writes into the run-info document; or
+    `"run_name"`, for runs recorded before that entry existed, from a name
+    `<prefix>/<cpu|gpu>[index]_b<batch size>/train` (a training run only).
+    `prefix` is the part of the run name above the run's own directory.
+    """
+
+    name: str
+    prefix: str
+    device: str
+    batch_size: int
+    your_batch_size: int = None
+    source: str = "run_info"
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+
+# `sweep/gpu_b64/train`, `cpu1_b1024/train`: the names `tb_devicecost.sweep`
+# gives its runs, and those of sweeps recorded before it marked them.
+_SWEEP_RUN_NAME = re.compile(
+    r"^(?:(?P<prefix>.+)/)?(?P<kind>cpu|gpu)(?P<index>\d{0,3})_b(?P<batch>\d{1,9})/train$"
+)
+# A device as a sweep names it: `cpu`, `GPU`, `gpu:1`.
+_SWEEP_DEVICE = re.compile(r"^(?P<kind>cpu|gpu)(?::(?P<index>\d{1,3}))?$", re.IGNORECASE)
+_MAX_NAME = 1024
+
+
+def _sweep_device(kind, index):
+    return f"{kind.upper()}:{int(index) if index else 0}"
+
+
+def _sweep_mark(entry, run):
+    """The run's `SweepMark` from its run info's `sweep` entry, else from its
+    name; `None` when neither says it belongs to a sweep."""
+    head, role_name = role(run)
+    prefix = head.rpartition("/")[0]
+    if isinstance(entry, dict):
+        name = _as_text(entry.get("name"))
+        device = _SWEEP_DEVICE.match(_as_text(entry.get("device")) or "")
+        batch_size = _as_count(entry.get("batch_size"))
+        if name and len(name) <= _MAX_NAME and device and batch_size:
+            return SweepMark(
+                name=name,
+                prefix=prefix,
+                device=_sweep_device(device.group("kind"), device.group("index")),
+                batch_size=batch_size,
+                your_batch_size=_as_count(entry.get("your_batch_size")) or None,
+            )
+    if role_name != "train":
+        return None
+    match = _SWEEP_RUN_NAME.match(run)
+    if not match or not int(match.group("batch")):
+        return None
+    return SweepMark(
+        name=match.group("prefix") or "sweep",
+        prefix=match.group("prefix") or "",
+        device=_sweep_device(match.group("kind"), match.group("index")),
+        batch_size=int(match.group("batch")),
+        source="run_name",
     )
 
 

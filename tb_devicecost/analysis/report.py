@@ -15,6 +15,7 @@ import numpy as np
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import workers
 from tb_devicecost.formatting import fmt_ms
@@ -144,6 +145,7 @@ def analyze_run(record):
         "jit_compile": run.jit_compile,
         "distribution": workers.distribution(record, batch_size),
         "problems": run.problems,
+        "sweep": run.sweep.as_dict() if run.sweep is not None else None,
     }
     verdict, steady_verdict, findings = verdicts.judge(result)
     result["verdict"] = verdict
@@ -308,6 +310,7 @@ def build_report(records, baseline=None, unread=None):
         "schema": REPORT_SCHEMA,
         "runs": runs,
         "comparison": json_ready(compare.compare_runs(runs, baseline)),
+        "sweeps": json_ready(sweeps_module.find_sweeps(runs)),
         "workers": json_ready(worker_groups),
         "skipped": skipped,
     }

@@ -1,0 +1,305 @@
+"""Batch-size sweeps: where one device's samples/s overtakes another's.
+
+A sweep (`tb_devicecost.sweep`) records one short fit per device and batch
+size, each as a run marked in its run info (`record.SweepMark`; older runs
+by their names). This module groups a report's run objects into sweeps and,
+per device, fits the step time as a fixed cost plus a cost per sample:
+
+    step_ms = fixed_ms + per_sample_us / 1000 * batch_size
+
+on each run's mean steady-state step (`step_ms.mean`). The fit is least
+squares on the relative error (each run weighted by 1 / its mean step
+squared): a sweep spans batch sizes three orders of magnitude apart, and an
+unweighted fit would let the largest batch decide the fixed cost, which is
+what small batches pay. Neither cost can be negative: when the best line
+has a negative one, it is held at zero and the other fitted alone.
+
+From the two fits, the crossover is the batch size at which the two
+devices' steps take equally long, so their samples/s are equal; above it
+the device with the smaller per-sample cost is faster. The crossover is
+also read directly from the points when the sweep brackets it (the faster
+device changes once between two adjacent batch sizes measured on both).
+"""
+
+from tb_devicecost.analysis import record as record_module
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_speedup
+
+# The statistic of each run's steady steps that the fit and the points use.
+STEP_STATISTIC = "mean"
+
+
+def find_sweeps(runs):
+    """Groups run objects into sweeps and fits each.
+
+    Args:
+        runs: Run objects (`report.analyze_run`), each with its `sweep` mark
+            (`record.SweepMark.as_dict()` or `None`).
+
+    Returns:
+        A list of sweep objects (`docs/CLI.md`, "Sweeps"), ordered by name:
+        `{"name", "source", "step_statistic", "runs", "devices": {device:
+        {"fixed_ms", "per_sample_us", "points": [{"run", "batch_size",
+        "step_ms", "samples_per_s"}]}}, "compared", "crossover_batch",
+        "crossover_extrapolated", "faster_above", "faster_below",
+        "measured_crossover", "your_batch_size", "faster_at", "message",
+        "problems"}`. A group of a single run is not a sweep.
+    """
+    groups = {}
+    for run in runs:
+        mark = run.get("sweep") if isinstance(run, dict) else None
+        if not isinstance(mark, dict):
+            continue
+        groups.setdefault((mark["prefix"], mark["name"]), []).append((run, mark))
+    sweeps = [
+        _sweep(prefix or name, members)
+        for (prefix, name), members in groups.items()
+        if len(members) >= 2
+    ]
+    return sorted(sweeps, key=lambda sweep: sweep["name"])
+
+
+def fit_step_time(points):
+    """`(fixed_ms, per_sample_ms)` of `step_ms = fixed + per_sample * batch`.
+
+    Least squares on the relative error, both costs non-negative (see the
+    module docstring).
+
+    Args:
+        points: `(batch_size, step_ms)` pairs with positive step times.
+
+    Returns:
+        The two costs in milliseconds, or `(None, None)` when the points
+        hold fewer than two distinct batch sizes.
+    """
+    if len({batch for batch, _ in points}) < 2:
+        return None, None
+    weights = [1.0 / (step * step) for _, step in points]
+    s = sum(weights)
+    sx = sum(w * batch for w, (batch, _) in zip(weights, points))
+    sy = sum(w * step for w, (_, step) in zip(weights, points))
+    sxx = sum(w * batch * batch for w, (batch, _) in zip(weights, points))
+    sxy = sum(w * batch * step for w, (batch, step) in zip(weights, points))
+    determinant = s * sxx - sx * sx
+    per_sample = (s * sxy - sx * sy) / determinant
+    fixed = (sy - per_sample * sx) / s
+    if per_sample < 0:
+        # A step no slower at larger batches: all fixed cost.
+        return sy / s, 0.0
+    if fixed < 0:
+        # All per-sample cost: the line through the origin.
+        return 0.0, sxy / sxx
+    return fixed, per_sample
+
+
+def _sweep(name, members):
+    problems = []
+    by_device = {}
+    runs = []
+    your_batch_sizes = {}
+    for run, mark in sorted(members, key=lambda item: (item[1]["device"], item[1]["batch_size"])):
+        runs.append(run["run"])
+        if mark.get("your_batch_size"):
+            batch = mark["your_batch_size"]
+            your_batch_sizes[batch] = your_batch_sizes.get(batch, 0) + 1
+        step = (run.get("step_ms") or {}).get(STEP_STATISTIC)
+        if not step:
+            problems.append(
+                f"{run['run']} has no steady-state step, so it is not a point of the sweep."
+            )
+            continue
+        by_device.setdefault(mark["device"], []).append(
+            {
+                "run": run["run"],
+                "batch_size": mark["batch_size"],
+                "step_ms": step,
+                # The run object's own figure, so the chart and the table agree.
+                "samples_per_s": run.get("samples_per_s"),
+            }
+        )
+    devices = {}
+    for device in sorted(by_device, key=_device_order):
+        points = by_device[device]
+        fixed, per_sample = fit_step_time([(p["batch_size"], p["step_ms"]) for p in points])
+        devices[device] = {
+            "fixed_ms": fixed,
+            "per_sample_us": None if per_sample is None else per_sample * 1e3,
+            "points": points,
+        }
+    # The one most of the runs name, should they differ.
+    your_batch_size = (
+        max(your_batch_sizes, key=lambda batch: (your_batch_sizes[batch], -batch))
+        if your_batch_sizes
+        else None
+    )
+    result = {
+        "name": name,
+        "source": members[0][1]["source"],
+        "step_statistic": STEP_STATISTIC,
+        "runs": runs,
+        "devices": devices,
+        "compared": None,
+        "crossover_batch": None,
+        "crossover_extrapolated": None,
+        "faster_above": None,
+        "faster_below": None,
+        "measured_crossover": None,
+        "your_batch_size": your_batch_size,
+        "faster_at": None,
+        "message": None,
+        "problems": problems,
+    }
+    pair = _pair(devices)
+    if pair is None:
+        result["message"] = _single_device_message(devices)
+        return result
+    result["compared"] = list(pair)
+    _crossover(result, devices, pair)
+    result["measured_crossover"] = _measured_crossover(devices, pair, problems)
+    if your_batch_size:
+        result["faster_at"] = _faster_at(devices, pair, your_batch_size)
+    result["message"] = _message(result)
+    return result
+
+
+def _device_order(device):
+    # CPUs first, then accelerators, each by index.
+    kind, _, index = device.partition(":")
+    return (record_module.is_accelerator(device), kind, int(index) if index.isdigit() else 0)
+
+
+def _pair(devices):
+    """The two fitted devices compared: a CPU and an accelerator when the
+    sweep has both (the first of each), else its first two."""
+    fitted = [device for device, fit in devices.items() if fit["fixed_ms"] is not None]
+    cpus = [device for device in fitted if not record_module.is_accelerator(device)]
+    accelerators = [device for device in fitted if record_module.is_accelerator(device)]
+    if cpus and accelerators:
+        return cpus[0], accelerators[0]
+    return tuple(fitted[:2]) if len(fitted) >= 2 else None
+
+
+def _step_at(fit, batch_size):
+    return fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * batch_size
+
+
+def _crossover(result, devices, pair):
+    first, second = (devices[device] for device in pair)
+    fixed_gap = second["fixed_ms"] - first["fixed_ms"]
+    per_sample_gap = (first["per_sample_us"] - second["per_sample_us"]) / 1e3
+    batch = fixed_gap / per_sample_gap if per_sample_gap else None
+    if batch is not None and batch > 0:
+        # Above `batch` the device with the smaller per-sample cost wins.
+        above, below = pair if per_sample_gap < 0 else pair[::-1]
+        result["crossover_batch"] = round(batch)
+        batches = [p["batch_size"] for d in pair for p in devices[d]["points"]]
+        result["crossover_extrapolated"] = not min(batches) <= batch <= max(batches)
+        result["faster_above"], result["faster_below"] = above, below
+        return
+    # No crossing at a positive batch size: one device is faster at all.
+    probe = max(p["batch_size"] for d in pair for p in devices[d]["points"])
+    faster = min(pair, key=lambda device: _step_at(devices[device], probe))
+    result["faster_above"] = result["faster_below"] = faster
+
+
+def _measured_steps(points):
+    """`{batch_size: mean of the points' step_ms}` (a batch size may be
+    recorded more than once)."""
+    steps = {}
+    for point in points:
+        steps.setdefault(point["batch_size"], []).append(point["step_ms"])
+    return {batch: sum(values) / len(values) for batch, values in steps.items()}
+
+
+def _measured_crossover(devices, pair, problems):
+    """Where the faster device changes between adjacent measured batch sizes,
+    or `None` when it never does, or does more than once (noise)."""
+    first, second = (_measured_steps(devices[device]["points"]) for device in pair)
+    common = sorted(set(first) & set(second))
+    # Positive: the second device's step is shorter (it is faster).
+    gaps = [(batch, first[batch] - second[batch]) for batch in common if first[batch] != second[batch]]
+    changes = [
+        (low, high) for low, high in zip(gaps, gaps[1:]) if (low[1] > 0) != (high[1] > 0)
+    ]
+    if len(changes) > 1:
+        problems.append(
+            f"The faster of {pair[0]} and {pair[1]} changes {len(changes)} times across "
+            "the batch sizes measured, so the points are too noisy to read a "
+            "crossover from; the fit's crossover stands alone."
+        )
+    if len(changes) != 1:
+        return None
+    (low, low_gap), (high, high_gap) = changes[0]
+    # Where the difference of the two steps, linear between the two points,
+    # is zero: there the samples/s are equal.
+    batch = low + (high - low) * low_gap / (low_gap - high_gap)
+    return {
+        "between": [low, high],
+        "batch": round(batch),
+        "faster_above": pair[1] if high_gap > 0 else pair[0],
+    }
+
+
+def _faster_at(devices, pair, batch_size):
+    """Which device is faster at `batch_size`, by how much: measured when
+    both devices ran that batch size, else from the fits."""
+    measured = [_measured_steps(devices[device]["points"]).get(batch_size) for device in pair]
+    if None not in measured:
+        steps, source = measured, "measured"
+    else:
+        steps, source = [_step_at(devices[device], batch_size) for device in pair], "fit"
+    if not all(steps):
+        return None
+    faster, slower = (0, 1) if steps[0] <= steps[1] else (1, 0)
+    return {
+        "batch_size": batch_size,
+        "device": pair[faster],
+        "other": pair[slower],
+        # The same samples at both: samples/s over samples/s is the inverse
+        # ratio of the step times.
+        "times": steps[slower] / steps[faster],
+        "step_ms": {pair[0]: steps[0], pair[1]: steps[1]},
+        "source": source,
+    }
+
+
+def _single_device_message(devices):
+    fitted = [(device, fit) for device, fit in devices.items() if fit["fixed_ms"] is not None]
+    if not fitted:
+        return "No device of this sweep ran two batch sizes, so nothing could be fitted."
+    device, fit = fitted[0]
+    return (
+        f"Only {device} has a fit ({fmt_ms(fit['fixed_ms'])} ms per step plus "
+        f"{fmt_ms(fit['per_sample_us'])} \u00b5s per sample): there is no device to "
+        "compare it with."
+    )
+
+
+def _message(result):
+    """The sweep in one sentence: the crossover, then the user's batch size."""
+    above, below = result["faster_above"], result["faster_below"]
+    if result["crossover_batch"] is not None:
+        text = (
+            f"{above} overtakes {below} above about {fmt_count(result['crossover_batch'])} "
+            "samples per step"
+        )
+        if result["crossover_extrapolated"]:
+            text += " (beyond the batch sizes measured, so an extrapolation)"
+        measured = result["measured_crossover"]
+        if measured is not None:
+            text += (
+                f" (measured: between {fmt_count(measured['between'][0])} and "
+                f"{fmt_count(measured['between'][1])})"
+            )
+    else:
+        other = [device for device in result["compared"] if device != above][0]
+        text = f"{above} is faster than {other} at every batch size, by the fit"
+    faster_at = result["faster_at"]
+    if faster_at is not None:
+        how = "measured" if faster_at["source"] == "measured" else "by the fit"
+        text += (
+            f"; at your batch of {fmt_count(faster_at['batch_size'])} {faster_at['device']} "
+            f"is {fmt_speedup(faster_at['times'])} as fast as {faster_at['other']} ({how})"
+        )
+    return text + "."
