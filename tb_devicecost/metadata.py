@@ -16,10 +16,26 @@ from tb_devicecost import vocabulary
 PLUGIN_NAME = "devicecost"
 
 # Bumped whenever a reader of an older version would misread the data.
-SCHEMA_VERSION = 1
+# 1: one event per step, a scalar tag per column. 2: blocks of steps
+# (`TAG_STEPS`). Readers read every version up to this one.
+SCHEMA_VERSION = 2
 
-# Per-step series: one scalar per step at a global step that only increases,
-# a tag per column of the step's row (`vocabulary.SERIES_COLUMNS`).
+# Per-step rows, schema 2: one event per block of consecutive steps, a
+# rank-2 `DT_FLOAT` tensor of `[steps, len(BLOCK_COLUMNS)]` under one tag.
+# The event's step is the block's first global step (row `i` is step
+# `step + i`); its wall time is the first row's, and the `wall_time` column
+# holds each row's seconds after it. TensorBoard samples whole blocks (its
+# data server keeps 100 tensors per tag), so a sampled block still holds
+# every step it covers.
+TAG_STEPS = f"{PLUGIN_NAME}/steps"
+BLOCK_COLUMNS = vocabulary.ROW_COLUMNS[1:]
+# Rows per block at most: blocks stay a few kB, and a run's blocks many
+# enough for TensorBoard's sample of them to spread over the run.
+MAX_BLOCK_ROWS = 1024
+
+# Per-step series, schema 1: one scalar per step at a global step that only
+# increases, a tag per column of the step's row (`vocabulary.SERIES_COLUMNS`).
+# Still read; no longer written.
 STEP_TAGS = tuple(f"{PLUGIN_NAME}/{column}" for column in vocabulary.SERIES_COLUMNS)
 TAG_DATA_WAIT_MS, TAG_COMPUTE_MS, TAG_HOST_OVERHEAD_MS, TAG_BATCH_SIZE, TAG_WARMUP = (
     STEP_TAGS
@@ -52,8 +68,8 @@ def create_summary_metadata(data_class):
 
     Args:
         data_class: `"scalar"` for per-step series, `"tensor"` for the JSON
-            documents. TensorBoard drops third-party summaries whose
-            `data_class` is unset, so it is always set here.
+            documents and blocks of steps. TensorBoard drops third-party
+            summaries whose `data_class` is unset, so it is always set here.
     """
     data_classes = {
         "scalar": summary_pb2.DATA_CLASS_SCALAR,
@@ -163,7 +179,7 @@ def _depth_exceeds(document, limit):
 def check_plugin_content(content):
     """Raises `FormatError` unless a tag's `plugin_data.content` is readable.
 
-    The writer puts `{"schema": 1}` there (`create_summary_metadata`). Empty
+    The writer puts `{"schema": SCHEMA_VERSION}` there (`create_summary_metadata`). Empty
     content (metadata a loader did not keep) is accepted; JSON with a schema
     newer than this code raises `NewerSchemaError`, anything else that is
     not such JSON raises `FormatError`.

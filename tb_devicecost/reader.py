@@ -18,16 +18,15 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import stat
 import struct
-import tempfile
 
 import numpy as np
 
 from tb_devicecost import captures
 from tb_devicecost import metadata
 from tb_devicecost import records as tfrecords
+from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record as record_module
 
 # Points per per-step series handed to charts; totals come from aggregates.
@@ -56,8 +55,10 @@ class RunRecord:
         info: The newest run-info document (empty when missing).
         placement: The placement document, or `None`.
         trace: The trace-window document, or `None`.
-        series: Per-step arrays (`step`, `data_wait_ms`, `compute_ms`,
-            `host_overhead_ms`, `batch_size`), possibly downsampled.
+        series: Per-step arrays by column name (`step`, `wall_time`
+            (seconds since the epoch), `data_wait_ms`, `compute_ms`,
+            `host_overhead_ms`, `batch_size`, `warmup`), in step order,
+            possibly a sample of the steps.
         problems: What was skipped while reading, in words.
         newer_schema: Whether a document was written by a newer
             tb-devicecost than this one (and so could not be read).
@@ -328,13 +329,13 @@ def _quiet_tensorboard():
 
 
 def local_provider(logdir, scan=None):
-    """A TensorBoard data provider over `logdir`, loaded once (for the CLI).
+    """A data provider over `logdir`, loaded once (for the CLI).
 
-    TensorBoard's loader is handed only what `scan_logdir` vetted: a
-    temporary directory of links to the regular event files of each run,
-    so it never follows a link loop nor opens a FIFO. Each run is loaded on
-    its own; a run whose file TensorBoard cannot parse keeps what was read
-    before the damage.
+    Reads only what `scan_logdir` vetted (so never follows a link loop nor
+    opens a FIFO), with C checksums and only tb-devicecost's values kept
+    (`local_data.LocalDataProvider`): a million steps in about a second,
+    where TensorBoard's Python loader takes most of a minute. It reads
+    damaged files as TensorBoard's Python loader does.
 
     Args:
         logdir: The log directory.
@@ -355,28 +356,9 @@ def local_provider(logdir, scan=None):
             raise ValueError(
                 f"Log directory {logdir!r} could not be read ({_os_error(error)})."
             ) from None
-    # Imported here: loading event files pulls in much of TensorBoard.
-    from tensorboard.backend.event_processing import data_provider
-    from tensorboard.backend.event_processing import event_accumulator
-    from tensorboard.backend.event_processing import plugin_event_multiplexer
+    from tb_devicecost import local_data
 
-    multiplexer = plugin_event_multiplexer.EventMultiplexer(
-        size_guidance={event_accumulator.TENSORS: DEFAULT_SERIES_POINTS},
-        tensor_size_guidance={metadata.PLUGIN_NAME: DEFAULT_SERIES_POINTS},
-    )
-    view = tempfile.mkdtemp(prefix="tb-devicecost-")
-    try:
-        for run, paths in scan.runs.items():
-            directory = view if run == "." else os.path.join(view, *run.split("/"))
-            os.makedirs(directory, exist_ok=True)
-            for path in paths:
-                os.symlink(os.path.abspath(path), os.path.join(directory, os.path.basename(path)))
-        with _quiet_tensorboard():
-            multiplexer.AddRunsFromDirectory(view)
-            reload_runs(multiplexer)
-    finally:
-        shutil.rmtree(view, ignore_errors=True)
-    return data_provider.MultiplexerDataProvider(multiplexer, logdir)
+    return local_data.LocalDataProvider(logdir, scan.runs)
 
 
 def reload_runs(multiplexer):
@@ -415,12 +397,13 @@ def _short_error(error):
     return f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
 
 
-def _robust_read(read, listing, runs, problems, what):
+def _robust_read(read, listing, runs, problems, what, tags=None):
     """`read(run_tag_filter)` for all `runs` at once; where that raises, run
     by run, then tag by tag, so a value TensorBoard cannot convert costs
-    only its own tag. Failures are added to `problems[run]`."""
+    only its own tag. Failures are added to `problems[run]`. Only `tags`
+    are read, when given."""
     try:
-        return read(_run_tag_filter(runs=runs))
+        return read(_run_tag_filter(runs=runs, tags=tags))
     except Exception:  # pylint: disable=broad-except
         pass
     result = {}
@@ -428,11 +411,13 @@ def _robust_read(read, listing, runs, problems, what):
         if runs is not None and run not in runs:
             continue
         try:
-            result.update(read(_run_tag_filter(runs=[run])))
+            result.update(read(_run_tag_filter(runs=[run], tags=tags)))
             continue
         except Exception:  # pylint: disable=broad-except
             pass
         for tag in sorted(listing[run]):
+            if tags is not None and tag not in tags:
+                continue
             try:
                 data = read(_run_tag_filter(runs=[run], tags=[tag]))
             except Exception as error:  # pylint: disable=broad-except
@@ -459,8 +444,8 @@ def read_runs(
         ctx: The request context (`None` outside a request).
         experiment_id: Experiment to read; `""` for a single logdir.
         runs: Optional iterable of run names to read.
-        series_points: Points per per-step series; 0 reads no series (but
-            see `series_fallback`).
+        series_points: Points per per-step series at most; 0 reads no
+            series (but see `series_fallback`).
         series_fallback: With `series_points=0`, whether the runs whose
             aggregate cannot give the numbers still get their series
             (`DEFAULT_SERIES_POINTS`), which the numbers then come from:
@@ -470,7 +455,8 @@ def read_runs(
     Returns:
         A list of `RunRecord`, sorted by run name. What could not be read
         (a document, a tag of a newer schema, a value TensorBoard could not
-        convert) is in the run's `problems`.
+        convert, a block of steps of the wrong shape) is in the run's
+        `problems`.
     """
     ctx = _request_context(ctx)
     runs = None if runs is None else list(runs)
@@ -484,34 +470,38 @@ def read_runs(
             records[run] = RunRecord(run=run)
         return records[run]
 
-    def list_tensors():
-        return provider.list_tensors(ctx, run_tag_filter=run_filter, **plugin)
+    def read_documents(run_tag_filter):
+        # The newest point is always kept: one is all a document needs.
+        return provider.read_tensors(ctx, downsample=1, run_tag_filter=run_tag_filter, **plugin)
 
-    def list_scalars():
-        return provider.list_scalars(ctx, run_tag_filter=run_filter, **plugin)
+    def series_reads(points):
+        # Schema 2 (blocks of steps, each holding at least one step: as
+        # many blocks as points is enough) and schema 1 (a scalar per step).
+        return (
+            lambda f: provider.read_tensors(ctx, downsample=points, run_tag_filter=f, **plugin),
+            lambda f: provider.read_scalars(ctx, downsample=points, run_tag_filter=f, **plugin),
+        )
 
     # Each call costs TensorBoard's data server a fixed round trip (about
     # 44 ms measured, see docs/PERFORMANCE.md): the listings, the documents
     # and the series go at once.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        tensor_listing_future = pool.submit(list_tensors)
-        scalar_listing_future = pool.submit(list_scalars)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
+        tensor_listing_future = pool.submit(
+            lambda: provider.list_tensors(ctx, run_tag_filter=run_filter, **plugin))
+        scalar_listing_future = pool.submit(
+            lambda: provider.list_scalars(ctx, run_tag_filter=run_filter, **plugin))
         tensors_future = pool.submit(
-            # The newest point is always kept: one is all a document needs.
-            lambda: provider.read_tensors(
-                ctx, downsample=1, run_tag_filter=run_filter, **plugin
-            )
-        )
-        scalars_future = None
+            read_documents, _run_tag_filter(runs=runs, tags=metadata.JSON_TAGS))
+        blocks_future = scalars_future = None
         if series_points:
-            scalars_future = pool.submit(
-                lambda: provider.read_scalars(
-                    ctx, downsample=series_points, run_tag_filter=run_filter, **plugin
-                )
-            )
+            read_blocks, read_scalars = series_reads(series_points)
+            blocks_future = pool.submit(
+                read_blocks, _run_tag_filter(runs=runs, tags=[metadata.TAG_STEPS]))
+            scalars_future = pool.submit(read_scalars, run_filter)
         tensor_listing = _result_or_none(tensor_listing_future) or {}
         scalar_listing = _result_or_none(scalar_listing_future) or {}
         tensors = _result_or_none(tensors_future)
+        blocks = _result_or_none(blocks_future) if blocks_future else {}
         scalars = _result_or_none(scalars_future) if scalars_future else {}
 
     # Tags whose summary metadata this code cannot read are refused.
@@ -529,8 +519,8 @@ def read_runs(
 
     if tensors is None:
         tensors = _robust_read(
-            lambda f: provider.read_tensors(ctx, downsample=1, run_tag_filter=f, **plugin),
-            tensor_listing, runs, problems, "documents",
+            read_documents, tensor_listing, runs, problems, "documents",
+            tags=metadata.JSON_TAGS,
         )
     fields = {
         metadata.TAG_AGGREGATE: "aggregate",
@@ -552,36 +542,37 @@ def read_runs(
             setattr(record(run), fields[tag], document)
 
     points = series_points
-    if scalars is None:
-        scalars = _robust_read(
-            lambda f: provider.read_scalars(
-                ctx, downsample=series_points, run_tag_filter=f, **plugin
-            ),
-            scalar_listing, runs, problems, "per-step series",
-        )
-    if not series_points and series_fallback:
+    wanted = runs
+    if series_points:
+        read_blocks, read_scalars = series_reads(series_points)
+    elif series_fallback:
         # The numbers of these runs come from their series (`analysis.record`).
-        needed = sorted(
-            run for run in set(scalar_listing) | set(records)
+        wanted = sorted(
+            run for run in set(scalar_listing) | set(tensor_listing) | set(records)
             if (runs is None or run in runs)
             and not (run in records and record_module.aggregate_usable(records[run].aggregate))
         )
-        if needed:
+        if wanted:
             points = DEFAULT_SERIES_POINTS
-            read = lambda f: provider.read_scalars(  # noqa: E731
-                ctx, downsample=points, run_tag_filter=f, **plugin
-            )
-            try:
-                scalars = read(_run_tag_filter(runs=needed))
-            except Exception:  # pylint: disable=broad-except
-                scalars = _robust_read(
-                    read, {run: scalar_listing.get(run, {}) for run in needed},
-                    needed, problems, "per-step series",
-                )
-    for run, by_tag in scalars.items():
-        by_tag = {tag: data for tag, data in by_tag.items() if (run, tag) not in refused}
-        if by_tag:
-            _fill_series(record(run), by_tag)
+            read_blocks, read_scalars = series_reads(points)
+            blocks = scalars = None
+    if blocks is None:
+        blocks = _robust_read(
+            read_blocks, tensor_listing, wanted, problems, "blocks of steps",
+            tags=[metadata.TAG_STEPS],
+        )
+    if scalars is None:
+        scalars = _robust_read(
+            read_scalars, scalar_listing, wanted, problems, "per-step series")
+    for run in sorted(set(blocks or {}) | set(scalars or {})):
+        block_data = [] if (run, metadata.TAG_STEPS) in refused else (
+            (blocks or {}).get(run, {}).get(metadata.TAG_STEPS) or [])
+        by_tag = {
+            tag: data for tag, data in (scalars or {}).get(run, {}).items()
+            if (run, tag) not in refused
+        }
+        if block_data or by_tag:
+            _fill_series(record(run), block_data, by_tag, points, problems)
     for run, messages in problems.items():
         record(run).problems.extend(messages)
     return [records[run] for run in sorted(records)]
@@ -651,9 +642,47 @@ def _as_float(value):
         return float("nan")
 
 
-def _fill_series(run_record, by_tag):
+_SERIES_KEYS = (vocabulary.STEP,) + metadata.BLOCK_COLUMNS
+
+
+def _rows_from_blocks(run, data, problems):
+    """The rows of blocks of steps (schema 2) as a float64 array of
+    `_SERIES_KEYS` columns, wall times absolute. A block of another shape
+    or type is left out, and said."""
+    parts = []
+    bad = 0
+    width = len(metadata.BLOCK_COLUMNS)
+    for datum in data:
+        values = getattr(datum, "numpy", None)
+        if (
+            not isinstance(values, np.ndarray)
+            or values.ndim != 2
+            or values.shape[1] != width
+            or values.dtype.kind != "f"
+        ):
+            bad += 1
+            continue
+        block = np.empty((len(values), width + 1), dtype=np.float64)
+        block[:, 0] = int(datum.step) + np.arange(len(values))
+        block[:, 1:] = values
+        block[:, 1] += float(datum.wall_time)
+        parts.append(block)
+    if bad:
+        problems.setdefault(run, []).append(
+            f"{metadata.TAG_STEPS}: {bad} block(s) of steps are not "
+            f"[steps, {width}] float tensors and were left out."
+        )
+    if not parts:
+        return np.empty((0, width + 1), dtype=np.float64)
+    return np.concatenate(parts)
+
+
+def _rows_from_scalars(by_tag):
+    """The rows of per-step scalars (schema 1): steps that have every
+    column (the warm-up flag may be missing: runs written before it)."""
     steps = None
     columns = {}
+    wall_times = {}
     for tag, key in metadata.SERIES_KEY.items():
         data = by_tag.get(tag) or []
         if not data and tag in _OPTIONAL_SERIES:
@@ -661,17 +690,50 @@ def _fill_series(run_record, by_tag):
         by_step = {}
         for datum in data:
             try:
-                by_step[int(datum.step)] = _as_float(datum.value)
+                step = int(datum.step)
             except (TypeError, ValueError, OverflowError):
                 continue
+            by_step[step] = _as_float(datum.value)
+            wall_times.setdefault(step, _as_float(datum.wall_time))
         columns[key] = by_step
         steps = set(by_step) if steps is None else steps & set(by_step)
     steps = sorted(steps or ())
-    run_record.series = {"step": np.asarray(steps, dtype=np.int64)}
-    for key, by_step in columns.items():
-        run_record.series[key] = np.asarray(
-            [by_step[step] for step in steps], dtype=np.float64
-        )
+    rows = np.full((len(steps), len(_SERIES_KEYS)), np.nan, dtype=np.float64)
+    rows[:, 0] = steps
+    rows[:, 1] = [wall_times[step] for step in steps]
+    for index, key in enumerate(_SERIES_KEYS[2:], start=2):
+        if key in columns:
+            rows[:, index] = [columns[key][step] for step in steps]
+    return rows, set(columns)
+
+
+def _fill_series(run_record, block_data, by_tag, points, problems):
+    """`run_record.series`: per-step arrays by column name (`step`,
+    `wall_time` in seconds since the epoch, `data_wait_ms`, `compute_ms`,
+    `host_overhead_ms`, `batch_size`, `warmup`), in step order, one row per
+    step (blocks win over scalars of the same step), at most `points`
+    rows, evenly spread over the rows read, the last one kept."""
+    block_rows = _rows_from_blocks(run_record.run, block_data, problems)
+    scalar_rows, present = _rows_from_scalars(by_tag) if by_tag else (None, set())
+    parts = [rows for rows in (scalar_rows, block_rows) if rows is not None and len(rows)]
+    if not parts:
+        rows = block_rows
+    else:
+        rows = np.concatenate(parts)
+        # Sorted by step, stable, then the last row of each step: a block's.
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        last = np.ones(len(rows), dtype=bool)
+        last[:-1] = rows[1:, 0] != rows[:-1, 0]
+        rows = rows[last]
+    if points and len(rows) > points:
+        keep = np.unique(np.round(np.linspace(0, len(rows) - 1, points)).astype(np.int64))
+        rows = rows[keep]
+    series = {vocabulary.STEP: rows[:, 0].astype(np.int64)}
+    for index, key in enumerate(_SERIES_KEYS[1:], start=1):
+        if key == vocabulary.WARMUP and not len(block_rows) and key not in present:
+            continue  # Runs written before the flag existed.
+        series[key] = rows[:, index]
+    run_record.series = series
 
 
 def list_profile_captures(logdir, run):

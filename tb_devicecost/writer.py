@@ -14,6 +14,7 @@ import socket
 import sys
 import time
 
+import numpy as np
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.proto import tensor_pb2
 from tensorboard.compat.proto import tensor_shape_pb2
@@ -67,7 +68,6 @@ class SummaryWriter:
         # Bytes of the open file known to be written in whole records.
         self._good_bytes = 0
         self._tags_with_metadata = set()
-        self._step_event = None
 
     def _event_file(self):
         if self._file is None:
@@ -113,7 +113,6 @@ class SummaryWriter:
         event_file, path, good = self._file, self._path, self._good_bytes
         self._file = None
         self._tags_with_metadata.clear()
-        self._step_event = None
         if event_file is not None:
             try:
                 event_file.close()
@@ -134,50 +133,50 @@ class SummaryWriter:
         self._tags_with_metadata.add(tag)
         return metadata.create_summary_metadata(data_class)
 
-    def _new_step_event(self):
-        event = event_pb2.Event()
-        for tag in metadata.STEP_TAGS:
-            value = event.summary.value.add(tag=tag)
-            value.tensor.dtype = types_pb2.DT_FLOAT
-            value.tensor.tensor_shape.SetInParent()
-            value.tensor.float_val.append(0.0)
-        return event
-
     def write_steps(self, rows):
-        """Writes one event per row of per-step values.
+        """Writes per-step rows as blocks of consecutive steps.
+
+        One event per block (`metadata.TAG_STEPS`, docs/FORMAT.md): a
+        `DT_FLOAT` tensor of the rows' columns after the step, packed as
+        little-endian bytes. A block ends where the steps stop being
+        consecutive and after `metadata.MAX_BLOCK_ROWS` rows.
 
         Args:
             rows: 2-D numpy array whose columns are
                 `vocabulary.ROW_COLUMNS`: global step, wall time (seconds
-                since the epoch), then one column per tag of
-                `metadata.STEP_TAGS`.
+                since the epoch), then `data_wait_ms`, `compute_ms`,
+                `host_overhead_ms`, `batch_size`, `warmup`.
         """
         if len(rows) == 0:
             return
+        rows = np.asarray(rows, dtype=np.float64)
+        steps = rows[:, ROW_STEP].astype(np.int64)
+        # Block boundaries: a gap in the steps, and every MAX_BLOCK_ROWS rows.
+        cuts = set(np.flatnonzero(np.diff(steps) != 1) + 1)
+        cuts.update(range(metadata.MAX_BLOCK_ROWS, len(rows), metadata.MAX_BLOCK_ROWS))
+        bounds = [0, *sorted(cuts), len(rows)]
         payloads = []
-        if self._step_event is None:
-            first = self._new_step_event()
-            for value in first.summary.value:
-                value.metadata.CopyFrom(self._value_metadata(value.tag, "scalar"))
-            payloads.extend(self._serialize_rows(first, rows[:1]))
-            rows = rows[1:]
-            self._step_event = self._new_step_event()
-        # One template event is refilled per row: allocation dominates the
-        # cost of building protos, and this path runs once per step.
-        payloads.extend(self._serialize_rows(self._step_event, rows))
-        self._write(payloads)
-
-    @staticmethod
-    def _serialize_rows(event, rows):
-        tensors = [value.tensor for value in event.summary.value]
-        payloads = []
-        for row in rows.tolist():
-            event.step = int(row[ROW_STEP])
-            event.wall_time = row[ROW_WALL_TIME]
-            for tensor, number in zip(tensors, row[ROW_VALUES]):
-                tensor.float_val[0] = number
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            block = rows[begin:end]
+            values = np.empty((end - begin, len(metadata.BLOCK_COLUMNS)), dtype="<f4")
+            # Seconds after the block's first step: float32 keeps them to
+            # 1e-7 of the block's span (15 µs over 256 s).
+            with np.errstate(over="ignore", invalid="ignore"):
+                # Beyond float32's range becomes infinite: not a number to readers.
+                values[:, 0] = block[:, ROW_WALL_TIME] - block[0, ROW_WALL_TIME]
+                values[:, 1:] = block[:, ROW_VALUES]
+            event = event_pb2.Event(step=int(steps[begin]), wall_time=float(block[0, ROW_WALL_TIME]))
+            value = event.summary.value.add(tag=metadata.TAG_STEPS)
+            tensor = value.tensor
+            tensor.dtype = types_pb2.DT_FLOAT
+            tensor.tensor_shape.dim.add(size=end - begin)
+            tensor.tensor_shape.dim.add(size=len(metadata.BLOCK_COLUMNS))
+            tensor.tensor_content = values.tobytes()
+            value_metadata = self._value_metadata(metadata.TAG_STEPS, "tensor")
+            if value_metadata is not None:
+                value.metadata.CopyFrom(value_metadata)
             payloads.append(event.SerializeToString())
-        return payloads
+        self._write(payloads)
 
     def write_json(self, tag, step, wall_time, document):
         """Writes a JSON document as a rank-0 string tensor at `step`."""
@@ -208,5 +207,4 @@ class SummaryWriter:
         if self._file is not None:
             event_file, self._file = self._file, None
             self._tags_with_metadata.clear()
-            self._step_event = None
             event_file.close()

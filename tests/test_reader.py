@@ -280,7 +280,8 @@ def test_a_damaged_record_is_named_where_the_reading_stops(tmp_path, helpers):
     good_run(helpers, tmp_path / "good" / "train")
     [path] = event_files(good_run(helpers, tmp_path / "flipped" / "train", rows=200))
     data = bytearray(open(path, "rb").read())
-    data[len(data) // 2] ^= 0x10
+    # Inside the last record (the aggregate): the steps before it are read.
+    data[len(data) - 40] ^= 0x10
     open(path, "wb").write(bytes(data))
     os.makedirs(tmp_path / "garbage" / "train")
     (tmp_path / "garbage" / "train" / "events.out.tfevents.1.h").write_bytes(b"\x07" * 300)
@@ -292,6 +293,8 @@ def test_a_damaged_record_is_named_where_the_reading_stops(tmp_path, helpers):
     assert note.startswith(f"The event file {os.path.basename(path)}: it holds a damaged "
                            "record at byte ")
     assert "what follows in the file is not read" in note
+    assert records["flipped/train"].aggregate is None
+    assert records["flipped/train"].series["step"].tolist() == list(range(200))
     assert not [p for p in records["cut/train"].problems if "damaged" in p]
     [item] = unread
     assert item["run"] == "garbage/train"
