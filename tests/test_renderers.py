@@ -105,3 +105,25 @@ def test_json_is_the_report_and_refuses_nan(report):
     assert json.loads(jsonrenderer.render(report)) == json.loads(json.dumps(report))
     with pytest.raises(ValueError):
         jsonrenderer.render({"runs": [float("nan")]})
+
+
+def test_each_fix_is_followed_by_what_it_would_buy(report):
+    """gpu/train: 2.05 ms mean steps of 10 samples, its device busy 0.06 ms
+    of each (the trace): 1.99 ms fixed, 6 µs per sample. Half busy at
+    10 x 1.99 / 0.06 = 332 samples, capped at 32 x 10 = 320, so batch 256:
+    1.99 + 256 x 0.006 = 3.526 ms a step, 72,604 samples/s against
+    10 / 2.05 ms = 4,878, 14.9 times as many."""
+    lines = console.render(report, "logs").splitlines()
+    start = lines.index("  [high] latency_bound")
+    block = lines[start:start + 16]
+    fix = next(i for i, line in enumerate(block) if line.startswith("    Fix: "))
+    expected = next(i for i, line in enumerate(block) if line.startswith("    Expected: "))
+    assert fix < expected
+    assert not [line for line in block[fix + 1:expected] if not line.startswith("    ")]
+    assert block[expected].startswith(
+        "    Expected: about 15x the samples/s (73,000 instead of 4,878). How: "
+    )
+    text = markdown.render(report)
+    assert "  *Expected:* about 15x the samples/s (73,000 instead of 4,878). How: " in text
+    # A finding without an estimate says why, beside its fix too.
+    assert "Expected: no estimate: " in console.render(report, "logs")

@@ -10,9 +10,15 @@ import re
 import numpy as np
 import pytest
 
+import tb_devicecost
+from tb_devicecost import accounting
 from tb_devicecost import analysis
 from tb_devicecost import formatting
+from tb_devicecost import metadata
+from tb_devicecost import reader
 from tb_devicecost.analysis import verdicts
+
+from support import FakeClock
 
 
 def test_input_bound_fit_is_input_bound(fit_records, helpers):
@@ -330,10 +336,18 @@ def test_every_finding_has_numbers_and_a_fix(helpers, fit_records):
     for result in results:
         assert result["findings"], result["run"]
         for item in result["findings"]:
-            assert set(item) == {"id", "severity", "message", "fix"}
+            assert set(item) == {"id", "severity", "message", "fix", "expected"}
             assert item["severity"] in verdicts.SEVERITIES
             assert re.search(r"\d", item["message"]), item
             assert len(item["fix"]) > 20, item
+            # An estimate, or a reason why there is none: never silence.
+            expected = item["expected"]
+            assert len(expected["basis"]) > 20, item
+            if expected["speedup"] is None:
+                assert expected["text"] == "no estimate", item
+            else:
+                assert expected["bound"] in ("about", "at_most", "at_least"), item
+                assert expected["speedup"] > 0, item
 
 
 @pytest.mark.parametrize("status, words", [
@@ -541,3 +555,160 @@ def test_a_two_step_warmup_in_one_fit_is_not_called_two_fits(helpers):
     [finding] = [f for f in result["findings"] if f["id"] in ("warmup", "warmup_dominated")]
     assert "2 steps at the start of the fit" in finding["message"]
     assert "fits" not in finding["message"]
+
+
+# What a fix would buy (`expected`): runs recorded under a fake clock, each
+# expected figure worked out by hand from the times the clock was advanced.
+
+
+def _recorded_loop(run_dir, steps, batch=32):
+    """Records a custom loop with `StepRecorder` under a fake clock: each
+    step waits, computes and spends host time as given (ms); returns the
+    analysed run."""
+    clock = FakeClock()
+    recorder = tb_devicecost.StepRecorder(str(run_dir), clock=clock)
+
+    def batches():
+        for wait, _, _ in steps:
+            clock.advance(wait)
+            yield np.zeros((batch, 4), np.float32)
+
+    for (_, compute, host), _ in zip(steps, recorder.timed(batches())):
+        with recorder.compute():
+            clock.advance(compute)
+        clock.advance(host)
+    recorder.close()
+    [record] = reader.read_runs(reader.local_provider(str(run_dir)))
+    return analysis.analyze_run(record)
+
+
+def test_an_input_bound_loop_expects_the_step_without_its_wait(tmp_path, helpers):
+    # 20 steady steps of 6 ms waiting, 3 ms computing, 1 ms on the host, 32
+    # samples each; a 5 ms warm-up step. No fetch floor in a custom loop: all
+    # of the 6 ms counts. Without it a step is 4 ms: 32 / 4 ms = 8,000
+    # samples/s against 32 / 10 ms = 3,200, 2.5 times as many.
+    result = _recorded_loop(tmp_path / "loop", [(0.0, 5.0, 0.0)] + [(6.0, 3.0, 1.0)] * 20)
+    assert result["verdict"] == "input_bound"
+    expected = helpers.finding(result, "input_bound")["expected"]
+    assert expected["bound"] == "about"
+    assert expected["of"] == "samples_per_s"
+    assert expected["step_ms"] == pytest.approx(4.0)
+    assert expected["samples_per_s"] == pytest.approx(8000.0)
+    assert expected["speedup"] == pytest.approx(2.5)
+    assert expected["text"] == "about 2.5x the samples/s (8,000 instead of 3,200)"
+    assert (
+        "the 10.0 ms mean step without its 6.00 ms mean data wait (no fetch "
+        "floor was measured, so all of it): 4.00 ms"
+    ) in expected["basis"]
+    # The host's 1 ms of the 10 ms step (10%) is a moderate finding: at most
+    # all of it goes, 32 / 9 ms = 3,556 samples/s, 10 / 9 = 1.11 times as
+    # many, written rounded up since it is a bound from above.
+    host = helpers.finding(result, "host_overhead_bound")["expected"]
+    assert host["bound"] == "at_most"
+    assert host["speedup"] == pytest.approx(10.0 / 9.0)
+    assert host["text"] == "at most 1.2x the samples/s (3,600 instead of 3,200)"
+
+
+def test_a_warmup_dominated_loop_expects_the_fit_at_the_steady_step(tmp_path, helpers):
+    # A 500 ms first step, then 9 steps of 10 ms: 590 ms of wall time. Had
+    # the first step taken 10 ms, the fit would take 100 ms: 5.9 times as
+    # fast, at most (compilation is never free).
+    result = _recorded_loop(tmp_path / "loop", [(0.0, 500.0, 0.0)] + [(0.0, 10.0, 0.0)] * 9)
+    assert result["verdict"] == "warmup_dominated"
+    expected = helpers.finding(result, "warmup_dominated")["expected"]
+    assert expected["of"] == "fit_wall_time"
+    assert expected["bound"] == "at_most"
+    assert expected["wall_ms"] == pytest.approx(100.0)
+    assert expected["speedup"] == pytest.approx(5.9)
+    assert expected["samples_per_s"] is None
+    assert expected["text"] == "at most 5.9x as fast a fit (100 ms of wall time instead of 590 ms)"
+
+
+def _traced_gpu_run(helpers, run_dir, busy_ms, kernels=17, kernel_us=2.94):
+    """A GPU run recorded through `StepAccounting` (the recorder of both
+    `StepRecorder` and the callback) under a fake clock: 30 steady steps of
+    1 ms compute, 32 samples each, and a trace window whose device was busy
+    `busy_ms` of each 1 ms traced step."""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(str(run_dir), clock=clock)
+    recorder.begin_session({"backend": "jax", "batch_size": 32})
+    for compute in [3.0] + [1.0] * 30:
+        recorder.begin_step()
+        recorder.end_fetch(batch_size=32)
+        clock.advance(compute)
+        recorder.end_compute()
+    recorder.boundary()
+    recorder.write_placement(helpers.gpu_placement(cpu_ops=0, copies=0))
+    trace = helpers.make_trace(busy_ms / 1.0, step_ms=1.0)
+    summary = trace["windows"][0]["summary"]
+    summary.update(mean_kernels=kernels, mean_kernel_mean_us=kernel_us)
+    recorder.write_document(metadata.TAG_TRACE, trace)
+    recorder.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(run_dir)))
+    return analysis.analyze_run(record)
+
+
+def test_a_latency_bound_run_quotes_the_trace_and_expects_a_larger_batch(tmp_path, helpers):
+    result = _traced_gpu_run(helpers, tmp_path / "gpu", busy_ms=0.05)
+    assert result["steady_verdict"] == "latency_bound"
+    found = helpers.finding(result, "latency_bound")
+    assert (
+        "GPU:0 was busy only 5% of each traced step (under 50%): 0.050 ms of "
+        "kernels and copies in the 1.00 ms mean traced step (17 kernels per "
+        "step, 2.94 µs each on average)"
+    ) in found["message"]
+    # 0.05 ms of device time for 32 samples: 1.5625 µs per sample; 0.95 ms
+    # of the 1 ms step is fixed. Busy half the step at 32 x 0.95 / 0.05 =
+    # 608 samples; the largest power of two up to it is 512, whose step is
+    # 0.95 + 512 x 0.0015625 = 1.75 ms: 512 / 1.75 ms = 292,571 samples/s
+    # against 32,000, 9.14 times as many.
+    expected = found["expected"]
+    assert expected["batch_size"] == 512
+    assert expected["capped"] is False
+    assert expected["step_ms"] == pytest.approx(1.75)
+    assert expected["samples_per_s"] == pytest.approx(512 / 1.75e-3)
+    assert expected["speedup"] == pytest.approx(512 / 1.75e-3 / 32000.0)
+    assert expected["text"] == "about 9.1x the samples/s (290,000 instead of 32,000)"
+    assert "1.56 µs per sample" in expected["basis"]
+    assert "up to 608" in expected["basis"]
+    # The small_batch finding's fix is the same larger batch: the same figure.
+    assert helpers.finding(result, "small_batch")["expected"] == expected
+
+
+def test_a_larger_batch_is_capped_at_32_times_the_batch_that_ran(tmp_path, helpers):
+    # 0.02 ms busy: half the step only at 32 x 0.98 / 0.02 = 1,568 samples,
+    # beyond 32 x 32 = 1,024, so batch 1,024: 0.98 + 1024 x 0.000625 = 1.62
+    # ms a step, 632,099 samples/s, 19.75 times as many. Never more than the
+    # device busy all the time would give: 1 / 0.02 = 50 times.
+    expected = helpers.finding(
+        _traced_gpu_run(helpers, tmp_path / "gpu", busy_ms=0.02), "latency_bound"
+    )["expected"]
+    assert expected["batch_size"] == 1024
+    assert expected["capped"] is True
+    assert expected["speedup"] == pytest.approx(1024 / 1.62e-3 / 32000.0)
+    assert expected["speedup"] < 1 / 0.02
+    assert "capped" in expected["basis"]
+
+
+def test_no_estimate_without_the_numbers_and_it_says_why(helpers):
+    # A GPU run without a trace: what a larger batch buys is unknown.
+    result = helpers.gpu_run(batch_size=10, copies=3)
+    for finding_id in ("small_batch", "cross_device_copies", "compute_bound"):
+        expected = helpers.finding(result, finding_id)["expected"]
+        assert expected["speedup"] is None
+        assert expected["samples_per_s"] is None
+        assert expected["text"] == "no estimate"
+    assert "trace window" in helpers.finding(result, "small_batch")["expected"]["basis"]
+
+
+def test_stalls_expect_at_least_what_the_spikes_cost(helpers):
+    # 100 steady steps of 3 + 1 + 0.5 ms and a 300 ms warm-up (no recorded
+    # wall time: 300 + 450 = 750 ms). Four spikes each took more than 10x
+    # the 1 ms p50 compute, so at least 9 ms more than a typical step: 36 ms.
+    # At least 750 / 714 = 1.050 times as fast, written rounded down.
+    result = helpers.run(3.0, 1.0, 0.5, spikes=4, warmup_ms=300.0)
+    expected = helpers.finding(result, "stalls")["expected"]
+    assert expected["bound"] == "at_least"
+    assert expected["wall_ms"] == pytest.approx(714.0)
+    assert expected["speedup"] == pytest.approx(750.0 / 714.0)
+    assert expected["text"].startswith("at least 1.0x as fast a fit")

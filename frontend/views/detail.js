@@ -173,9 +173,30 @@ function findingsPanel(findings) {
       ]),
       el('p', {class: 'dc-finding-message', text: f.message != null ? String(f.message) : ''}),
       f.fix ? el('p', {class: 'dc-finding-fix'}, [el('strong', {text: 'Fix: '}), el('span', {text: String(f.fix)})]) : null,
+      f.fix ? expectedLine(f.expected) : null,
     ]));
   }
   return panel('Findings', [ul], 'dc-findings-panel');
+}
+
+/**
+ * What a finding's fix would buy, beside the fix: the analysis's own words
+ * (`expected.text`, `expected.basis`), so the tab and the report agree.
+ * @param {?Object} expected a finding's `expected`.
+ * @return {?HTMLElement}
+ */
+function expectedLine(expected) {
+  if (!expected || typeof expected !== 'object') return null;
+  const estimated = isNum(expected.speedup);
+  const basis = expected.basis != null ? String(expected.basis) : '';
+  return el('p', {
+    class: 'dc-finding-expected' + (estimated ? '' : ' dc-muted'),
+    attrs: {'data-estimated': estimated ? 'true' : 'false'},
+  }, [
+    el('strong', {text: 'Expected: '}),
+    el('span', {class: 'dc-expected-text', text: estimated ? String(expected.text) : 'no estimate'}),
+    basis ? el('span', {class: 'dc-expected-basis', text: (estimated ? '. How: ' : ': ') + basis + '.'}) : null,
+  ]);
 }
 
 function percentileTable(run) {

@@ -11,6 +11,8 @@ The input and host thresholds are the built-in profiler's (xprof's
 call the same run input-bound.
 """
 
+import decimal
+
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record
 from tb_devicecost.formatting import MISSING
@@ -62,6 +64,11 @@ RETRACING_MODERATE = 3
 # Spikes with no retrace to explain them (`stalls`): moderate from this
 # count, info below.
 STALLS_MODERATE = 10
+# What a larger batch would buy is estimated from the trace of one batch
+# size: for at most this many times the batch that ran. Further is
+# extrapolation the trace cannot support (memory, per-sample costs that stop
+# growing linearly).
+LATENCY_MAX_BATCH_GROWTH = 32
 
 SEVERITIES = ("high", "moderate", "info")
 # In the order they are chosen (docs/VERDICTS.md, "Verdicts").
@@ -125,8 +132,16 @@ def _severity(share, high, moderate):
     return None
 
 
-def _finding(finding_id, severity, message, fix):
-    return {"id": finding_id, "severity": severity, "message": message, "fix": fix}
+def _finding(finding_id, severity, message, fix, expected=None):
+    if expected is None:
+        expected = no_estimate(_NO_ESTIMATE[finding_id])
+    return {
+        "id": finding_id,
+        "severity": severity,
+        "message": message,
+        "fix": fix,
+        "expected": expected,
+    }
 
 
 def judge(run):
@@ -328,7 +343,7 @@ def _input_finding(run, severity):
             ".cache() it when it fits in memory and end it with "
             ".prefetch(tf.data.AUTOTUNE)."
         )
-    return _finding("input_bound", severity, message, fix)
+    return _finding("input_bound", severity, message, fix, _input_estimate(run))
 
 
 def _no_floor_finding(run):
@@ -377,6 +392,7 @@ def _stalls_finding(run):
         "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
         "that is not yet filled: a smaller shuffle buffer, .cache() before "
         ".shuffle(), and .prefetch(tf.data.AUTOTUNE) at the end smooth them.",
+        _input_estimate(run),
     )
 
 
@@ -409,6 +425,7 @@ def _host_finding(run, severity):
         "epoch (update_freq='epoch'); no .numpy() or float() on tensors in "
         "batch hooks; compile(..., steps_per_execution=N) to run N steps per "
         "call from Python.",
+        _host_estimate(run),
     )
 
 
@@ -418,16 +435,46 @@ def _latency_finding(run):
     return _finding(
         "latency_bound",
         severity,
-        f"The input keeps up, yet {run['device']} is busy only "
-        f"{fmt_share(busy)} of each traced step (under "
-        f"{fmt_share(LATENCY_DEVICE_BUSY)}): the {fmt_ms(run['step_ms']['mean'])} ms "
-        "mean step is mostly the fixed cost of launching kernels and "
-        "synchronising with the host, not arithmetic.",
+        f"The input keeps up, yet {_busy_evidence(run)}. The rest is a fixed "
+        "cost paid on every step (the Keras loop, dispatching the step, "
+        "launching kernels and waiting for their results), not arithmetic; "
+        f"our mean steady step is {fmt_ms(run['step_ms']['mean'])} ms.",
         "Give each launch more work: a larger batch; "
         "compile(..., steps_per_execution=N); jit_compile=True to fuse small "
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency.",
+        _batch_estimate(run),
     )
+
+
+def _busy_evidence(run):
+    """`GPU:0 was busy only 2.2% of each traced step: ...`, from the trace.
+
+    The share is the run's `device_busy_fraction`; the milliseconds, kernel
+    counts and durations are the trace windows' per-step means, each quoted
+    only when the trace holds it.
+    """
+    trace = device_trace(run) or {}
+    windows = trace.get("windows") or 0
+    text = (
+        f"{run['device'] or 'the accelerator'} was busy only "
+        f"{fmt_share(run['device_busy_fraction'])} of each traced step (under "
+        f"{fmt_share(LATENCY_DEVICE_BUSY)})"
+    )
+    if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
+        text += (
+            f": {fmt_ms(trace['busy_ms'])} ms of kernels and copies in the "
+            f"{fmt_ms(trace['traced_step_ms'])} ms mean traced step"
+        )
+    kernels = trace.get("kernels")
+    if kernels is not None:
+        text += f" ({fmt_count(kernels)} kernels per step"
+        if trace.get("kernel_mean_us") is not None:
+            text += f", {fmt_ms(trace['kernel_mean_us'])} µs each on average"
+        text += ")"
+    if windows > 1:
+        text += f"; means over {fmt_count(windows)} trace windows"
+    return text
 
 
 def _compute_finding(run, input_severity=None, unjudged=None):
@@ -521,7 +568,7 @@ def _warmup_finding(run, finding_id, severity, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return _finding(finding_id, severity, message, fix)
+    return _finding(finding_id, severity, message, fix, _warmup_estimate(run))
 
 
 def _steps_text(steps, limit=5):
@@ -560,6 +607,7 @@ def _retrace_findings(run):
                 "to bucketed lengths, pass tensors rather than Python values; "
                 "for custom tf.functions use reduce_retracing=True or an "
                 "input_signature.",
+                _spike_estimate(run, _retraced_spikes(run), "retraced steps"),
             )
         )
     unexplained, unexplained_steps = spikes, spike_steps
@@ -599,9 +647,19 @@ def _retrace_findings(run):
                 "building the model shortens garbage-collection pauses. A "
                 "profiler trace window over such a step (profile_steps=...) "
                 "shows what it waited for.",
+                _spike_estimate(run, unexplained, "stalls"),
             )
         )
     return findings
+
+
+def _retraced_spikes(run):
+    """How many spikes the recorded retraces explain (`_retrace_findings`'
+    rule: by step when both lists are known, else by count)."""
+    retraced, spike_steps = set(run["retraces"]["steps"]), run["spike_steps"]
+    if retraced and spike_steps:
+        return len([step for step in spike_steps if step in retraced])
+    return min(run["spikes"] or 0, run["retraces"]["count"] or 0)
 
 
 def _run_findings(run):
@@ -713,6 +771,317 @@ def _run_findings(run):
                 "rate), or compile(..., steps_per_execution=N) to run N steps "
                 "per call; for a model this small the CPU may simply be the "
                 "faster device.",
+                _batch_estimate(run),
             )
         )
     return findings
+
+
+# What a fix would buy: each finding's `expected` (docs/VERDICTS.md, "What a
+# fix would buy"). Every estimate is computed from the run's own numbers and
+# says how (`basis`); where they are missing it says so and claims nothing.
+
+# Why a finding has no estimate.
+_NO_ESTIMATE = {
+    "no_steps": "nothing was measured yet",
+    "incomplete_run": "this finding is about the record, not the speed",
+    "fetch_in_graph": "this finding is about what can be measured, not the speed",
+    "no_fetch_floor": "nothing here is evidence of a slowdown to remove",
+    "compute_bound": (
+        "what a cheaper step buys depends on the change (XLA fusion, mixed "
+        "precision); nothing in this run's numbers predicts it"
+    ),
+    "cpu_ops_on_accelerator_run": (
+        "the time those ops and their copies take is part of compute and not "
+        "recorded apart"
+    ),
+    "cross_device_copies": (
+        "the time the copies take is part of compute and not recorded apart"
+    ),
+}
+_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
+
+
+# How an estimate's speedup is rounded in words: a bound from below never
+# rounds up, a bound from above never rounds down.
+_ROUNDING = {
+    "about": decimal.ROUND_HALF_UP,
+    "at_most": decimal.ROUND_CEILING,
+    "at_least": decimal.ROUND_FLOOR,
+}
+_OPPOSITE = {"about": "about", "at_most": "at_least", "at_least": "at_most"}
+
+
+def _rounded(value, bound="about"):
+    """`value` to two significant digits, with commas: an estimate's words
+    claim no more precision than it has (`3.1`, `10`, `410,000`), rounded
+    so that a bound stays true (`_ROUNDING`); its fields keep the exact
+    figure."""
+    exact = decimal.Decimal(value)
+    if not exact:
+        return "0"
+    quantum = decimal.Decimal(1).scaleb(exact.adjusted() - 1)
+    return format(exact.quantize(quantum, rounding=_ROUNDING[bound]), ",f")
+
+
+def no_estimate(reason):
+    """An `expected` that claims nothing, and says why."""
+    return {
+        "bound": None,
+        "speedup": None,
+        "of": None,
+        "samples_per_s": None,
+        "step_ms": None,
+        "wall_ms": None,
+        "batch_size": None,
+        "capped": False,
+        "basis": reason,
+        "text": "no estimate",
+    }
+
+
+def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_size=None,
+                      capped=False):
+    """What a fix buys in samples/s: a mean step of `step_ms` for
+    `samples_per_step` samples (the run's own by default)."""
+    before = run["samples_per_s"]
+    samples = samples_per_step or run["samples_per_step"]
+    if not before or not samples or not step_ms or step_ms <= 0:
+        return no_estimate("the run's samples per step or samples/s were not recorded")
+    after = samples / step_ms * 1e3
+    speedup = after / before
+    expected = no_estimate(basis)
+    expected.update(
+        bound=bound,
+        speedup=speedup,
+        of="samples_per_s",
+        samples_per_s=after,
+        step_ms=step_ms,
+        batch_size=batch_size,
+        capped=capped,
+        text=(
+            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x the samples/s "
+            f"({_rounded(after, bound)} instead of {fmt_count(before)})"
+        ),
+    )
+    return expected
+
+
+def _fit_wall(run):
+    """(the fit's wall time, whether it was recorded whole): the total the
+    warm-up share is of (the warm-up finding's rule)."""
+    wall = run["wall_ms"]
+    if wall["total"]:
+        return wall["total"], True
+    steady = (run["step_ms"]["mean"] or 0.0) * (run["steady_steps"] or 0)
+    return (run["warmup_ms"] or 0.0) + steady, False
+
+
+def _wall_estimate(run, bound, saved_ms, basis):
+    """What a fix buys in the fit's wall time: `saved_ms` less of it."""
+    before, whole = _fit_wall(run)
+    after = before - saved_ms
+    if not before or after <= 0 or saved_ms <= 0:
+        return no_estimate("the fit's wall time was not recorded")
+    if not whole:
+        basis += (
+            "; the fit's time outside the steps was not recorded, so its wall "
+            "time here is warm-up and steady steps only"
+        )
+    speedup = before / after
+    expected = no_estimate(basis)
+    expected.update(
+        bound=bound,
+        speedup=speedup,
+        of="fit_wall_time",
+        wall_ms=after,
+        text=(
+            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x as fast a fit "
+            f"({_rounded(after, _OPPOSITE[bound])} ms of wall time instead of "
+            f"{fmt_ms(before)} ms)"
+        ),
+    )
+    return expected
+
+
+def _input_estimate(run):
+    """The mean step without the wait above the cost of a ready batch."""
+    step, starved = run["step_ms"]["mean"], run["starved_data_wait_ms"]
+    if step is None or starved is None:
+        return no_estimate("the run's mean step or data wait was not recorded")
+    after = step - min(starved, step)
+    wait = (
+        "wait above the cost of a ready batch"
+        if run["ready_fetch_ms"] is not None
+        else "data wait (no fetch floor was measured, so all of it)"
+    )
+    return _samples_estimate(
+        run,
+        "about",
+        after,
+        f"the {fmt_ms(step)} ms mean step without its {fmt_ms(starved)} ms mean "
+        f"{wait}: {fmt_ms(after)} ms, if the pipeline kept ahead of the step",
+    )
+
+
+def _host_estimate(run):
+    """At most: the mean step without any host overhead."""
+    step, host = run["step_ms"]["mean"], run["host_overhead_ms"]["mean"]
+    if step is None or host is None:
+        return no_estimate("the run's mean step or host overhead was not recorded")
+    after = step - min(host, step)
+    return _samples_estimate(
+        run,
+        "at_most",
+        after,
+        f"the {fmt_ms(step)} ms mean step without any of its {fmt_ms(host)} ms "
+        f"mean host overhead: {fmt_ms(after)} ms; some of the Keras loop always "
+        "remains, so this is a bound",
+    )
+
+
+def _warmup_estimate(run):
+    """At most: the fit's wall time had its warm-up steps taken a steady step."""
+    step = run["step_ms"]["mean"]
+    wall = run["wall_ms"]
+    warmup = wall["warmup"] if wall["total"] and wall["warmup"] is not None else run["warmup_ms"]
+    count = run["warmups"] or 1
+    if step is None or warmup is None:
+        return no_estimate(
+            "no steady step was recorded to set against the warm-up"
+            if step is None
+            else "the warm-up was not recorded"
+        )
+    saved = max(0.0, warmup - count * step)
+    steps = "step" if count == 1 else f"{fmt_count(count)} steps"
+    return _wall_estimate(
+        run,
+        "at_most",
+        saved,
+        f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup)} ms in "
+        f"total) had taken the {fmt_ms(step)} ms mean steady step; compilation "
+        "is never free, so this is a bound",
+    )
+
+
+def _spike_estimate(run, spikes, what):
+    """At least: `spikes` steps each longer than SPIKE_RATIO x the p50 compute
+    were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical one."""
+    compute = run["compute_ms"]["p50"]
+    if not spikes or not compute:
+        return no_estimate(
+            f"none of the {what} was a step longer than {vocabulary.SPIKE_RATIO:g}x "
+            "the p50 compute, so its cost is not set apart from the other steps'"
+        )
+    saved = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute
+    return _wall_estimate(
+        run,
+        "at_least",
+        saved,
+        f"{fmt_count(spikes)} step(s) each took more than "
+        f"{vocabulary.SPIKE_RATIO:g}x the {fmt_ms(compute)} ms p50 compute, so "
+        f"each was at least {fmt_ms((vocabulary.SPIKE_RATIO - 1.0) * compute)} ms "
+        f"longer than a typical step: {fmt_ms(saved)} ms in all",
+    )
+
+
+def device_trace(run):
+    """The device side of a run's trace windows, or `None` without one.
+
+    Means over the windows with a device plane of their per-step means
+    (`summary`): device busy ms, the traced step's ms, kernels and their mean
+    duration, host-to-device bytes. `busy_fraction` is the run's
+    `device_busy_fraction` (the windows' mean share); with one window it is
+    `device_busy_ms / traced_step_ms`. A figure no window holds is `None`.
+
+    Args:
+        run: A run object of `analyze_run`.
+    """
+    windows = [
+        window["summary"]
+        for window in run.get("trace_windows") or ()
+        if window.get("has_device_plane") and isinstance(window.get("summary"), dict)
+    ]
+    if not windows or run.get("device_busy_fraction") is None:
+        return None
+
+    def mean(key):
+        values = [summary.get(key) for summary in windows]
+        if any(value is None for value in values):
+            return None
+        return sum(values) / len(values)
+
+    return {
+        "windows": len(windows),
+        "busy_fraction": run["device_busy_fraction"],
+        "busy_ms": mean("mean_device_busy_ms"),
+        "traced_step_ms": mean("mean_step_ms"),
+        "kernels": mean("mean_kernels"),
+        "kernel_mean_us": mean("mean_kernel_mean_us"),
+        "h2d_bytes": mean("mean_h2d_bytes"),
+        "h2d_ms": mean("mean_h2d_ms"),
+    }
+
+
+def _batch_estimate(run):
+    """A larger batch, from the trace's device time per sample.
+
+    The device time per step grows with the batch (its time per sample, from
+    the trace, at the batch that ran); the rest of the mean step is a fixed
+    cost paid at any batch. The batch N chosen is the largest power of two at
+    which the device would be busy at most half the step, and at most
+    LATENCY_MAX_BATCH_GROWTH times the batch that ran. Samples/s can never
+    exceed the mean step over the device time per step (the device busy all
+    the time); at N it is below that.
+    """
+    trace = device_trace(run)
+    step, batch = run["step_ms"]["mean"], run["samples_per_step"] or run["batch_size"]
+    if trace is None or trace["busy_ms"] is None:
+        return no_estimate(
+            "what a larger batch buys needs the device's time per sample: a "
+            "trace window with a device plane (profile_steps), or runs of this "
+            "model at two batch sizes (see the comparison)"
+        )
+    if not step or not batch:
+        return no_estimate("the run's mean step or batch size was not recorded")
+    busy = min(trace["busy_ms"], step)
+    fixed = step - busy
+    if busy <= 0 or fixed <= 0:
+        return no_estimate(
+            "the trace shows no device time, or no time outside it, to set apart"
+        )
+    per_sample = busy / batch
+    half = batch * fixed / busy
+    limit = LATENCY_MAX_BATCH_GROWTH * batch
+    capped = half > limit
+    target = 1
+    while target * 2 <= min(half, limit):
+        target *= 2
+    if target <= batch:
+        return no_estimate(
+            f"the device is already busy {fmt_share(busy / step)} of the mean "
+            "step: a larger batch fills little more of it"
+        )
+    after = fixed + per_sample * target
+    why = (
+        f"the largest power of two up to {fmt_count(limit)}, "
+        f"{fmt_count(LATENCY_MAX_BATCH_GROWTH)}x the batch that ran; capped there: "
+        "the device would be busy half the step only at about "
+        f"{fmt_count(half)} samples, further than one traced batch size supports"
+        if capped
+        else f"the largest power of two up to {fmt_count(half)}, the batch at "
+        "which the device would be busy half the step"
+    )
+    return _samples_estimate(
+        run,
+        "about",
+        after,
+        f"the trace's {fmt_ms(busy)} ms of device time per step for "
+        f"{fmt_count(batch)} samples is {fmt_ms(per_sample * 1e3)} µs per sample; "
+        f"the rest of the {fmt_ms(step)} ms mean step, {fmt_ms(fixed)} ms, is a "
+        f"fixed cost paid at any batch. At batch {fmt_count(target)} ({why}) a "
+        f"step would take about {fmt_ms(after)} ms",
+        samples_per_step=target,
+        batch_size=target,
+        capped=capped,
+    )

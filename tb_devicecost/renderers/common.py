@@ -51,6 +51,18 @@ def verdict_text(run):
     return text
 
 
+def expected_text(finding):
+    """`about 3.1x the samples/s (...). How: ...`: what a finding's fix would
+    buy and how that was estimated, or why there is no estimate; `None` for
+    a finding without `expected` (a report of an older version)."""
+    expected = finding.get("expected")
+    if not isinstance(expected, dict):
+        return None
+    if expected.get("speedup") is None:
+        return f"no estimate: {expected.get('basis')}."
+    return f"{expected.get('text')}. How: {expected.get('basis')}."
+
+
 def is_baseline(row):
     """Whether a comparison row is a baseline (a run compared with itself)."""
     return row.get("is_baseline", row["run"] == row.get("against"))

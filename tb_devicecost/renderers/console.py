@@ -150,6 +150,9 @@ def render(report, logdir=None, ascii_only=False):
             lines.append(f"  [{finding['severity']}] {finding['id']}")
             lines.append(_wrap(finding["message"], "    "))
             lines.append(_wrap("Fix: " + finding["fix"], "    "))
+            expected = common.expected_text(finding)
+            if expected:
+                lines.append(_wrap("Expected: " + expected, "    "))
         for problem in run["problems"]:
             lines.append(_wrap("Note: " + problem, "  "))
 

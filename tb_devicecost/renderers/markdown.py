@@ -96,6 +96,10 @@ def render(report):
                 f"{_md_cell(finding['message'])}  "
             )
             lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
+            expected = common.expected_text(finding)
+            if expected:
+                lines[-1] += "  "
+                lines.append(f"  *Expected:* {_md_cell(expected)}")
         for problem in run["problems"]:
             lines.append(f"- *Note:* {_md_cell(problem)}")
     comparison = report["comparison"]
