@@ -18,6 +18,7 @@ from werkzeug import exceptions as http_exceptions
 from werkzeug import wrappers
 
 from tb_devicecost import analysis
+from tb_devicecost.analysis import workers
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
@@ -137,13 +138,15 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     # Implementations: plain data in, plain data out.
 
     def runs_impl(self, ctx, experiment, baseline=None):
+        scan = reader.scan_if_local(self._logdir)
         records, unread = reader.read_logdir(
             self._data_provider,
-            reader.scan_if_local(self._logdir),
+            scan,
             ctx,
             experiment_id=experiment,
             series_points=0,
         )
+        records = self._with_process_series(ctx, experiment, records, scan)
         known = {record.run for record in records}
         if baseline is not None and baseline not in known:
             raise errors.NotFoundError(
@@ -186,10 +189,41 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             results[run] = (result, by_run[run])
         return results
 
+    def _with_process_series(self, ctx, experiment, records, scan):
+        """`records`, with the per-step series of the runs of multi-process
+        jobs read (only theirs): the report's `workers` lines their steps up."""
+        names = workers.without_series(records)
+        if not names:
+            return records
+        again, _ = reader.read_logdir(
+            self._data_provider, scan, ctx, experiment_id=experiment, runs=names
+        )
+        by_name = {record.run: record for record in again}
+        return [by_name.get(record.run, record) for record in records]
+
+    def _straggler_finding(self, ctx, experiment, record):
+        """The `straggler` finding of the job `record`'s process belongs
+        to, as the report attaches it (`None` when there is none)."""
+        if workers.process_of(record) is None:
+            return None
+        scan = reader.scan_if_local(self._logdir)
+        records, _ = reader.read_logdir(
+            self._data_provider, scan, ctx, experiment_id=experiment, series_points=0
+        )
+        members = self._with_process_series(
+            ctx, experiment, workers.same_group(records, record), scan
+        )
+        analysed = [analysis.analyze_record(member)[0] for member in members]
+        groups = workers.build_workers(members, [run for run in analysed if run])
+        return groups[0]["finding"] if groups else None
+
     def run_impl(self, ctx, experiment, run):
         result, record = self._analysed(
             ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
         )[run]
+        finding = self._straggler_finding(ctx, experiment, record)
+        if finding is not None:
+            result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
         result["profile"] = self._profile_links(run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)

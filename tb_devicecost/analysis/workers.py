@@ -303,9 +303,10 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     skew = group["skew_ms"]
     severity = "high" if share >= STRAGGLER_HIGH - 1e-12 else "moderate"
     message = (
-        f"Process {straggler['process_index']} ({straggler['run']}) holds the "
-        f"other {others} process{'es' if others != 1 else ''} back: "
-        f"{fmt_share(share)} of every process's step time is spent waiting for "
+        f"Process {straggler['process_index']} ({straggler['run']}) holds "
+        + ("the other process" if others == 1 else f"the other {others} processes")
+        + " back: "
+        f"{fmt_share(share)} of all the processes' step time together is spent waiting for "
         f"it, inside their compute (the all-reduce waits for the last process). "
         f"The processes arrive {fmt_ms(skew['p50'])} ms apart at p50 and "
         f"{fmt_ms(skew['p90'])} ms at p90, over {group['aligned_steps']} aligned "
@@ -403,3 +404,27 @@ def attach_findings(workers, runs):
             run = by_name.get(entry["run"])
             if run is not None:
                 run["findings"] = list(run.get("findings") or []) + [finding]
+
+
+def without_series(records):
+    """Names of the runs of multi-process jobs among `records` whose
+    per-step series were not read (a reader asked for none): lining the
+    processes up needs them."""
+    names = []
+    for record in records:
+        series = record_module._as_dict(record_module._field(record, "series"))
+        if process_of(record) is not None and not len(series.get(vocabulary.STEP, ())):
+            names.append(record_module.run_name(record))
+    return names
+
+
+def same_group(records, record):
+    """The records of `records` from the same multi-process job as `record`
+    (itself included), or `[]` when it is not one process of a job."""
+    found = process_of(record)
+    if found is None:
+        return []
+    return [
+        other for other in records
+        if (process_of(other) or (None,))[0] == found[0]
+    ]

@@ -202,6 +202,8 @@ def render(report, logdir=None, ascii_only=False):
             if not common.is_baseline(row):
                 lines.append(_wrap("- " + row["explanation"], "  ").replace("  - ", "- ", 1))
 
+    lines.extend(_workers_lines(report.get("workers") or []))
+
     if report["skipped"]:
         lines.append("")
         lines.append("SKIPPED")
@@ -209,6 +211,46 @@ def render(report, logdir=None, ascii_only=False):
             lines.append(_wrap(f"{item['run']}: {item['reason']}", "  "))
     text = "\n".join(lines) + "\n"
     return _ascii(text) if ascii_only else text
+
+
+def _workers_lines(groups):
+    """The processes of each distributed job side by side, and its straggler."""
+    lines = []
+    for group in groups:
+        lines.append("")
+        # A process's run is the group's name with `process_<index>` in it.
+        lines.append(_fit(
+            f"PROCESSES of {group['group']}: {group['process_count']}, "
+            f"{group['aligned_steps']} steps aligned, skew p50 "
+            f"{fmt_ms_unit(group['skew_ms']['p50'])} p90 "
+            f"{fmt_ms_unit(group['skew_ms']['p90'])}"
+        ))
+        lines.append(
+            f"  {'PROCESS':<8} {'STEP p50':>10} {'WAITS p50':>10} {'WAIT':>6} "
+            f"{'LOST TO IT':>10} VERDICT"
+        )
+        for entry in group["runs"]:
+            marker = "*" if entry["run"] == group["straggler"] else " "
+            lines.append(_fit(
+                f" {marker}{entry['process_index']:<8} "
+                f"{fmt_ms_unit((entry['step_ms'] or {}).get('p50')):>10} "
+                f"{fmt_ms_unit(entry['wait_ms']['p50']):>10} "
+                f"{fmt_share(entry['wait_share']):>6} "
+                f"{fmt_share(entry['lost_share']):>10} "
+                f"{entry['verdict'] or MISSING}"
+            ))
+        if group["missing_processes"]:
+            missing = ", ".join(str(index) for index in group["missing_processes"])
+            lines.append(_wrap(f"Not recorded: process {missing}.", "  "))
+        if group["straggler"]:
+            lines.append(_wrap(
+                f"* straggler: process {group['straggler_index']}, "
+                f"{fmt_share(group['straggler_share'])} of all the processes' step time "
+                f"lost to it, cause {group['cause'] or MISSING} (finding "
+                "`straggler` above)", "  "))
+        else:
+            lines.append(_wrap("No straggler: the processes keep pace.", "  "))
+    return lines
 
 
 def _fit(line, width=WIDTH):

@@ -143,6 +143,7 @@ def render(report):
         for row in comparison["rows"]:
             if not common.is_baseline(row):
                 lines.append(f"- {_md_cell(row['explanation'])}")
+    lines.extend(_workers_table(report.get("workers") or []))
     if report["skipped"]:
         lines.append("")
         lines.append("### Skipped")
@@ -150,6 +151,42 @@ def render(report):
         for item in report["skipped"]:
             lines.append(f"- {_md_code(item['run'])}: {_md_cell(item['reason'])}")
     return "\n".join(lines) + "\n"
+
+
+def _workers_table(groups):
+    """The processes of each distributed job side by side (Markdown lines)."""
+    lines = []
+    for group in groups:
+        skew = group["skew_ms"]
+        lines += [
+            "",
+            f"### Processes of {_md_code(group['group'])}",
+            "",
+            f"{group['process_count']} processes, {group['aligned_steps']} steps "
+            f"aligned; skew p50 {fmt_ms_unit(skew['p50'])}, p90 "
+            f"{fmt_ms_unit(skew['p90'])}.",
+            "",
+            "| Process | Run | Step p50 | Waits p50 | Wait share | Lost to it | Verdict |",
+            "|---:|---|---:|---:|---:|---:|---|",
+        ]
+        for entry in group["runs"]:
+            straggler = " (straggler)" if entry["run"] == group["straggler"] else ""
+            lines.append(
+                f"| {entry['process_index']}{straggler} | {_md_code(entry['run'])} "
+                f"| {fmt_ms_unit((entry['step_ms'] or {}).get('p50'))} "
+                f"| {fmt_ms_unit(entry['wait_ms']['p50'])} "
+                f"| {fmt_share(entry['wait_share'])} | {fmt_share(entry['lost_share'])} "
+                f"| {_md_cell(entry['verdict'] or MISSING)} |"
+            )
+        lines.append("")
+        lines.append(
+            f"Straggler: process {group['straggler_index']}, "
+            f"{fmt_share(group['straggler_share'])} of all the processes' step time lost "
+            f"to it, cause `{_md_cell(group['cause'] or MISSING)}`."
+            if group["straggler"]
+            else "No straggler: the processes keep pace."
+        )
+    return lines
 
 
 def _wall_table(runs):
