@@ -15,7 +15,15 @@ measures:
   cached) to the frame in which all runs' `.dc-run-row` rows are visible in
   the tab's iframe; median over `--loads` page loads.
 
-Targets: each route under 200 ms (median), first render under 1.5 s (median).
+Then it times `tb-devicecost report --json` on the log directory under
+`/usr/bin/time -v` (wall time and peak memory, `--report-runs` times, in a
+fresh process each), and prints the event files' bytes per recorded step.
+
+Targets (docs/PERFORMANCE.md, issue 15): `/runs` under 100 ms and `/run`
+under 200 ms (median), first render under 1.5 s (2 s from 200 runs on);
+the report under 3 s and 200 MB for one run of 1,000,000 steps, under 10 s
+and 300 MB for 200 runs of 10,000 steps with that run beside them
+(`--extra-run-steps 1000000`); at most 64 bytes per recorded step.
 
 The log directory is cached (under the system temporary directory, or
 `--logdir`); `--reuse` skips writing it again when it was written with the
@@ -26,7 +34,8 @@ implementations are profiled in this process over TensorBoard's Rust data
 server (the default loader's) and over a `MultiplexerDataProvider`.
 
 Usage: python benchmarks/plugin_latency.py [--runs 20] [--steps 50000]
-    [--requests 30] [--loads 5] [--logdir DIR] [--reuse] [--profile]
+    [--extra-run-steps N] [--requests 30] [--loads 5] [--report-runs 3]
+    [--no-tab] [--logdir DIR] [--reuse] [--profile]
 """
 
 import argparse
@@ -35,8 +44,10 @@ import contextlib
 import json
 import os
 import shutil
+import re
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,8 +60,15 @@ import numpy as np  # noqa: E402
 
 from tb_devicecost import serve  # noqa: E402
 
+RUNS_TARGET_MS = 100.0
 ROUTE_TARGET_MS = 200.0
 RENDER_TARGET_MS = 1500.0
+# From this many runs on, the first render's target (issue 15: 201 runs).
+MANY_RUNS = 200
+MANY_RUNS_RENDER_TARGET_MS = 2000.0
+BYTES_PER_STEP_TARGET = 64.0
+# The report's targets: (seconds, MB of peak resident memory), by log directory.
+REPORT_TARGETS = {"one_long_run": (3.0, 200.0), "many_runs": (10.0, 300.0)}
 # In the log directory: what it holds and whether it is complete, for `--reuse`.
 MARKER = "plugin_latency.json"
 ROW_SELECTOR = ".dc-run-row"
@@ -73,23 +91,25 @@ BATCH_SIZES = (32, 64, 128, 256)
 # Writing the log directory.
 
 
-def run_plan(runs, steps):
-    """One entry per run: its name and how its steps are drawn."""
+def run_plan(runs, steps, extra_run_steps=0):
+    """One entry per run: its name and how its steps are drawn; with
+    `extra_run_steps`, one more run (`long/train`) of that many steps."""
     names = list(PROFILES)
     plan = []
-    for index in range(runs):
+    for index in range(runs + (1 if extra_run_steps else 0)):
         profile = names[index % len(names)]
+        extra = index == runs
         plan.append(
             {
                 "index": index,
-                "run": f"r{index:02d}_{profile}/train",
+                "run": "long/train" if extra else f"r{index:02d}_{profile}/train",
                 "profile": profile,
                 # Different speeds within a profile (a "faster device").
                 "scale": 0.5 + (index * 0.37) % 1.5,
                 "batch_size": BATCH_SIZES[index % len(BATCH_SIZES)],
                 "sessions": 1 + index % 3,
                 "epochs_per_session": 4,
-                "steps": steps,
+                "steps": extra_run_steps if extra else steps,
             }
         )
     return plan
@@ -142,7 +162,23 @@ def write_run(logdir, entry):
         recorder.begin_step, recorder.end_fetch, recorder.end_compute
     )
     batch_size = entry["batch_size"]
-    for step, (w, c, h) in enumerate(zip(wait.tolist(), compute.tolist(), host.tolist())):
+    # The writing process's resident memory after a tenth of the steps and
+    # at the end: the recorder's memory must not grow with the steps.
+    tenth = max(1, steps // 10)
+    rss = {}
+    # Python floats a chunk at a time: the benchmark's own lists must not
+    # hide the recorder's memory.
+    chunk = 10_000
+    chunks = (
+        (begin + offset, values)
+        for begin in range(0, steps, chunk)
+        for offset, values in enumerate(zip(wait[begin:begin + chunk].tolist(),
+                                            compute[begin:begin + chunk].tolist(),
+                                            host[begin:begin + chunk].tolist()))
+    )
+    for step, (w, c, h) in chunks:
+        if step == tenth:
+            rss["tenth"] = resident_mb()
         if step % session_length == 0:
             recorder.begin_session(info)
         elif (step % session_length) % epoch_length == 0:
@@ -157,7 +193,14 @@ def write_run(logdir, entry):
         now[0] += h
     recorder.boundary()
     recorder.end_session()
-    return entry["run"]
+    rss["end"] = resident_mb()
+    return entry["run"], steps, rss
+
+
+def resident_mb():
+    """This process's resident memory now (Linux), in MB."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def read_marker(logdir):
@@ -168,15 +211,19 @@ def read_marker(logdir):
         return None
 
 
-def build_logdir(logdir, runs, steps, reuse):
-    """Writes the runs into `logdir` (unless reusable); returns their names."""
-    plan = run_plan(runs, steps)
+def build_logdir(logdir, runs, steps, reuse, extra_run_steps=0):
+    """Writes the runs into `logdir` (unless reusable); returns
+    `{run: steps}`."""
+    plan = run_plan(runs, steps, extra_run_steps)
     names = [entry["run"] for entry in plan]
     marker = read_marker(logdir)
-    wanted = {"runs": runs, "steps": steps, "names": names, "complete": True}
+    wanted = {"runs": runs, "steps": steps, "extra_run_steps": extra_run_steps,
+              "names": names, "complete": True}
+    expected = {entry["run"]: entry["steps"] for entry in plan}
     if reuse and marker and {key: marker.get(key) for key in wanted} == wanted:
-        print(f"Reusing the log directory {logdir} ({runs} runs x {steps} steps)")
-        return names
+        print(f"Reusing the log directory {logdir} ({runs} runs x {steps} steps"
+              + (f" and one of {extra_run_steps}" if extra_run_steps else "") + ")")
+        return expected
     if os.path.isdir(logdir) and os.listdir(logdir):
         if marker is None:
             raise SystemExit(
@@ -188,13 +235,23 @@ def build_logdir(logdir, runs, steps, reuse):
     # Marked as ours before anything else, so an interrupted write is redone.
     write_marker(logdir, dict(wanted, complete=False))
     workers = max(1, min(len(plan), os.cpu_count() or 1))
-    print(f"Writing {runs} runs x {steps} steps into {logdir} ({workers} processes)...",
-          flush=True)
+    print(f"Writing {runs} runs x {steps} steps"
+          + (f" and one of {extra_run_steps}" if extra_run_steps else "")
+          + f" into {logdir} ({workers} processes)...", flush=True)
     started = time.perf_counter()
     pool = concurrent.futures.ProcessPoolExecutor(workers)
     try:
-        for _ in pool.map(write_run, [logdir] * len(plan), plan):
-            pass
+        # The longest first, so it does not finish alone at the end.
+        longest_first = sorted(plan, key=lambda entry: -entry["steps"])
+        longest = None
+        for run, steps_written, rss in pool.map(
+                write_run, [logdir] * len(plan), longest_first, chunksize=4):
+            if longest is None or steps_written > longest[1]:
+                longest = (run, steps_written, rss)
+        run, steps_written, rss = longest
+        print(f"Recorder process resident memory writing {run} ({steps_written:,} steps): "
+              f"{rss.get('tenth', float('nan')):.1f} MB after a tenth of the steps, "
+              f"{rss['end']:.1f} MB at the end", flush=True)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     seconds = time.perf_counter() - started
@@ -206,7 +263,7 @@ def build_logdir(logdir, runs, steps, reuse):
     )
     write_marker(logdir, dict(wanted, bytes=size, written_s=round(seconds, 1)))
     print(f"Wrote {size / 1e6:.1f} MB in {seconds:.1f} s", flush=True)
-    return names
+    return expected
 
 
 def write_marker(logdir, content):
@@ -218,18 +275,21 @@ def write_marker(logdir, content):
 
 
 @contextlib.contextmanager
-def tensorboard(logdir, names, steps, log_path):
+def tensorboard(logdir, steps_by_run, log_path):
     """A real `tensorboard` (default loader) serving every run complete.
 
     Yields its URL. Ready when each run is listed by the `runs` route with
     all its steps and a complete status: the newest aggregate is the last
     thing in each event file, so the whole file has been read.
     """
+    names = list(steps_by_run)
     expected = set(names)
     served = [0]
 
     def all_complete(runs):
-        complete = {run["run"] for run in runs if run.get("steps") == steps and run.get("status") == "complete"}
+        complete = {run["run"] for run in runs
+                    if run.get("steps") == steps_by_run.get(run["run"])
+                    and run.get("status") == "complete"}
         served[0] = len(complete & expected)
         return complete >= expected
 
@@ -545,14 +605,49 @@ def summarise(values):
            f"min {min(values):.1f} ms, max {max(values):.1f} ms"
 
 
+def measure_report(logdir, repeats):
+    """`tb-devicecost report LOGDIR --json` under `/usr/bin/time -v`, in a
+    fresh process each time: `[(wall seconds, peak MB)]`."""
+    results = []
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "tb_devicecost", "report",
+               logdir, "--json"]
+    for _ in range(repeats):
+        completed = subprocess.run(command, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True, check=False)
+        if completed.returncode != 0:
+            raise RuntimeError(f"the report failed: {completed.stderr[-2000:]}")
+        wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)",
+                         completed.stderr)
+        peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", completed.stderr)
+        hours, minutes, seconds = wall.groups()
+        results.append((int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds),
+                        int(peak.group(1)) / 1024))
+    return results
+
+
+def event_file_bytes(logdir):
+    return sum(
+        os.path.getsize(os.path.join(directory, name))
+        for directory, _, files in os.walk(logdir)
+        for name in files
+        if "tfevents" in name
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--steps", type=int, default=50000)
+    parser.add_argument("--extra-run-steps", type=int, default=0,
+                        help="one more run (long/train) of this many steps")
     parser.add_argument("--requests", type=int, default=30,
                         help="timed requests per route (alternated)")
     parser.add_argument("--loads", type=int, default=5,
                         help="fresh page loads timed in Chromium")
+    parser.add_argument("--report-runs", type=int, default=3,
+                        help="times `tb-devicecost report` is timed (0: not timed)")
+    parser.add_argument("--no-tab", action="store_true",
+                        help="time only the report (no TensorBoard, no browser)")
     parser.add_argument("--logdir", default=None,
                         help="where the runs are written (default: a cache directory "
                              "under the system temporary directory)")
@@ -561,84 +656,113 @@ def main():
     parser.add_argument("--profile", action="store_true",
                         help="profile the routes' implementations even if they meet the target")
     args = parser.parse_args()
-    if args.runs < 1 or args.steps < 10 or args.requests < 1 or args.loads < 1:
+    if (args.runs < 1 or args.steps < 10 or args.requests < 1 or args.loads < 1
+            or args.extra_run_steps < 0 or args.report_runs < 0):
         parser.error("--runs, --requests and --loads must be positive, --steps at least 10")
 
+    suffix = f"+{args.extra_run_steps}" if args.extra_run_steps else ""
     logdir = os.path.abspath(args.logdir or os.path.join(
-        tempfile.gettempdir(), f"tb-devicecost-plugin-latency-{args.runs}x{args.steps}"
+        tempfile.gettempdir(),
+        f"tb-devicecost-plugin-latency-{args.runs}x{args.steps}{suffix}",
     ))
     # SIGTERM unwinds like Ctrl-C, so TensorBoard and Chromium are stopped.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
 
-    names = build_logdir(logdir, args.runs, args.steps, args.reuse)
-    size = (read_marker(logdir) or {}).get("bytes")
+    steps_by_run = build_logdir(logdir, args.runs, args.steps, args.reuse,
+                                args.extra_run_steps)
+    names = list(steps_by_run)
+    size = event_file_bytes(logdir)
+    total_steps = sum(steps_by_run.values())
+    bytes_per_step = size / total_steps
     measured_run = names[0]
-    scratch = tempfile.mkdtemp(prefix="tb-devicecost-latency-")
-    log_path = os.path.join(scratch, "tensorboard.log")
-    try:
-        with tensorboard(logdir, names, args.steps, log_path) as (url, _):
-            routes = measure_routes(url, measured_run, args.requests)
-            renders, walls, page_errors, milestones = measure_first_render(
-                url, len(names), args.loads
-            )
-            loader = loader_in_use(log_path)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    shape = f"{args.runs}x{args.steps}" + suffix
+    many = len(names) >= MANY_RUNS
+    render_target = MANY_RUNS_RENDER_TARGET_MS if many else RENDER_TARGET_MS
+    verdicts = {"bytes_per_step": bytes_per_step <= BYTES_PER_STEP_TARGET}
+    summary = [f"{bytes_per_step:.1f} B/step ({mark(verdicts['bytes_per_step'])} "
+               f"<={BYTES_PER_STEP_TARGET:.0f})"]
 
     print()
-    print(f"Log directory: {logdir}: {len(names)} runs x {args.steps} steps"
-          + (f", {size / 1e6:.1f} MB of event files" if size else ""))
-    print(f"Machine: {os.cpu_count()} CPUs, {cpu_model()}; TensorBoard loader: {loader}")
-    for name in ("runs", "run"):
-        result = routes[name]
-        label = "GET /data/plugin/devicecost/runs" if name == "runs" else \
-            f"GET /data/plugin/devicecost/run?run={measured_run}"
-        print(f"{label}: {summarise(result['ms'])} over {len(result['ms'])} requests; "
-              f"first (untimed warm-up) {result['cold']:.1f} ms; {result['bytes'] / 1e3:.1f} kB")
-    print(f"First render of the tab ({len(names)} rows visible, from navigation start): "
-          f"{summarise(renders)} over {len(renders)} fresh loads; "
-          f"each: {', '.join(f'{value:.0f}' for value in renders)} ms")
-    print(f"  wall clock from page.goto to detection: median {statistics.median(walls):.0f} ms")
-    steps = [
-        ("TensorBoard page DOMContentLoaded", "dom_content_loaded"),
-        ("/data/plugins_listing received", "plugins_listing"),
-        ("tab iframe navigation start", "iframe_start"),
-        ("devicecost/runs received in the iframe", "runs_fetched"),
-        ("all rows visible", "rendered"),
-    ]
-    for label, key in steps:
-        values = [marks[key] for marks in milestones if marks.get(key) is not None]
-        if values:
-            print(f"  {label:40s} median {statistics.median(values):7.0f} ms after navigation start")
-    if page_errors:
-        print(f"Page errors: {page_errors[:3]}")
-    print(f"Targets: each route median < {ROUTE_TARGET_MS:.0f} ms; "
-          f"first render median < {RENDER_TARGET_MS:.0f} ms")
+    print(f"Log directory: {logdir}: {len(names)} runs, {total_steps:,} steps, "
+          f"{size / 1e6:.1f} MB of event files: {bytes_per_step:.1f} bytes per recorded step")
+    print(f"Machine: {os.cpu_count()} CPUs, {cpu_model()}")
 
-    runs_ms = statistics.median(routes["runs"]["ms"])
-    run_ms = statistics.median(routes["run"]["ms"])
-    render_ms = statistics.median(renders)
-    verdicts = {
-        "runs": runs_ms < ROUTE_TARGET_MS,
-        "run": run_ms < ROUTE_TARGET_MS,
-        "render": render_ms < RENDER_TARGET_MS,
-    }
-    if args.profile or not (verdicts["runs"] and verdicts["run"]):
-        profile_routes(logdir, measured_run, len(names))
+    if args.report_runs:
+        report = measure_report(logdir, args.report_runs)
+        seconds = statistics.median(wall for wall, _ in report)
+        peak = max(megabytes for _, megabytes in report)
+        target_s, target_mb = REPORT_TARGETS["many_runs" if len(names) > 1 else "one_long_run"]
+        verdicts["report"] = seconds < target_s and peak < target_mb
+        print(f"tb-devicecost report --json (/usr/bin/time -v, {len(report)} fresh processes): "
+              f"wall {', '.join(f'{wall:.2f}' for wall, _ in report)} s; "
+              f"peak RSS {', '.join(f'{mb:.0f}' for _, mb in report)} MB")
+        summary.append(f"report median {seconds:.2f} s, peak {peak:.0f} MB "
+                       f"({mark(verdicts['report'])} <{target_s:.0f} s, <{target_mb:.0f} MB)")
 
-    def mark(ok):
-        return "PASS" if ok else "FAIL"
-
-    print(
-        f"SUMMARY runs={args.runs}x{args.steps}: "
-        f"/runs median {runs_ms:.1f} ms p90 {percentile(routes['runs']['ms'], 90):.1f} ms "
-        f"({mark(verdicts['runs'])} <{ROUTE_TARGET_MS:.0f}); "
-        f"/run median {run_ms:.1f} ms p90 {percentile(routes['run']['ms'], 90):.1f} ms "
-        f"({mark(verdicts['run'])} <{ROUTE_TARGET_MS:.0f}); "
-        f"first render median {render_ms:.0f} ms ({mark(verdicts['render'])} "
-        f"<{RENDER_TARGET_MS:.0f}); overall {mark(all(verdicts.values()))}"
-    )
+    if not args.no_tab:
+        scratch = tempfile.mkdtemp(prefix="tb-devicecost-latency-")
+        log_path = os.path.join(scratch, "tensorboard.log")
+        try:
+            with tensorboard(logdir, steps_by_run, log_path) as (url, _):
+                routes = measure_routes(url, measured_run, args.requests)
+                renders, walls, page_errors, milestones = measure_first_render(
+                    url, len(names), args.loads
+                )
+                loader = loader_in_use(log_path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"TensorBoard loader: {loader}")
+        for name in ("runs", "run"):
+            result = routes[name]
+            label = "GET /data/plugin/devicecost/runs" if name == "runs" else \
+                f"GET /data/plugin/devicecost/run?run={measured_run}"
+            print(f"{label}: {summarise(result['ms'])} over {len(result['ms'])} requests; "
+                  f"first (untimed warm-up) {result['cold']:.1f} ms; "
+                  f"{result['bytes'] / 1e3:.1f} kB")
+        print(f"First render of the tab ({len(names)} rows visible, from navigation start): "
+              f"{summarise(renders)} over {len(renders)} fresh loads; "
+              f"each: {', '.join(f'{value:.0f}' for value in renders)} ms")
+        print(f"  wall clock from page.goto to detection: median {statistics.median(walls):.0f} ms")
+        steps = [
+            ("TensorBoard page DOMContentLoaded", "dom_content_loaded"),
+            ("/data/plugins_listing received", "plugins_listing"),
+            ("tab iframe navigation start", "iframe_start"),
+            ("devicecost/runs received in the iframe", "runs_fetched"),
+            ("all rows visible", "rendered"),
+        ]
+        for label, key in steps:
+            values = [marks[key] for marks in milestones if marks.get(key) is not None]
+            if values:
+                print(f"  {label:40s} median {statistics.median(values):7.0f} ms "
+                      "after navigation start")
+        if page_errors:
+            print(f"Page errors: {page_errors[:3]}")
+        runs_ms = statistics.median(routes["runs"]["ms"])
+        run_ms = statistics.median(routes["run"]["ms"])
+        render_ms = statistics.median(renders)
+        verdicts.update(
+            runs=runs_ms < RUNS_TARGET_MS,
+            run=run_ms < ROUTE_TARGET_MS,
+            render=render_ms < render_target,
+        )
+        if args.profile or not (verdicts["runs"] and verdicts["run"]):
+            profile_routes(logdir, measured_run, len(names))
+        summary[:0] = [
+            f"/runs median {runs_ms:.1f} ms p90 {percentile(routes['runs']['ms'], 90):.1f} ms "
+            f"{routes['runs']['bytes'] / 1e3:.0f} kB ({mark(verdicts['runs'])} "
+            f"<{RUNS_TARGET_MS:.0f})",
+            f"/run median {run_ms:.1f} ms p90 {percentile(routes['run']['ms'], 90):.1f} ms "
+            f"({mark(verdicts['run'])} <{ROUTE_TARGET_MS:.0f})",
+            f"first render median {render_ms:.0f} ms ({mark(verdicts['render'])} "
+            f"<{render_target:.0f})",
+        ]
+    print(f"SUMMARY runs={shape}: " + "; ".join(summary)
+          + f"; overall {mark(all(verdicts.values()))}")
     return 0 if all(verdicts.values()) else 1
+
+
+def mark(ok):
+    return "PASS" if ok else "FAIL"
 
 
 def cpu_model():
