@@ -13,6 +13,7 @@ import re
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record
+from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
@@ -28,6 +29,9 @@ SAME_COMPONENT_RATIO = 0.10
 # and longer by at least WARMUP_NOTE_MS.
 WARMUP_NOTE_RATIO = 2.0
 WARMUP_NOTE_MS = 100.0
+# A device's step reads "about X ms whatever the batch" when, at the largest
+# batch measured, its per-sample part is under this share of its fixed cost.
+FLAT_STEP_SHARE = 0.25
 
 _LABELS = {
     "data_wait": "data wait",
@@ -38,6 +42,13 @@ _LABELS = {
 # whose names differ only in such words are the same model on two devices.
 _DEVICE_WORD = re.compile(
     r"(?<![a-z0-9])(cpu|gpu|tpu|cuda|mps|xpu)(?:[:_]?\d+)?(?![a-z])", re.IGNORECASE
+)
+# A batch size named in a run name: `b32`, `bs64`, `batch_128`... Runs whose
+# names differ only in device and batch words are the same model at other
+# batch sizes, when each name's number is its run's batch size.
+_BATCH_WORD = re.compile(
+    r"(?<![a-z0-9])(?:b|bs|batch|batch_size|batchsize)[_-]?(\d{1,9})(?![0-9])",
+    re.IGNORECASE,
 )
 
 
@@ -162,7 +173,7 @@ def default_baseline(results):
     return _plan(results, None)[1]
 
 
-def compare_runs(results, baseline=None):
+def compare_runs(results, baseline=None, context=None):
     """Runs against a baseline: speedups, differences, reasons in words.
 
     Like is compared with like: a training run with a training run, a
@@ -177,6 +188,9 @@ def compare_runs(results, baseline=None):
             sibling are left out. Defaults to each run's same model trained
             on the CPU (see `default_baseline`); runs without one are left
             out.
+        context: Run objects whose numbers may explain the comparison
+            without being compared: the same model at other batch sizes
+            (see `scaling`). Defaults to `results`.
 
     Returns:
         `None` when nothing is compared (fewer than two runs, or no run has
@@ -184,7 +198,8 @@ def compare_runs(results, baseline=None):
         text, "baselines": [...], "statistic": "mean", "rows": [...]}`: a
         row per compared run, each baseline included (`is_baseline`,
         speedup 1.0, explanation `"baseline"`); `against` names the run
-        each row is compared with. Speedups and differences are of mean
+        each row is compared with; `parts` and `scaling` hold the numbers
+        the explanation quotes (docs/CLI.md, "Comparison"). Speedups and differences are of mean
         steady-state steps (`statistic`): throughput is what a mean gives.
 
     Raises:
@@ -202,7 +217,8 @@ def compare_runs(results, baseline=None):
     pairs, chosen, reason = _plan(results, baseline)
     if not pairs:
         return None
-    rows = [_compare(by_name[name], by_name[base]) for name, base in pairs]
+    context = [result for result in (context or results) if result is not None]
+    rows = [_compare(by_name[name], by_name[base], context) for name, base in pairs]
     return {
         "baseline": chosen,
         "baseline_reason": reason,
@@ -228,7 +244,7 @@ def _per_sample(result, name):
     return mean / samples * 1000.0
 
 
-def _compare(run, base):
+def _compare(run, base, context=()):
     same_run = run["run"] == base["run"]
     # Means, like samples/s and the per-step deltas beside it: a median
     # would hide rare long stalls and could even flip the direction.
@@ -272,10 +288,13 @@ def _compare(run, base):
         "warmup_ms": run["warmup_ms"],
         "verdict": run["verdict"],
     }
+    row["scaling"] = None if same_run else scaling(run, base, context)
+    row["parts"] = None if same_run else _parts(run, base, row["scaling"])
     row["explanation"] = (
         "baseline" if same_run else _explain(run, base, row, per_step,
                                              base_per_step, per_1000,
                                              base_per_1000)
+        + _why(run, base, row)
     )
     return row
 
@@ -396,3 +415,263 @@ def _reason(component, run, base, higher):
     if higher:
         return ": more time in the Keras loop, callbacks and logging"
     return ""
+
+
+# Why, in the runs' numbers: the fixed cost of a step and its cost per sample
+# on each device (from the same model's runs at other batch sizes), the
+# device's busy time (from a trace), the batch's copy to the device, warm-up
+# and input wait.
+
+
+def _scaling_key(result):
+    """(role, backend, name with its batch and device words replaced), or
+    `None` unless the name holds one batch word whose number is the run's
+    batch size."""
+    prefix, role = record.role(result["run"])
+    words = list(_BATCH_WORD.finditer(prefix))
+    batch = result.get("batch_size")
+    if not batch or len(words) != 1 or int(words[0].group(1)) != batch:
+        return None
+    name = _DEVICE_WORD.sub("<device>", _BATCH_WORD.sub("<batch>", prefix).lower())
+    return role, result.get("backend"), name
+
+
+def _device_fits(result, context):
+    """`{device: {"fixed_ms", "per_sample_us", "points"}}`: the step time of
+    `result`'s model as a fixed cost plus a cost per sample, per device that
+    ran it at two batch sizes or more (`sweeps.fit_step_time`, the sweep's
+    own fit, on the runs' mean steps)."""
+    key = _scaling_key(result)
+    if key is None:
+        return {}
+    points = {}
+    for other in context:
+        step = other["step_ms"]["mean"]
+        if _scaling_key(other) != key or not step or not other["device"]:
+            continue
+        points.setdefault(other["device"], []).append(
+            {"run": other["run"], "batch_size": other["batch_size"], "step_ms": step}
+        )
+    fits = {}
+    for device, device_points in points.items():
+        fixed, per_sample = sweeps.fit_step_time(
+            [(point["batch_size"], point["step_ms"]) for point in device_points]
+        )
+        if fixed is not None:
+            fits[device] = {
+                "fixed_ms": fixed,
+                "per_sample_us": per_sample * 1e3,
+                "points": sorted(device_points, key=lambda p: (p["batch_size"], p["run"])),
+            }
+    return fits
+
+
+def scaling(run, base, context):
+    """How the two runs' devices scale with the batch, or `None`.
+
+    Each device's step time as a fixed cost plus a cost per sample, fitted
+    over the runs of the same model (names that differ only in device and
+    batch words, the same backend and role) at two batch sizes or more; with
+    both devices fitted, the batch size above which one overtakes the other
+    (where their steps take equally long, so their samples/s are equal), as
+    the sweep analysis computes it (`tb_devicecost.analysis.sweeps`).
+
+    Args:
+        run: A run object.
+        base: The run object it is compared with, on another device.
+        context: Run objects to look for the same model in.
+
+    Returns:
+        `None` when the two ran on one device or neither device has runs
+        at two batch sizes, else `{"devices": {device: {"fixed_ms",
+        "per_sample_us", "points": [{"run", "batch_size", "step_ms"}]}},
+        "crossover_batch", "crossover_extrapolated", "faster_above",
+        "faster_below"}` (the last four `None` without both fits).
+    """
+    if not run["device"] or not base["device"] or run["device"] == base["device"]:
+        return None
+    devices = {}
+    for side in (run, base):
+        fit = _device_fits(side, context).get(side["device"])
+        if fit is not None:
+            devices[side["device"]] = fit
+    if not devices:
+        return None
+    result = {
+        "devices": devices,
+        "crossover_batch": None,
+        "crossover_extrapolated": None,
+        "faster_above": None,
+        "faster_below": None,
+    }
+    if len(devices) < 2:
+        return result
+    first, second = run["device"], base["device"]
+    a, b = devices[first], devices[second]
+    per_sample_gap = (a["per_sample_us"] - b["per_sample_us"]) / 1e3
+    batch = (b["fixed_ms"] - a["fixed_ms"]) / per_sample_gap if per_sample_gap else None
+    batches = [p["batch_size"] for fit in (a, b) for p in fit["points"]]
+    if batch is not None and batch > 0:
+        above, below = (first, second) if per_sample_gap < 0 else (second, first)
+        result.update(
+            crossover_batch=round(batch),
+            crossover_extrapolated=not min(batches) <= batch <= max(batches),
+            faster_above=above,
+            faster_below=below,
+        )
+    else:
+        # No crossing at a positive batch size: one is faster at every one.
+        probe = max(batches)
+        faster = min(
+            (first, second),
+            key=lambda device: devices[device]["fixed_ms"]
+            + devices[device]["per_sample_us"] / 1e3 * probe,
+        )
+        result.update(faster_above=faster, faster_below=faster)
+    return result
+
+
+def _busy_ms(result):
+    """The device's busy ms per step from the run's trace, at most its mean
+    step, or `None`."""
+    trace = verdicts.device_trace(result)
+    step = result["step_ms"]["mean"]
+    if trace is None or trace["busy_ms"] is None or not step:
+        return None
+    return min(trace["busy_ms"], step)
+
+
+def _fixed_ms(result, fits):
+    """(fixed cost of a step, how it is known): from the batch-size fit of
+    its device, else from its trace (the mean step less the device's busy
+    time), else `(None, None)`."""
+    fit = (fits or {}).get("devices", {}).get(result["device"])
+    if fit is not None:
+        return fit["fixed_ms"], "batch_sizes"
+    busy = _busy_ms(result)
+    if busy is not None:
+        return result["step_ms"]["mean"] - busy, "trace"
+    return None, None
+
+
+def _parts(run, base, fits):
+    """The numbers behind the explanation, each for the run and its baseline."""
+    parts = {}
+    run_fixed, run_source = _fixed_ms(run, fits)
+    base_fixed, base_source = _fixed_ms(base, fits)
+    parts["fixed_ms"] = {
+        "run": run_fixed, "baseline": base_fixed,
+        "source": {"run": run_source, "baseline": base_source},
+    }
+    parts["device_busy_ms"] = {"run": _busy_ms(run), "baseline": _busy_ms(base)}
+    parts["input_bytes_per_step"] = {
+        "run": run["placement"]["input_bytes_per_step"],
+        "baseline": base["placement"]["input_bytes_per_step"],
+    }
+    parts["warmup_ms"] = {"run": run["warmup_ms"], "baseline": base["warmup_ms"]}
+    parts["starved_data_wait_ms"] = {
+        "run": run["starved_data_wait_ms"],
+        "baseline": base["starved_data_wait_ms"],
+    }
+    return parts
+
+
+def _batches_text(points):
+    batches = sorted({point["batch_size"] for point in points})
+    if len(batches) == 2:
+        return f"{fmt_count(batches[0])} and {fmt_count(batches[1])}"
+    return (
+        f"{len(batches)} batch sizes from {fmt_count(batches[0])} to "
+        f"{fmt_count(batches[-1])}"
+    )
+
+
+def _fit_text(device, fit):
+    """`GPU:0's step is about 0.655 ms whatever the batch (...)`."""
+    top = max(point["batch_size"] for point in fit["points"])
+    fixed, per_sample = fit["fixed_ms"], fit["per_sample_us"]
+    if per_sample / 1e3 * top < FLAT_STEP_SHARE * fixed:
+        return (
+            f"{device}'s step is about {fmt_ms(fixed)} ms whatever the batch "
+            f"(plus {fmt_ms(per_sample)} µs per sample)"
+        )
+    return (
+        f"{device}'s step grows {fmt_ms(per_sample)} µs per sample from a fixed "
+        f"{fmt_ms(fixed)} ms"
+    )
+
+
+def _why(run, base, row):
+    """Sentences on why the two differ, from the row's `scaling` and
+    `parts` (each leading space included), or `""`."""
+    text = ""
+    fits = row["scaling"]
+    if fits is not None:
+        devices = [d for d in (run["device"], base["device"]) if d in fits["devices"]]
+        runs = "; ".join(
+            f"{_batches_text(fits['devices'][d]['points'])} on {d}" for d in devices
+        )
+        clauses = [_fit_text(d, fits["devices"][d]) for d in devices]
+        speedup = row["speedup"]
+        if row["same_batch_size"] and speedup and run["batch_size"]:
+            if abs(speedup - 1.0) < SAME_SPEED:
+                clauses.append(
+                    f"at this batch of {fmt_count(run['batch_size'])} both are as fast"
+                )
+            else:
+                faster, slower = (run, base) if speedup > 1 else (base, run)
+                times = speedup if speedup > 1 else 1.0 / speedup
+                clauses.append(
+                    f"at this batch of {fmt_count(run['batch_size'])} "
+                    f"{faster['device']} is {fmt_speedup(times)} as fast as "
+                    f"{slower['device']}"
+                )
+        if fits["crossover_batch"] is not None:
+            clause = (
+                f"{fits['faster_above']} wins above about "
+                f"{fmt_count(fits['crossover_batch'])} samples per step"
+            )
+            if fits["crossover_extrapolated"]:
+                clause += " (beyond the batch sizes measured, so an extrapolation)"
+            clauses.append(clause)
+        elif fits["faster_above"] is not None:
+            clauses.append(f"{fits['faster_above']} is faster at every batch size, by the fit")
+        text += (
+            f" Across batch sizes (this model's runs at {runs}, mean steps): "
+            + "; ".join(clauses) + "."
+        )
+    parts = row["parts"]
+    for side in (run, base):
+        busy = parts["device_busy_ms"]["run" if side is run else "baseline"]
+        if busy is None:
+            continue
+        step = side["step_ms"]["mean"]
+        text += (
+            f" Its trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+            if side is run
+            else f" {base['run']}'s trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+        )
+        text += f": the other {fmt_ms(step - busy)} ms of its {fmt_ms(step)} ms mean step is fixed cost."
+    text += _transfer_text(run, base)
+    return text
+
+
+def _transfer_text(run, base):
+    """` Each step copies its 12,928-byte batch from the host to GPU:0 ...`
+    when one of the two ran on an accelerator and the other did not."""
+    accelerated = [side for side in (run, base) if record.is_accelerator(side["device"])]
+    if len(accelerated) != 1:
+        return ""
+    side = accelerated[0]
+    other = base if side is run else run
+    size = side["placement"]["input_bytes_per_step"]
+    if not size:
+        return ""
+    text = (
+        f" Each step {'of ' + base['run'] + ' ' if side is base else ''}copies its "
+        f"{fmt_count(size)}-byte batch from the host to {side['device']}"
+    )
+    trace = verdicts.device_trace(side)
+    if trace is not None and trace["h2d_ms"] is not None:
+        text += f" ({fmt_ms(trace['h2d_ms'])} ms of copying in its trace)"
+    return text + f"; {other['device'] or 'the other device'} reads it in place."

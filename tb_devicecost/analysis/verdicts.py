@@ -11,7 +11,7 @@ The input and host thresholds are the built-in profiler's (xprof's
 call the same run input-bound.
 """
 
-import decimal
+import math
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record
@@ -802,26 +802,27 @@ _NO_ESTIMATE = {
 _BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
 
 
-# How an estimate's speedup is rounded in words: a bound from below never
-# rounds up, a bound from above never rounds down.
+# How an estimate's figures are rounded in words: a bound from below never
+# rounds up, a bound from above never rounds down. (The 1e-9 absorbs the
+# float error of the scaling, as in `formatting.fmt_share`.)
 _ROUNDING = {
-    "about": decimal.ROUND_HALF_UP,
-    "at_most": decimal.ROUND_CEILING,
-    "at_least": decimal.ROUND_FLOOR,
+    "about": lambda scaled: math.floor(scaled + 0.5),
+    "at_most": lambda scaled: math.ceil(scaled - 1e-9),
+    "at_least": lambda scaled: math.floor(scaled + 1e-9),
 }
 _OPPOSITE = {"about": "about", "at_most": "at_least", "at_least": "at_most"}
 
 
 def _rounded(value, bound="about"):
-    """`value` to two significant digits, with commas: an estimate's words
-    claim no more precision than it has (`3.1`, `10`, `410,000`), rounded
-    so that a bound stays true (`_ROUNDING`); its fields keep the exact
-    figure."""
-    exact = decimal.Decimal(value)
-    if not exact:
+    """`value` (positive) to two significant digits, with commas: an
+    estimate's words claim no more precision than it has (`3.1`, `10`,
+    `410,000`), rounded so that a bound stays true (`_ROUNDING`); its fields
+    keep the exact figure."""
+    if value <= 0:
         return "0"
-    quantum = decimal.Decimal(1).scaleb(exact.adjusted() - 1)
-    return format(exact.quantize(quantum, rounding=_ROUNDING[bound]), ",f")
+    exponent = math.floor(math.log10(value)) - 1
+    rounded = _ROUNDING[bound](value / 10.0**exponent)
+    return f"{rounded * 10.0**exponent:,.{max(0, -exponent)}f}"
 
 
 def no_estimate(reason):
