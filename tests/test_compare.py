@@ -7,8 +7,13 @@ steps; explanations in words.
 import numpy as np
 import pytest
 
+from tb_devicecost import accounting
 from tb_devicecost import analysis
 from tb_devicecost import formatting
+from tb_devicecost import metadata
+from tb_devicecost import reader
+
+from support import FakeClock
 
 
 def test_fit_comparison_names_the_slower_run_and_why(fit_records):
@@ -269,3 +274,102 @@ def test_an_unknown_batch_size_reads_as_the_missing_value(helpers):
     assert row["basis"] == "samples_per_s"
     assert f"batch {formatting.MISSING} against 64" in row["explanation"]
     assert "?" not in row["explanation"]
+
+
+# Why, in the runs' numbers: runs recorded through `StepAccounting` (the
+# recorder of `StepRecorder` and the callback) under a fake clock.
+
+
+def _recorded(logdir, name, step_ms, batch, placement, trace=None, warmup_ms=10.0):
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(str(logdir / name), clock=clock)
+    recorder.begin_session({"backend": "jax", "batch_size": batch})
+    for compute in [warmup_ms] + [step_ms] * 20:
+        recorder.begin_step()
+        recorder.end_fetch(batch_size=batch)
+        clock.advance(compute)
+        recorder.end_compute()
+    recorder.boundary()
+    recorder.write_placement(placement)
+    if trace is not None:
+        recorder.write_document(metadata.TAG_TRACE, trace)
+    recorder.end_session()
+
+
+@pytest.fixture
+def two_devices_two_batches(helpers, tmp_path):
+    """The same model on GPU:0 and CPU:0 at batches 32 and 512: the GPU's
+    step takes 1 ms at both; the CPU's 0.1 ms plus 2 µs per sample (0.164
+    ms at 32, 1.124 ms at 512). The GPU run at 32 has a trace in which the
+    device was busy 0.05 ms of each 1 ms step; its warm-up took 300 ms."""
+    gpu, cpu = helpers.gpu_placement(cpu_ops=0, copies=0), helpers.cpu_placement()
+    _recorded(tmp_path, "mlp_b32/gpu/train", 1.0, 32, gpu,
+              trace=helpers.make_trace(0.05, step_ms=1.0), warmup_ms=300.0)
+    _recorded(tmp_path, "mlp_b512/gpu/train", 1.0, 512, gpu)
+    _recorded(tmp_path, "mlp_b32/cpu/train", 0.1 + 0.002 * 32, 32, cpu)
+    _recorded(tmp_path, "mlp_b512/cpu/train", 0.1 + 0.002 * 512, 512, cpu)
+    records = reader.read_runs(reader.local_provider(str(tmp_path)))
+    return analysis.build_report(records)
+
+
+def test_the_comparison_fits_each_device_over_batch_sizes(two_devices_two_batches):
+    rows = {row["run"]: row for row in two_devices_two_batches["comparison"]["rows"]}
+    row = rows["mlp_b32/gpu/train"]
+    assert row["against"] == "mlp_b32/cpu/train"
+    scaling = row["scaling"]
+    assert scaling["devices"]["GPU:0"]["fixed_ms"] == pytest.approx(1.0)
+    assert scaling["devices"]["GPU:0"]["per_sample_us"] == pytest.approx(0.0, abs=1e-6)
+    assert scaling["devices"]["CPU:0"]["fixed_ms"] == pytest.approx(0.1)
+    assert scaling["devices"]["CPU:0"]["per_sample_us"] == pytest.approx(2.0)
+    assert [p["run"] for p in scaling["devices"]["CPU:0"]["points"]] == [
+        "mlp_b32/cpu/train", "mlp_b512/cpu/train"]
+    # Equal steps where 1.0 = 0.1 + 0.002 x batch: 450 samples.
+    assert scaling["crossover_batch"] == 450
+    assert scaling["crossover_extrapolated"] is False
+    assert (scaling["faster_above"], scaling["faster_below"]) == ("GPU:0", "CPU:0")
+    # 1 ms against 0.164 ms at 32: the CPU is 6.10 times as fast.
+    assert (
+        "Across batch sizes (this model's runs at 32 and 512 on GPU:0; 32 and 512 "
+        "on CPU:0, mean steps): GPU:0's step is about 1.00 ms whatever the batch; "
+        "CPU:0's step grows 2.00 µs per sample from a fixed 0.100 ms; at this "
+        "batch of 32 CPU:0 is 6.10x as fast as GPU:0; GPU:0 wins above about 450 "
+        "samples per step."
+    ) in row["explanation"]
+    # At 512 the GPU (1 ms) is 1.124 times as fast as the CPU (1.124 ms).
+    assert "at this batch of 512 GPU:0 is 1.12x as fast as CPU:0" in (
+        rows["mlp_b512/gpu/train"]["explanation"])
+
+
+def test_the_comparison_names_device_time_transfers_and_warmup(two_devices_two_batches):
+    row = next(row for row in two_devices_two_batches["comparison"]["rows"]
+               if row["run"] == "mlp_b32/gpu/train")
+    text = row["explanation"]
+    # 0.05 ms of the 1 ms step on the device: 0.95 ms is fixed cost.
+    assert (
+        "Its trace shows GPU:0 busy 0.050 ms of each step: the other 0.950 ms of "
+        "its 1.00 ms mean step is fixed cost."
+    ) in text
+    # gpu_placement's batch of 2,176 bytes.
+    assert "Each step copies its 2,176-byte batch from the host to GPU:0; CPU:0 reads it in place." in text
+    assert "Its warm-up took 300 ms in total against 10.0 ms" in text
+    parts = row["parts"]
+    assert parts["device_busy_ms"] == {"run": pytest.approx(0.05), "baseline": None}
+    assert parts["fixed_ms"]["run"] == pytest.approx(1.0)
+    assert parts["fixed_ms"]["source"] == {"run": "batch_sizes", "baseline": "batch_sizes"}
+    assert parts["input_bytes_per_step"] == {"run": 2176, "baseline": 2176}
+    assert parts["warmup_ms"] == {"run": pytest.approx(300.0), "baseline": pytest.approx(10.0)}
+
+
+def test_without_other_batch_sizes_the_trace_gives_the_fixed_cost(helpers):
+    """One batch size per device: no fit and no crossover; the trace's
+    device time still splits the GPU's step (2.05 ms, 0.06 ms busy)."""
+    cpu = helpers.run(0.1, 0.8, 0.05, name="cpu/train", batch_size=10)
+    gpu = analysis.analyze_run(helpers.make_record(
+        "gpu/train", aggregate=helpers.make_aggregate(0.1, 1.9, 0.05, batch_size=10),
+        placement=helpers.gpu_placement(), trace=helpers.make_trace(0.03)))
+    [row] = [r for r in analysis.compare_runs([gpu, cpu])["rows"] if r["run"] == "gpu/train"]
+    assert row["scaling"] is None
+    assert "Across batch sizes" not in row["explanation"]
+    assert row["parts"]["fixed_ms"]["run"] == pytest.approx(2.05 - 0.06)
+    assert row["parts"]["fixed_ms"]["source"] == {"run": "trace", "baseline": None}
+    assert "the other 1.99 ms of its 2.05 ms mean step is fixed cost" in row["explanation"]

@@ -16,6 +16,7 @@ import os
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost import formatting
 from tb_devicecost import reader
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "h100")
@@ -179,3 +180,45 @@ def test_a_larger_batch_is_expected_to_help_and_the_h100_sweep_agrees(traced, ru
     assert expected["samples_per_s"] == pytest.approx(batch / expected_step * 1e3)
     measured = runs[f"sweep_jax/gpu_b{batch}/train"]["samples_per_s"]
     assert run["samples_per_s"] < expected["samples_per_s"] < measured
+
+
+def test_the_gpu_cpu_comparison_names_each_devices_fixed_cost(runs, report):
+    """JAX, the MLP at batches 32 and 8,192 on the H100 and its CPU: two
+    batch sizes per device give each its fixed cost and cost per sample (the
+    line through the two mean steps recorded), and where the GPU overtakes."""
+    steps = {
+        (device, batch): runs[f"jax_mlp_b{batch}/{device}/train"]["step_ms"]["mean"]
+        for device in ("gpu", "cpu") for batch in (32, 8192)
+    }
+    per_sample = {d: (steps[d, 8192] - steps[d, 32]) / (8192 - 32) for d in ("gpu", "cpu")}
+    fixed = {d: steps[d, 32] - 32 * per_sample[d] for d in ("gpu", "cpu")}
+    crossover = (fixed["gpu"] - fixed["cpu"]) / (per_sample["cpu"] - per_sample["gpu"])
+    [row] = [r for r in report["comparison"]["rows"] if r["run"] == "jax_mlp_b32/gpu/train"]
+    scaling = row["scaling"]
+    assert scaling["devices"]["GPU:0"]["fixed_ms"] == pytest.approx(fixed["gpu"])
+    assert scaling["devices"]["CPU:0"]["per_sample_us"] == pytest.approx(per_sample["cpu"] * 1e3)
+    assert scaling["crossover_batch"] == round(crossover)
+    assert scaling["faster_above"] == "GPU:0"
+    # The GPU's fixed cost is most of its step, the CPU's a quarter of its.
+    assert fixed["gpu"] > 3 * fixed["cpu"]
+    text = row["explanation"]
+    assert f"from a fixed {formatting.fmt_ms(fixed['gpu'])} ms" in text
+    assert f"from a fixed {formatting.fmt_ms(fixed['cpu'])} ms" in text
+    assert f"GPU:0 wins above about {formatting.fmt_count(round(crossover))} samples per step" in text
+    assert f"CPU:0 is {formatting.fmt_speedup(steps['gpu', 32] / steps['cpu', 32])} as fast as GPU:0" in text
+
+
+def test_the_sweeps_comparison_agrees_with_the_sweep(report):
+    """The sweep recorded on the H100: the comparison of each pair of its
+    runs fits the same points as the sweep analysis, so both name one
+    crossover (about 2,000 samples per step here: the DESIGN notes measured
+    512 to 2,048 on this kind of machine)."""
+    [sweep] = [s for s in report["sweeps"] if s["name"] == "sweep_jax"]
+    rows = [r for r in report["comparison"]["rows"]
+            if r["run"].startswith("sweep_jax/gpu_") and not r["is_baseline"]]
+    assert len(rows) == 11
+    for row in rows:
+        assert row["scaling"]["crossover_batch"] == sweep["crossover_batch"]
+        for device, fit in sweep["devices"].items():
+            assert row["scaling"]["devices"][device]["fixed_ms"] == pytest.approx(fit["fixed_ms"])
+    assert 512 <= sweep["crossover_batch"] <= 4096

@@ -591,10 +591,10 @@ def _fit_text(device, fit):
     top = max(point["batch_size"] for point in fit["points"])
     fixed, per_sample = fit["fixed_ms"], fit["per_sample_us"]
     if per_sample / 1e3 * top < FLAT_STEP_SHARE * fixed:
-        return (
-            f"{device}'s step is about {fmt_ms(fixed)} ms whatever the batch "
-            f"(plus {fmt_ms(per_sample)} µs per sample)"
-        )
+        text = f"{device}'s step is about {fmt_ms(fixed)} ms whatever the batch"
+        if fmt_ms(per_sample) != fmt_ms(0.0):
+            text += f" (plus {fmt_ms(per_sample)} µs per sample)"
+        return text
     return (
         f"{device}'s step grows {fmt_ms(per_sample)} µs per sample from a fixed "
         f"{fmt_ms(fixed)} ms"
