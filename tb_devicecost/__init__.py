@@ -1,14 +1,15 @@
 """tb-devicecost: where each Keras training step's time went, in TensorBoard.
 
 `DeviceCostCallback` records it for `model.fit`, `StepRecorder` for custom
-training loops. Importing this package is cheap: Keras is imported only
-when `DeviceCostCallback` is first used.
+training loops; `sweep` times short fits over batch sizes and devices.
+Importing this package is cheap: Keras is imported only when
+`DeviceCostCallback` or `sweep` is first used.
 """
 
 from tb_devicecost.recorder import StepRecorder
 from tb_devicecost.version import __version__
 
-__all__ = ["DeviceCostCallback", "StepRecorder", "__version__"]
+__all__ = ["DeviceCostCallback", "StepRecorder", "__version__", "sweep"]
 
 
 def __getattr__(name):
@@ -18,4 +19,10 @@ def __getattr__(name):
         from tb_devicecost.callback import DeviceCostCallback
 
         return DeviceCostCallback
+    if name == "sweep":
+        # Its module is `batch_sweep`: a submodule named `sweep` would
+        # replace this function on the package once imported.
+        from tb_devicecost.batch_sweep import sweep
+
+        return sweep
     raise AttributeError(f"module 'tb_devicecost' has no attribute {name!r}")

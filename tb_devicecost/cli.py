@@ -1,4 +1,5 @@
-"""The `tb-devicecost` command: `tb-devicecost report LOGDIR`.
+"""The `tb-devicecost` command: `tb-devicecost report LOGDIR`, and
+`tb-devicecost sweep MODULE:BUILDER --data MODULE:FUNC` (`sweep.sweep`).
 
 Prints, for every run under LOGDIR that holds tb-devicecost summaries, where
 each step's time went, the verdict with its fixes, and how the runs compare:
@@ -6,7 +7,8 @@ as a table for the terminal (default), `--json` (the stable machine
 interface, documented in `docs/CLI.md`) or `--markdown`.
 
 Exit status: 0 on success; 2, with a one-line reason on stderr, when LOGDIR
-does not exist, holds no run with our data, or an option is wrong.
+does not exist, holds no run with our data, or an option is wrong; 1, with
+one line, when a sweep's builder or one of its fits raised.
 
 This module reads the command line and the log directory and sets the exit
 status; `tb_devicecost.analysis` builds the report and
@@ -14,6 +16,7 @@ status; `tb_devicecost.analysis` builds the report and
 """
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -26,6 +29,10 @@ from tb_devicecost.renderers import markdown
 
 PROG = "tb-devicecost"
 _USAGE = "tb-devicecost report LOGDIR [--baseline RUN] [--json | --markdown]"
+_SWEEP_USAGE = (
+    "tb-devicecost sweep MODULE:BUILDER --data MODULE:FUNC [--batch-sizes 16,64,...] "
+    "[--devices cpu,gpu] [--log-dir DIR] [--steps N] [--your-batch-size N]"
+)
 
 
 class UsageError(Exception):
@@ -36,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors that `main` turns into exit 2."""
 
     def error(self, message):
-        raise UsageError(f"{message} (usage: {_USAGE})")
+        usage = _SWEEP_USAGE if self.prog.endswith(" sweep") else _USAGE
+        raise UsageError(f"{message} (usage: {usage})")
 
 
 def _build_parser():
@@ -81,7 +89,54 @@ def _build_parser():
     output.add_argument(
         "--markdown", action="store_true", help="print the report as Markdown"
     )
+    _add_sweep_parser(commands)
     return parser
+
+
+def _add_sweep_parser(commands):
+    sweep = commands.add_parser(
+        "sweep",
+        help="time short fits of a model over batch sizes and devices",
+        description=(
+            "Fit a model built by MODULE:BUILDER (a function of no arguments "
+            "returning a compiled keras.Model) for a few steps at each batch "
+            "size on each device, each fit recorded as a run, then print at "
+            "which batch size one device overtakes the other. Keras's backend "
+            "is KERAS_BACKEND's. The module is imported from the current "
+            "directory or sys.path."
+        ),
+    )
+    sweep.add_argument("builder", metavar="MODULE:BUILDER", help="e.g. train:build_model")
+    sweep.add_argument(
+        "--data",
+        metavar="MODULE:FUNC",
+        required=True,
+        help="a function of no arguments returning (x, y) or x, NumPy arrays",
+    )
+    sweep.add_argument(
+        "--batch-sizes",
+        metavar="SIZES",
+        default="16,64,256,1024,4096",
+        help="comma-separated batch sizes (default: 16,64,256,1024,4096)",
+    )
+    sweep.add_argument(
+        "--devices",
+        metavar="DEVICES",
+        help="comma-separated devices, e.g. cpu,gpu (default: the CPU and, "
+        "when there is one, the GPU)",
+    )
+    sweep.add_argument(
+        "--log-dir", default="logs/sweep", help="the sweep's directory (default: logs/sweep)"
+    )
+    sweep.add_argument(
+        "--steps", type=int, default=50, help="steps per fit, warm-up included (default: 50)"
+    )
+    sweep.add_argument(
+        "--your-batch-size",
+        type=int,
+        metavar="N",
+        help="the batch size you train with, to say which device is faster there",
+    )
 
 
 def main(argv=None):
@@ -96,6 +151,8 @@ def main(argv=None):
             raise UsageError(
                 f"choose a command, e.g. 'tb-devicecost report logs' (usage: {_USAGE})"
             )
+        if args.command == "sweep":
+            return _sweep(args)
         return _report(args)
     except UsageError as error:
         print(f"{PROG}: error: {common.neutral(common.one_line(error))}", file=sys.stderr)
@@ -181,6 +238,86 @@ def _report(args):
     else:
         text = console.render(report, args.logdir, ascii_only=not _shows(console.BARS))
     _write(text)
+    return 0
+
+
+def _callable(spec, option):
+    """The function named by `MODULE:NAME`, imported from the current
+    directory or `sys.path`."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name.isidentifier():
+        raise UsageError(
+            f"{option} must name a function as MODULE:NAME, e.g. train:build_model; "
+            f"got {spec!r} (usage: {_SWEEP_USAGE})"
+        )
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and module_name.startswith(error.name):
+            raise UsageError(
+                f"{option}: no module {module_name!r} in the current directory "
+                "or on sys.path"
+            ) from None
+        raise UsageError(f"{option}: importing {module_name!r} failed: {_brief_error(error)}") from None
+    except Exception as error:  # pylint: disable=broad-except
+        raise UsageError(f"{option}: importing {module_name!r} failed: {_brief_error(error)}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise UsageError(f"{option}: module {module_name!r} has no function {name!r}")
+    return function
+
+
+def _brief_error(error):
+    return f"{type(error).__name__}: {common.one_line(error)}"
+
+
+def _comma_list(text, option, convert=str):
+    try:
+        values = [convert(item.strip()) for item in text.split(",") if item.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise UsageError(
+            f"{option} must be a comma-separated list, e.g. "
+            f"{'16,256,4096' if convert is int else 'cpu,gpu'}; got {text!r}"
+        )
+    return values
+
+
+def _sweep(args):
+    build_model = _callable(args.builder, "MODULE:BUILDER")
+    make_data = _callable(args.data, "--data")
+    batch_sizes = _comma_list(args.batch_sizes, "--batch-sizes", int)
+    devices = None if args.devices is None else _comma_list(args.devices, "--devices")
+    try:
+        data = make_data()
+    except Exception as error:  # pylint: disable=broad-except
+        print(f"{PROG}: error: {args.data}() raised {common.neutral(_brief_error(error))}", file=sys.stderr)
+        return 1
+    x, y = data if isinstance(data, tuple) and len(data) == 2 else (data, None)
+    from tb_devicecost import batch_sweep  # Imports Keras.
+
+    try:
+        batch_sweep.sweep(
+            build_model,
+            x,
+            y,
+            batch_sizes=tuple(batch_sizes),
+            devices=devices,
+            log_dir=args.log_dir,
+            steps=args.steps,
+            your_batch_size=args.your_batch_size,
+        )
+    except batch_sweep.SweepArgumentError as error:
+        raise UsageError(common.one_line(error)) from None
+    except Exception as error:  # pylint: disable=broad-except
+        print(f"{PROG}: error: the sweep failed: {common.neutral(_brief_error(error))}", file=sys.stderr)
+        return 1
+    records, unread = _load_records(args.log_dir)
+    report = analysis.build_report(records, unread=unread)
+    _write(console.render_sweeps(report["sweeps"], args.log_dir, ascii_only=not _shows(console.BARS)))
     return 0
 
 

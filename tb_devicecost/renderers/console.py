@@ -10,6 +10,7 @@ import textwrap
 from tb_devicecost import vocabulary
 from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
@@ -204,6 +205,8 @@ def render(report, logdir=None, ascii_only=False):
 
     lines.extend(_workers_lines(report.get("workers") or []))
 
+    lines.extend(_sweep_lines(report.get("sweeps") or []))
+
     if report["skipped"]:
         lines.append("")
         lines.append("SKIPPED")
@@ -211,6 +214,67 @@ def render(report, logdir=None, ascii_only=False):
             lines.append(_wrap(f"{item['run']}: {item['reason']}", "  "))
     text = "\n".join(lines) + "\n"
     return _ascii(text) if ascii_only else text
+
+
+def render_sweeps(sweeps, logdir=None, ascii_only=False):
+    """Only the sweeps of a report (what `tb-devicecost sweep` prints).
+
+    Args:
+        sweeps: The report's `sweeps` (`tb_devicecost.analysis.find_sweeps`).
+        logdir: The sweep's directory, named in the title. Defaults to `None`.
+        ascii_only: Whether to write only ASCII characters. Defaults to `False`.
+    """
+    sweeps = common.neutralised(sweeps)
+    title = "tb-devicecost sweep"
+    if logdir is not None:
+        title += f" under {common.neutral(logdir)}"
+    lines = [_fit(title)]
+    lines.extend(_sweep_lines(sweeps) or ["", "No sweep with two or more recorded runs."])
+    lines.append("")
+    lines.append(_wrap(
+        "Every run is a run of the report: tb-devicecost report "
+        f"{common.neutral(logdir) if logdir is not None else 'LOGDIR'} for each one's breakdown.",
+        "",
+    ))
+    text = "\n".join(lines) + "\n"
+    return _ascii(text) if ascii_only else text
+
+
+def _sweep_lines(sweeps):
+    """Each sweep: its devices' costs, samples/s per batch size, its sentence."""
+    lines = []
+    for sweep in sweeps:
+        devices = list(sweep["devices"])
+        lines.append("")
+        lines.append(_fit(
+            f"SWEEP {sweep['name']}: step = fixed + per sample × batch, fitted on "
+            f"each run's {sweep['step_statistic']} step"
+        ))
+        lines.append(f"  {'DEVICE':<10} {'FIXED':>10} {'PER SAMPLE':>12}")
+        for device in devices:
+            fit = sweep["devices"][device]
+            per_sample = fit["per_sample_us"]
+            lines.append(_fit(
+                f"  {device:<10} {fmt_ms_unit(fit['fixed_ms']):>10} "
+                f"{(MISSING if per_sample is None else fmt_ms(per_sample) + ' µs'):>12}"
+            ))
+        by_batch = {}
+        for device in devices:
+            for point in sweep["devices"][device]["points"]:
+                by_batch.setdefault(point["batch_size"], {})[device] = point["samples_per_s"]
+        lines.append(_fit(
+            f"  {'BATCH':>7} " + " ".join(f"{(d + ' samples/s')[:16]:>16}" for d in devices)
+        ))
+        for batch in sorted(by_batch):
+            lines.append(_fit(
+                f"  {fmt_count(batch):>7} "
+                + " ".join(f"{fmt_count(by_batch[batch].get(d)):>16}" for d in devices)
+            ))
+        if sweep["message"]:
+            lines.append(_wrap(sweep["message"], "  "))
+        for problem in sweep["problems"]:
+            lines.append(_wrap("note: " + problem, "  "))
+    return lines
 
 
 def _workers_lines(groups):

@@ -12,6 +12,7 @@ from tb_devicecost import analysis
 from tb_devicecost import vocabulary
 from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
@@ -144,6 +145,7 @@ def render(report):
             if not common.is_baseline(row):
                 lines.append(f"- {_md_cell(row['explanation'])}")
     lines.extend(_workers_table(report.get("workers") or []))
+    lines.extend(_sweep_tables(report.get("sweeps") or []))
     if report["skipped"]:
         lines.append("")
         lines.append("### Skipped")
@@ -186,6 +188,50 @@ def _workers_table(groups):
             if group["straggler"]
             else "No straggler: the processes keep pace."
         )
+    return lines
+
+
+def _sweep_tables(sweeps):
+    """Each sweep: its devices' costs and samples/s per batch size (Markdown lines)."""
+    lines = []
+    for sweep in sweeps:
+        devices = list(sweep["devices"])
+        lines += [
+            "",
+            f"### Sweep {_md_code(sweep['name'])}",
+            "",
+            "Step time = fixed cost + cost per sample × batch size, fitted on "
+            f"each run's {_md_cell(sweep['step_statistic'])} steady-state step.",
+            "",
+            "| Device | Fixed per step | Per sample |",
+            "|---|---:|---:|",
+        ]
+        for device in devices:
+            fit = sweep["devices"][device]
+            per_sample = fit["per_sample_us"]
+            lines.append(
+                f"| {_md_code(device)} | {fmt_ms_unit(fit['fixed_ms'])} "
+                f"| {MISSING if per_sample is None else fmt_ms(per_sample) + ' µs'} |"
+            )
+        by_batch = {}
+        for device in devices:
+            for point in sweep["devices"][device]["points"]:
+                by_batch.setdefault(point["batch_size"], {})[device] = point["samples_per_s"]
+        lines += [
+            "",
+            "| Batch | " + " | ".join(f"{_md_cell(d)} samples/s" for d in devices) + " |",
+            "|---:|" + "---:|" * len(devices),
+        ]
+        for batch in sorted(by_batch):
+            lines.append(
+                f"| {fmt_count(batch)} | "
+                + " | ".join(fmt_count(by_batch[batch].get(d)) for d in devices)
+                + " |"
+            )
+        if sweep["message"]:
+            lines += ["", _md_cell(sweep["message"])]
+        for problem in sweep["problems"]:
+            lines += ["", "Note: " + _md_cell(problem)]
     return lines
 
 
