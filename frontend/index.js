@@ -23,6 +23,7 @@ import {errorState} from './views/common.js';
 import {buildOverview} from './views/overview.js';
 import {buildDetail} from './views/detail.js';
 import {buildCompare} from './views/compare.js';
+import {buildWorkers} from './views/workers.js';
 
 const PLUGIN_NAME = 'devicecost';
 const AUTO_REFRESH_MS = 30000;
@@ -265,6 +266,9 @@ class App {
         node = state.view === 'detail' ? buildDetail(result.data, ctx)
           : state.view === 'compare' ? buildCompare(result.data, ctx)
           : buildOverview(result.data, ctx);
+        // The processes of distributed fits, under the runs they recorded.
+        const workers = state.view === 'overview' ? buildWorkers(result.data.workers, ctx) : null;
+        if (workers) node.appendChild(workers);
       } catch (e) {
         console.error('tb-devicecost: could not draw the view', e);
         node = errorState({

@@ -584,7 +584,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
         # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
         info["fetch_in_graph"] = spe > 1 and backend == "tensorflow"
         info["steps_per_record"] = 1
-        info.update(self._process)
+        # The devices a strategy named stay; else those this process holds.
+        info.update(
+            (key, value) for key, value in self._process.items()
+            if not (key == "local_devices" and value is None and "local_devices" in info)
+        )
         return info
 
     def _note_model(self):

@@ -79,6 +79,11 @@ def keras_model_info(model, backend_name):
     if strategy is not None:
         info["distribution_strategy"] = type(strategy).__name__
         info["replicas"] = getattr(strategy, "num_replicas_in_sync", None)
+        try:
+            # MirroredStrategy: the devices of this process that hold replicas.
+            info["local_devices"] = [str(name) for name in strategy.extended.worker_devices]
+        except Exception:  # pylint: disable=broad-except
+            pass
     elif distribution is not None:
         # `keras.distribution` (JAX): the batch is split over the mesh's
         # batch axis, across every process's devices.

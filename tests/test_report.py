@@ -39,7 +39,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         os.path.splitext(os.path.basename(path))[0]: imports_of(path)
         for path in glob.glob(os.path.join(package, "*.py"))
     }
-    assert set(modules) == {"__init__", "record", "sweeps", "verdicts", "compare", "report"}
+    assert set(modules) == {
+        "__init__", "record", "sweeps", "verdicts", "compare", "workers", "report"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -53,8 +54,9 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
-    # Imports run one way: record <- sweeps <- verdicts <- compare <- report.
-    order = ["record", "sweeps", "verdicts", "compare", "report"]
+    # Imports run one way: record <- sweeps <- verdicts <- compare <- workers
+    # <- report.
+    order = ["record", "sweeps", "verdicts", "compare", "workers", "report"]
     for index, name in enumerate(order):
         inside = {module.rsplit(".", 1)[-1] for module in modules[name]
                   if module.startswith("tb_devicecost.analysis.")}

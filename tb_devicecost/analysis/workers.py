@@ -102,7 +102,7 @@ def distribution(record, batch_size):
     if strategy:
         # Under a distribution (`keras.distribution`, `tf.distribute`) the
         # step is handed the global batch, every process's part of it.
-        global_batch, per_process = batch, (batch / count if batch else None)
+        global_batch, per_process = batch, _divided(batch, count)
     else:
         # A custom loop (PyTorch DDP): each process steps on its own batch.
         global_batch, per_process = (batch * count if batch else None), batch
@@ -115,10 +115,16 @@ def distribution(record, batch_size):
         "replicas": replicas,
         "per_process_batch": per_process,
         "global_batch": global_batch,
-        "per_replica_batch": (
-            global_batch / replicas if global_batch and replicas else None
-        ),
+        "per_replica_batch": _divided(global_batch, replicas),
     }
+
+
+def _divided(batch, parts):
+    """`batch` split over `parts`: a whole number when it divides evenly."""
+    if not batch or not parts:
+        return None
+    share = batch / parts
+    return int(share) if float(share).is_integer() else share
 
 
 def _series(record):

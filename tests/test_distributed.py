@@ -1,0 +1,341 @@
+"""Distributed fits: every process recorded, the processes lined up by step,
+the straggler named with its cause (`tb_devicecost.analysis.workers`).
+
+The first tests build the runs of a job by hand, with figures worked out
+here from the step times; the others run real jobs on this machine's CPU,
+each process a child of its own (`distributed_fits.py`, outputs to files,
+every child stopped by the test): a JAX job with `jax.distributed` (gloo
+collectives on 127.0.0.1) and `keras.distribution.DataParallel`, a PyTorch
+DistributedDataParallel loop recorded by `StepRecorder`, and a
+`tf.distribute.MirroredStrategy` fit over two logical CPUs.
+"""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import distributed_runs
+from tb_devicecost import analysis
+from tb_devicecost import formatting
+from tb_devicecost import reader
+from tb_devicecost.analysis import workers
+from tb_devicecost.renderers import console
+from tb_devicecost.renderers import markdown
+
+DELAY_MS = 20.0
+STEPS = 40
+
+
+# Runs built by hand.
+
+
+def job_record(name, index, count, data_wait, compute, host, start=None,
+               host_name="node-a", steps=None, batch=32):
+    """A process's run as the reader hands it over: a warm-up step, then one
+    steady step per element of the per-step lists (ms)."""
+    length = len(data_wait)
+    steps = np.arange(length + 1) if steps is None else np.asarray(steps)
+    if start is None:
+        start = 1_700_000_000.0 + np.arange(length + 1) * 0.1
+    return {
+        "run": name,
+        "info": {"process_index": index, "process_count": count, "hostname": host_name},
+        "series": {
+            "step": steps,
+            "wall_time": np.asarray(start, dtype=np.float64),
+            "data_wait_ms": np.asarray([0.0] + list(data_wait)),
+            "compute_ms": np.asarray([500.0] + list(compute)),
+            "host_overhead_ms": np.asarray([0.0] + list(host)),
+            "batch_size": np.full(length + 1, float(batch)),
+            "warmup": np.asarray([1.0] + [0.0] * length),
+        },
+    }
+
+
+def by_group(report):
+    return {group["group"]: group for group in report["workers"]}
+
+
+def test_a_process_slow_to_fetch_is_the_straggler_with_its_cause():
+    # Process 2 fetches for 10 ms, then computes 2 ms; processes 0 and 1
+    # have their batch at once and wait 10 ms in the all-reduce: 12 ms each.
+    n = 10
+    records = [
+        job_record("job/process_0/train", 0, 3, [0.0] * n, [12.0] * n, [0.0] * n),
+        job_record("job/process_1/train", 1, 3, [0.0] * n, [12.0] * n, [0.0] * n),
+        job_record("job/process_2/train", 2, 3, [10.0] * n, [2.0] * n, [0.0] * n),
+    ]
+    report = analysis.build_report(records)
+    group = by_group(report)["job/train"]
+    assert group["process_count"] == 3
+    assert group["aligned_steps"] == n  # the warm-up step is left out
+    assert group["straggler"] == "job/process_2/train"
+    assert group["straggler_index"] == 2
+    # 10 + 10 ms of waiting per step out of 3 x 12 ms of steps.
+    assert group["straggler_share"] == pytest.approx(20 / 36)
+    assert group["skew_ms"]["p50"] == pytest.approx(10.0)
+    assert group["skew_ms"]["p90"] == pytest.approx(10.0)
+    runs = {entry["process_index"]: entry for entry in group["runs"]}
+    assert runs[0]["wait_ms"]["p50"] == pytest.approx(10.0)
+    assert runs[0]["wait_share"] == pytest.approx(10 / 12)
+    assert runs[2]["wait_ms"]["p50"] == 0
+    assert runs[2]["late_steps"] == n and runs[0]["late_steps"] == 0
+    assert group["cause"] == "input_bound"
+    finding = group["finding"]
+    assert finding["id"] == "straggler" and finding["severity"] == "high"
+    assert finding["process_index"] == 2 and finding["cause"] == "input_bound"
+    assert finding["skew_ms"] == {"p50": pytest.approx(10.0), "p90": pytest.approx(10.0)}
+    assert "Process 2 (job/process_2/train)" in finding["message"]
+    assert formatting.fmt_share(20 / 36) in finding["message"]
+    assert "input_bound" in finding["message"]
+    # The straggler's own fix (its input pipeline) is part of the fix.
+    assert "prefetch" in finding["fix"]
+    # On time, every step would take its 2 ms of compute: 6x.
+    assert finding["expected"]["step_ms"] == pytest.approx(2.0)
+    assert finding["expected"]["speedup"] == pytest.approx(6.0)
+    # Every process's run carries the same finding, where findings are shown.
+    for run in report["runs"]:
+        stragglers = [item for item in run["findings"] if item["id"] == "straggler"]
+        assert stragglers == [finding]
+    json.dumps(report, allow_nan=False)
+
+
+def test_host_overhead_after_a_step_delays_the_next_step():
+    # Process 1 spends 8 ms after each step (logging, a checkpoint): the
+    # others wait for it inside their next step's compute.
+    n = 12
+    records = [
+        job_record("j/process_0/train", 0, 2, [0.0] * n, [2.0] + [10.0] * (n - 1), [0.0] * n),
+        job_record("j/process_1/train", 1, 2, [0.0] * n, [2.0] * n, [8.0] * n),
+    ]
+    group = by_group(analysis.build_report(records))["j/train"]
+    assert group["straggler_index"] == 1
+    assert group["cause"] == "host_overhead_bound"
+    # The first aligned step follows the warm-up step (no host overhead
+    # before it): 11 of the 12 steps wait 8 ms.
+    assert group["skew_ms"]["p50"] == pytest.approx(8.0)
+    assert group["runs"][0]["wait_ms"]["mean"] == pytest.approx(8.0 * 11 / 12)
+
+
+def test_processes_that_keep_pace_have_no_straggler():
+    # Arrivals 0.1 ms apart, either process last in turn.
+    n = 20
+    jitter = [0.1 if step % 2 else 0.0 for step in range(n)]
+    records = [
+        job_record("even/process_0/train", 0, 2, jitter, [5.0] * n, [0.0] * n),
+        job_record("even/process_1/train", 1, 2, jitter[1:] + [0.1], [5.0] * n, [0.0] * n),
+    ]
+    report = analysis.build_report(records)
+    group = by_group(report)["even/train"]
+    assert group["straggler"] is None and group["finding"] is None
+    assert group["cause"] is None and group["straggler_share"] is None
+    assert group["skew_ms"]["p90"] == pytest.approx(0.1)
+    assert not any(item["id"] == "straggler" for run in report["runs"] for item in run["findings"])
+    assert "No straggler" in console.render(report)
+    assert "No straggler" in markdown.render(report)
+
+
+def test_steps_are_aligned_by_global_step_and_clocks_compared_on_one_host():
+    n = 10
+    # Process 1 kept only every other step (a sampled series), started each
+    # step 1 ms after process 0 and took 1 ms longer.
+    start0 = 1_700_000_000.0 + np.arange(n + 1) * 0.05
+    records = [
+        job_record("a/process_0/train", 0, 2, [0.0] * n, [4.0] * n, [0.0] * n, start=start0),
+        job_record("a/process_1/train", 1, 2, [0.0] * n, [5.0] * n, [0.0] * n,
+                   start=start0 + 0.001),
+    ]
+    keep = np.arange(0, n + 1, 2)
+    for key, values in records[1]["series"].items():
+        records[1]["series"][key] = values[keep]
+    group = by_group(analysis.build_report(records))["a/train"]
+    assert group["aligned_steps"] == len(keep) - 1  # the warm-up step 0 is left out
+    assert group["series"]["step"] == list(range(2, n + 1, 2))
+    assert group["same_host"] is True
+    assert group["start_spread_ms"]["p50"] == pytest.approx(1.0, abs=1e-3)
+    # Ends: 4 ms after its start for process 0, 5 ms after a start 1 ms later.
+    assert group["end_spread_ms"]["p50"] == pytest.approx(2.0, abs=1e-3)
+    # Another host's clock is not compared.
+    records[1]["info"]["hostname"] = "node-b"
+    group = by_group(analysis.build_report(records))["a/train"]
+    assert group["same_host"] is False
+    assert group["start_spread_ms"] == {"p50": None, "p90": None, "mean": None}
+    assert group["skew_ms"]["p50"] == 0
+
+
+def test_which_runs_form_a_job():
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [
+        job_record("x/process_0/train", 0, 3, *good),
+        job_record("x/process_1/train", 1, 3, *good),
+        # The index in the name and in the run info disagree: not grouped.
+        job_record("x/process_7/train", 2, 3, *good),
+        # One process alone is not a job.
+        dict(job_record("solo/train", 0, 1, *good)),
+    ]
+    report = analysis.build_report(records)
+    groups = by_group(report)
+    assert list(groups) == ["x/train"]
+    assert groups["x/train"]["missing_processes"] == [2]
+    assert [entry["run"] for entry in groups["x/train"]["runs"]] == [
+        "x/process_0/train", "x/process_1/train"]
+    solo = {run["run"]: run for run in report["runs"]}["solo/train"]
+    assert solo["distribution"] is None
+
+
+def test_damaged_steps_are_left_out_of_the_alignment():
+    n = 6
+    records = [
+        job_record("d/process_0/train", 0, 2, [0.0] * n, [float("nan")] + [9.0] * (n - 1), [0.0] * n),
+        job_record("d/process_1/train", 1, 2, [6.0] * n, [3.0] * n, [-1.0] + [0.0] * (n - 1)),
+    ]
+    group = by_group(analysis.build_report(records))["d/train"]
+    # Step 1 is damaged in both: steps 2..6 remain.
+    assert group["aligned_steps"] == n - 1
+    assert group["straggler_index"] == 1
+    json.dumps(group, allow_nan=False)
+
+
+def test_a_run_name_made_of_markup_is_text_in_the_renderers():
+    n = 4
+    name = "<b>x</b>/process_1/train"
+    records = [
+        job_record("<b>x</b>/process_0/train", 0, 2, [0.0] * n, [9.0] * n, [0.0] * n),
+        job_record(name, 1, 2, [6.0] * n, [3.0] * n, [0.0] * n),
+    ]
+    text = markdown.render(analysis.build_report(records))
+    assert "<b>" not in text.replace("`<b>x</b>", "")
+
+
+# Real jobs.
+
+
+@pytest.fixture(scope="module")
+def jax_job(tmp_path_factory):
+    """The two-process JAX job, once with process 1 slowed by 20 ms a batch
+    (`slow`) and once without (`even`)."""
+    logdir = str(tmp_path_factory.mktemp("jax_jobs"))
+    slow = distributed_runs.run_job("jax", os.path.join(logdir, "slow"), delay_ms=DELAY_MS, steps=STEPS)
+    even = distributed_runs.run_job("jax", os.path.join(logdir, "even"), delay_ms=0, steps=STEPS)
+    records = reader.read_runs(reader.local_provider(logdir))
+    return {"logdir": logdir, "facts": {"slow": slow, "even": even},
+            "records": {record.run: record for record in records},
+            "report": analysis.build_report(records)}
+
+
+def test_jax_each_process_records_its_own_run(jax_job):
+    records = jax_job["records"]
+    assert sorted(records) == [
+        "even/process_0/train", "even/process_1/train",
+        "slow/process_0/train", "slow/process_1/train",
+    ]
+    runs = {run["run"]: run for run in jax_job["report"]["runs"]}
+    for job in ("slow", "even"):
+        for index, facts in jax_job["facts"][job].items():
+            name = f"{job}/process_{index}/train"
+            info = records[name].info
+            assert info["process_index"] == index
+            assert info["process_count"] == 2
+            assert info["local_devices"] == facts["local_devices"]
+            assert info["device_count"] == facts["device_count"] == 2
+            assert info["distribution_strategy"] == "DataParallel"
+            distribution = runs[name]["distribution"]
+            # Each process feeds 32 samples; the step sees the global 64.
+            assert distribution["replicas"] == 2
+            assert distribution["global_batch"] == 64
+            assert distribution["per_process_batch"] == 32
+            assert distribution["per_replica_batch"] == 32
+            assert runs[name]["steps"] == facts["steps"] == STEPS
+
+
+def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
+    report = jax_job["report"]
+    group = by_group(report)["slow/train"]
+    assert group["aligned_steps"] == STEPS - 1
+    assert group["straggler"] == "slow/process_1/train"
+    assert group["cause"] == "input_bound"
+    assert group["straggler_share"] >= workers.STRAGGLER_MODERATE
+    runs = {run["run"]: run for run in report["runs"]}
+    assert runs["slow/process_1/train"]["steady_verdict"] == "input_bound"
+    # Process 0 waits inside its step: its compute holds the wait, and is
+    # longer than the straggler's, whose batch came late.
+    waiting = {entry["process_index"]: entry for entry in group["runs"]}[0]
+    assert waiting["wait_ms"]["mean"] > 0.1 * DELAY_MS
+    assert runs["slow/process_0/train"]["compute_ms"]["mean"] >= waiting["wait_ms"]["mean"]
+    assert (runs["slow/process_0/train"]["compute_ms"]["mean"]
+            > runs["slow/process_1/train"]["compute_ms"]["mean"])
+    assert runs["slow/process_0/train"]["data_wait_ms"]["mean"] < 0.1 * DELAY_MS
+    # Both processes run at the straggler's pace.
+    steps = [runs[f"slow/process_{i}/train"]["step_ms"]["mean"] for i in (0, 1)]
+    assert steps[0] == pytest.approx(steps[1], rel=0.05)
+    assert min(steps) >= 0.9 * DELAY_MS
+    for name in ("slow/process_0/train", "slow/process_1/train"):
+        assert [item["id"] for item in runs[name]["findings"]].count("straggler") == 1
+    # One host: the step starts are compared on its clock.
+    assert group["same_host"] is True
+    assert group["start_spread_ms"]["p50"] is not None
+
+
+def test_jax_without_a_delay_there_is_no_straggler(jax_job):
+    report = jax_job["report"]
+    group = by_group(report)["even/train"]
+    assert group["aligned_steps"] == STEPS - 1
+    assert group["straggler"] is None
+    for run in report["runs"]:
+        if run["run"].startswith("even/"):
+            assert "straggler" not in [item["id"] for item in run["findings"]]
+
+
+def test_jax_report_prints_the_processes(jax_job):
+    text = console.render(jax_job["report"])
+    assert "PROCESSES of slow/train: 2" in text
+    assert "straggler: process 1" in text
+    assert "PROCESSES of even/train: 2" in text
+
+
+def test_torch_ddp_processes_recorded_by_step_recorder(tmp_path):
+    logdir = str(tmp_path / "logs")
+    facts = distributed_runs.run_job("torch", os.path.join(logdir, "ddp"), delay_ms=DELAY_MS,
+                                     steps=STEPS)
+    assert facts[1]["run_dir"] == os.path.join(logdir, "ddp", "process_1")
+    records = reader.read_runs(reader.local_provider(logdir))
+    assert [record.run for record in records] == ["ddp/process_0", "ddp/process_1"]
+    for record in records:
+        assert record.info["loop"] == "custom"
+        assert record.info["process_count"] == 2
+        assert record.info["distributed"] == "torch.distributed (gloo)"
+    report = analysis.build_report(records)
+    group = by_group(report)["ddp"]
+    assert group["straggler"] == "ddp/process_1"
+    assert group["cause"] == "input_bound"
+    # A synchronous loop: rank 0 waits the whole delay inside its backward
+    # pass's all-reduce, at every step.
+    waiting = {entry["process_index"]: entry for entry in group["runs"]}[0]
+    assert waiting["wait_ms"]["p50"] == pytest.approx(DELAY_MS, rel=0.25)
+    assert group["skew_ms"]["p50"] == pytest.approx(DELAY_MS, rel=0.25)
+    runs = {run["run"]: run for run in report["runs"]}
+    # Each rank steps on its own 32 samples: 64 in all.
+    assert runs["ddp/process_0"]["distribution"]["per_process_batch"] == 32
+    assert runs["ddp/process_0"]["distribution"]["global_batch"] == 64
+
+
+def test_mirrored_strategy_records_replicas_and_the_per_replica_batch(tmp_path):
+    logdir = str(tmp_path / "logs")
+    facts = distributed_runs.run_single("mirrored", os.path.join(logdir, "mirrored"))
+    records = reader.read_runs(reader.local_provider(logdir))
+    # One process: the usual layout, no process directory.
+    assert [record.run for record in records] == ["mirrored/train"]
+    info = records[0].info
+    assert info["distribution_strategy"] == "MirroredStrategy"
+    assert info["replicas"] == facts["replicas"] == 2
+    assert info["process_count"] == 1
+    assert info["local_devices"] == facts["devices"]
+    run = analysis.build_report(records)["runs"][0]
+    assert run["batch_size"] == facts["global_batch"] == 64
+    assert run["distribution"]["per_replica_batch"] == 32
+    assert run["distribution"]["global_batch"] == 64
+    assert math.isfinite(run["step_ms"]["p50"])
