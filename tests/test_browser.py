@@ -895,3 +895,162 @@ def test_runs_recorded_on_an_h100_show_beside_their_cpu_runs(browser, tmp_path):
         page.close()
     finally:
         serve.stop_tensorboard(process)
+
+
+def test_a_findings_fix_shows_what_it_would_buy(browser, tmp_path, screenshots):
+    """The JAX MLP at batch 32 on a real NVIDIA H100 with its trace window
+    (tests/data/h100_traced): the latency_bound finding's fix is followed by
+    its estimate, the figures of tests/test_gpu_runs.py (0.029 ms of device
+    time per 32 samples, 0.777 ms fixed: about 10 times the samples/s at
+    batch 512); the warm-up finding carries its bound."""
+    import shutil
+
+    source = os.path.join(os.path.dirname(__file__), "data", "h100_traced", "jax_mlp_b32")
+    shutil.copytree(source, tmp_path / "jax_mlp_b32")
+    process, url = serve.start_tensorboard(str(tmp_path), expected_runs=1)
+    try:
+        page, frame, problems = _open_tab(browser, url, rows=1)
+        _open_detail(frame, "jax_mlp_b32/gpu/train")
+        finding = frame.locator('.dc-finding[data-finding="latency_bound"]')
+        # Beside the fix: the element right after it.
+        expected = finding.locator(".dc-finding-fix + .dc-finding-expected")
+        expect(expected).to_be_visible()
+        expect(expected).to_have_attribute("data-estimated", "true")
+        expect(expected.locator(".dc-expected-text")).to_have_text(
+            "about 10x the samples/s at batch 512 (410,000 instead of 39,697)"
+        )
+        expect(expected).to_contain_text("At batch 512")
+        none = frame.locator(
+            '.dc-finding[data-finding="warmup_dominated"] .dc-finding-expected')
+        expect(none).to_contain_text("at most")
+        page.screenshot(path=os.path.join(screenshots, "finding_expected.png"), full_page=True)
+        assert problems["console_errors"] == []
+        assert problems["page_errors"] == []
+        page.close()
+    finally:
+        serve.stop_tensorboard(process)
+
+
+def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_path, screenshots):
+    """Two two-process JAX jobs (jax.distributed on gloo, DataParallel), one
+    with process 1 slowed by 20 ms a batch: the tab shows each job's
+    processes side by side, the slowed one as the straggler with its cause
+    and fix and the report's figures, the other job as keeping pace; the
+    detail of the process that waited carries the same finding."""
+    import distributed_runs
+
+    logdir = str(tmp_path / "logs")
+    distributed_runs.run_job("jax", os.path.join(logdir, "slow"), delay_ms=20, steps=40)
+    distributed_runs.run_job("jax", os.path.join(logdir, "even"), delay_ms=0, steps=40)
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    groups = {group["group"]: group for group in report["workers"]}
+    slow = groups["slow/train"]
+    assert slow["straggler_index"] == 1
+    process, url = serve.start_tensorboard(logdir, expected_runs=4)
+    try:
+        page, frame, problems = _open_tab(browser, url, rows=4)
+        panels = frame.locator(".dc-workers-group")
+        expect(panels).to_have_count(2)
+        slow_panel = panels.filter(has_text="Processes of slow/train")
+        box = slow_panel.locator(".dc-straggler-box")
+        expect(box).to_have_attribute("data-straggler", "1")
+        expect(box.locator(".dc-verdict")).to_have_attribute("data-verdict", "input_bound")
+        expect(box.locator(".dc-straggler-share")).to_contain_text(
+            formatting.fmt_share(slow["straggler_share"]))
+        expect(box.locator(".dc-finding-fix")).to_contain_text("prefetch")
+        expect(slow_panel.locator(".dc-skew-p50")).to_have_text(
+            formatting.fmt_ms_unit(slow["skew_ms"]["p50"]))
+        rows = slow_panel.locator(".dc-workers-table tbody tr")
+        expect(rows).to_have_count(2)
+        expect(slow_panel.locator("tr.dc-straggler-row")).to_have_attribute(
+            "data-run", "slow/process_1/train")
+        waiting = {entry["process_index"]: entry for entry in slow["runs"]}[0]
+        expect(slow_panel.locator('tr[data-process="0"] .dc-wait-p50')).to_have_text(
+            formatting.fmt_ms_unit(waiting["wait_ms"]["p50"]))
+        expect(slow_panel.locator(".dc-share-bar")).to_have_count(2)
+        expect(slow_panel.locator("path.dc-skew-line")).to_have_count(1)
+        even_panel = panels.filter(has_text="Processes of even/train")
+        expect(even_panel.locator(".dc-workers-balanced")).to_have_count(1)
+        expect(even_panel.locator(".dc-straggler-box")).to_have_count(0)
+        page.screenshot(path=os.path.join(screenshots, "workers.png"), full_page=True)
+        # The process that waited: its detail shows the straggler finding.
+        slow_panel.locator('tr[data-process="0"] .dc-run-link').click()
+        finding = frame.locator('.dc-finding[data-finding="straggler"]')
+        expect(finding).to_have_count(1)
+        message = next(item for item in report["runs"]
+                       if item["run"] == "slow/process_0/train")
+        expected = next(item for item in message["findings"] if item["id"] == "straggler")
+        expect(finding.locator(".dc-finding-message")).to_have_text(expected["message"])
+        assert problems["console_errors"] == []
+        assert problems["page_errors"] == []
+        page.close()
+    finally:
+        serve.stop_tensorboard(process)
+
+
+def test_the_sweep_chart_says_where_the_gpu_wins(browser, tmp_path, screenshots):
+    """The dense sweep recorded on a real NVIDIA H100 (tests/data/h100/sweep_jax:
+    JAX, the seeds' MLP, 11 batch sizes per device, named before sweeps were
+    marked) beside a marked sweep run here on two CPU devices with the
+    user's batch size: each is drawn as samples/s against batch size per
+    device, log-log, with its points, fits, crossover and the report's
+    sentence; the user's batch size is marked."""
+    import shutil
+
+    import tb_devicecost
+    from sweep_models import build, data
+
+    source = os.path.join(os.path.dirname(__file__), "data", "h100", "sweep_jax")
+    shutil.copytree(source, tmp_path / "sweep_jax")
+    x, y = data()
+    tb_devicecost.sweep(build, x, y, batch_sizes=(8, 64), devices=("cpu:0", "cpu:1"),
+                        log_dir=tmp_path / "mine", steps=4, your_batch_size=8)
+    report = analysis.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
+    sweeps = {sweep["name"]: sweep for sweep in report["sweeps"]}
+    h100 = sweeps["sweep_jax"]
+    assert h100["faster_above"] == "GPU:0"
+    process, url = serve.start_tensorboard(str(tmp_path), expected_runs=26)
+    try:
+        page, frame, problems = _open_tab(browser, url, rows=26)
+        panel = frame.locator('.dc-sweep[data-sweep="sweep_jax"]')
+        expect(panel.locator(".dc-sweep-message")).to_have_text(h100["message"])
+        assert h100["message"].startswith("GPU:0 overtakes CPU:0 above about ")
+        chart = panel.locator("svg.dc-sweep-chart")
+        for device in ("CPU:0", "GPU:0"):
+            expect(chart.locator(f'circle.dc-sweep-point[data-device="{device}"]')).to_have_count(11)
+            expect(chart.locator(f'path.dc-sweep-fit[data-device="{device}"]')).to_have_count(1)
+            fit = h100["devices"][device]
+            expect(panel.locator(f'.dc-legend-item[data-device="{device}"]')).to_have_text(
+                f"{device}: {formatting.fmt_ms_unit(fit['fixed_ms'])} per step + "
+                f"{formatting.fmt_ms(fit['per_sample_us'])} \u00b5s per sample")
+        crossover = chart.locator("line.dc-sweep-crossover")
+        expect(crossover).to_have_attribute("data-batch", str(h100["crossover_batch"]))
+
+        def x_of(device, batch):
+            point = chart.locator(f'circle[data-device="{device}"][data-batch="{batch}"]')
+            return float(point.get_attribute("cx")), float(point.get_attribute("cy"))
+
+        # Log-log: batch sizes 2x apart are evenly spaced; the crossover
+        # lies between the points either side of it; the GPU's samples/s
+        # rise with the batch (a higher point is a smaller y).
+        x16, _ = x_of("GPU:0", 16)
+        x32, _ = x_of("GPU:0", 32)
+        x64, _ = x_of("GPU:0", 64)
+        assert x32 - x16 == pytest.approx(x64 - x32, abs=0.2)
+        below = max(b for b in (1024, 2048, 4096) if b <= h100["crossover_batch"])
+        assert x_of("GPU:0", below)[0] < float(crossover.get_attribute("x1")) < x_of("GPU:0", below * 2)[0]
+        assert x_of("GPU:0", 16384)[1] < x_of("GPU:0", 16)[1]
+        expect(panel.locator("line.dc-sweep-yours")).to_have_count(0)
+
+        mine = frame.locator('.dc-sweep[data-sweep="mine"]')
+        expect(mine.locator(".dc-sweep-message")).to_have_text(sweeps["mine"]["message"])
+        expect(mine.locator(".dc-sweep-message")).to_contain_text("at your batch of 8 ")
+        expect(mine.locator("line.dc-sweep-yours")).to_have_attribute("data-batch", "8")
+        expect(mine.locator("circle.dc-sweep-point")).to_have_count(4)
+        panel.scroll_into_view_if_needed()
+        panel.screenshot(path=os.path.join(screenshots, "sweep.png"))
+        assert problems["console_errors"] == []
+        assert problems["page_errors"] == []
+        page.close()
+    finally:
+        serve.stop_tensorboard(process)

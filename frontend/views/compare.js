@@ -2,7 +2,7 @@
 // explained in words.
 
 import {el, runName} from './dom.js';
-import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
+import {fmtMs, fmtSignedMs, fmtCount, fmtBytes, isNum} from '../format.js';
 import {stackedBars, componentLegend, swatch, COMPONENTS} from './charts.js';
 import {
   verdictBadge, panel, backLink, runningNote, deviceCell, baselineField, baselineNote, speedupCell,
@@ -63,6 +63,9 @@ export function buildCompare(data, app) {
     root.appendChild(panel('What the differences mean', [explanations]));
   }
 
+  const why = whyPanel(rows);
+  if (why) root.appendChild(why);
+
   root.appendChild(panel('Mean time per step', [
     componentLegend(),
     stackedBars(runs.map((run) => ({
@@ -81,6 +84,90 @@ export function buildCompare(data, app) {
       'would hide rare long stalls.',
   }));
   return root;
+}
+
+/**
+ * The numbers the explanations quote (each row's `scaling` and `parts`):
+ * each device's fixed cost and cost per sample where the same model ran at
+ * several batch sizes, and per compared run its fixed cost, device time,
+ * batch bytes, warm-up and wait above a ready batch beside its baseline's.
+ * @param {!Array<Object>} rows the comparison's rows.
+ * @return {?HTMLElement}
+ */
+function whyPanel(rows) {
+  const compared = rows.filter((row) => row.parts && typeof row.parts === 'object');
+  if (!compared.length) return null;
+  const children = [];
+  const seen = new Set();
+  for (const row of compared) {
+    const scaling = row.scaling;
+    if (!scaling || !scaling.devices || typeof scaling.devices !== 'object') continue;
+    const key = JSON.stringify(scaling);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    children.push(scalingTable(scaling));
+    const crossover = isNum(scaling.crossover_batch)
+      ? String(scaling.faster_above) + ' overtakes ' + String(scaling.faster_below) + ' above about ' +
+        fmtCount(scaling.crossover_batch) + ' samples per step' +
+        (scaling.crossover_extrapolated ? ' (beyond the batch sizes measured).' : '.')
+      : scaling.faster_above != null && Object.keys(scaling.devices).length > 1
+        ? String(scaling.faster_above) + ' is faster at every batch size, by the fit.' : null;
+    if (crossover) children.push(el('p', {class: 'dc-crossover', text: crossover}));
+  }
+  children.push(el('div', {class: 'dc-table-wrap'}, [partsTable(compared)]));
+  return panel('Why, in numbers', children, 'dc-why-panel');
+}
+
+/** Each device's step as a fixed cost plus a cost per sample. */
+function scalingTable(scaling) {
+  const table = el('table', {class: 'dc-table dc-scaling-table'});
+  table.appendChild(el('thead', {}, [el('tr', {}, [
+    el('th', {text: 'Device'}),
+    el('th', {class: 'dc-num', text: 'Fixed cost (ms per step)', title: 'Fitted over the mean steps of the same model at several batch sizes'}),
+    el('th', {class: 'dc-num', text: 'Per sample (\u00b5s)'}),
+    el('th', {text: 'Batch sizes measured'}),
+  ])]));
+  const tbody = el('tbody');
+  for (const [device, fit] of Object.entries(scaling.devices)) {
+    const points = Array.isArray(fit && fit.points) ? fit.points : [];
+    tbody.appendChild(el('tr', {attrs: {'data-device': device}}, [
+      el('td', {text: device}),
+      el('td', {class: 'dc-num', text: fmtMs(fit && fit.fixed_ms)}),
+      el('td', {class: 'dc-num', text: fmtMs(fit && fit.per_sample_us)}),
+      el('td', {text: points.map((p) => fmtCount(p && p.batch_size)).join(', ')}),
+    ]));
+  }
+  table.appendChild(tbody);
+  return table;
+}
+
+/** Per compared run: each part beside its baseline's (run / baseline). */
+function partsTable(rows) {
+  const columns = [
+    ['fixed_ms', 'Fixed cost (ms per step)', fmtMs],
+    ['device_busy_ms', 'Device busy (ms per step)', fmtMs],
+    ['input_bytes_per_step', 'Batch bytes', fmtBytes],
+    ['warmup_ms', 'Warm-up (ms)', fmtMs],
+    ['starved_data_wait_ms', 'Wait above a ready batch (ms)', fmtMs],
+  ];
+  const table = el('table', {class: 'dc-table dc-parts-table'});
+  table.appendChild(el('thead', {}, [el('tr', {}, [
+    el('th', {class: 'dc-col-run', text: 'Run (against)'}),
+    ...columns.map(([, label]) => el('th', {class: 'dc-num', text: label, title: 'This run / the run it is compared with'})),
+  ])]));
+  const tbody = el('tbody');
+  for (const row of rows) {
+    tbody.appendChild(el('tr', {attrs: {'data-run': String(row.run)}}, [
+      el('td', {class: 'dc-col-run'}, [runName(String(row.run)),
+        el('div', {class: 'dc-muted', text: 'against ' + String(row.against != null ? row.against : '')})]),
+      ...columns.map(([key, , format]) => {
+        const part = row.parts[key] || {};
+        return el('td', {class: 'dc-num', attrs: {'data-part': key}, text: format(part.run) + ' / ' + format(part.baseline)});
+      }),
+    ]));
+  }
+  table.appendChild(tbody);
+  return table;
 }
 
 function meanComponents(run) {

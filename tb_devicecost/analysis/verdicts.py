@@ -861,8 +861,9 @@ def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_s
         batch_size=batch_size,
         capped=capped,
         text=(
-            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x the samples/s "
-            f"({_rounded(after, bound)} instead of {fmt_count(before)})"
+            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x the samples/s"
+            + (f" at batch {fmt_count(batch_size)}" if batch_size else "")
+            + f" ({_rounded(after, bound)} instead of {fmt_count(before)})"
         ),
     )
     return expected
