@@ -124,7 +124,8 @@ function scalingTable(scaling) {
   table.appendChild(el('thead', {}, [el('tr', {}, [
     el('th', {text: 'Device'}),
     el('th', {class: 'dc-num', text: 'Fixed cost (ms per step)', title: 'Fitted over the mean steps of the same model at several batch sizes'}),
-    el('th', {class: 'dc-num', text: 'Per sample (\u00b5s)'}),
+    // Words, not \u00b5s: the header's capitals would turn µ into a Greek capital M.
+    el('th', {class: 'dc-num', text: 'Per sample (microseconds)'}),
     el('th', {text: 'Batch sizes measured'}),
   ])]));
   const tbody = el('tbody');
