@@ -624,6 +624,49 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
     return records, unread
 
 
+def fingerprint(provider, scan=None, ctx=None, experiment_id=""):
+    """What `read_logdir` reads, in brief: equal fingerprints, equal records.
+
+    Each of our tags' newest step and wall time and summary metadata, as
+    the provider lists them (a document written again, or a block of steps
+    added, moves them), and with a `scan` its runs, each event file's size
+    and modification time, and what it could not read. `None` when the
+    provider cannot list (nothing can then be known unchanged).
+    """
+    ctx = _request_context(ctx)
+    plugin = dict(experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            listings = [
+                pool.submit(provider.list_tensors, ctx, **plugin),
+                pool.submit(provider.list_scalars, ctx, **plugin),
+            ]
+            listings = [future.result() for future in listings]
+    except Exception:  # pylint: disable=broad-except
+        return None
+    parts = []
+    for listing in listings:
+        parts.append(tuple(sorted(
+            (run, tag, series.max_step, series.max_wall_time,
+             getattr(series, "plugin_content", b""))
+            for run, by_tag in listing.items()
+            for tag, series in by_tag.items()
+        )))
+    if scan is not None:
+        files = []
+        for run, paths in sorted(scan.runs.items()):
+            for path in paths:
+                try:
+                    status = os.stat(path)
+                except OSError:
+                    files.append((run, path, None))
+                    continue
+                files.append((run, path, status.st_size, status.st_mtime_ns))
+        parts.append(tuple(files))
+        parts.append(tuple(sorted((run, tuple(reasons)) for run, reasons in scan.problems.items())))
+    return tuple(parts)
+
+
 def scan_if_local(logdir):
     """`scan_logdir(logdir)` for a local directory, else `None` (a bucket,
     no logdir, or one that cannot be read)."""

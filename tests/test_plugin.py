@@ -1,6 +1,7 @@
 """The plugin through TensorBoard's real WSGI app, and a real TensorBoard."""
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -305,9 +306,10 @@ def test_the_tab_and_the_report_list_the_same_runs_and_skipped_runs(tmp_path, he
         assert dict(skipped)[run] in response.get_data(as_text=True)
 
 
-def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(client, monkeypatch):
+def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(logdir, monkeypatch):
     """`/run` and `/compare` are guarded as `/runs` is: a run whose
     analysis raises is a 404 with the reason, never a 500."""
+    client = make_client(logdir)  # A plugin whose `runs` body is not built yet.
     original = analysis.report.analyze_run
 
     def analyze(record):
@@ -323,3 +325,50 @@ def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(client, monk
         response = client.get(PREFIX + path)
         assert response.status_code == 404, path
         assert reason in response.get_data(as_text=True)
+
+
+def test_runs_route_is_built_again_exactly_when_its_data_changes(tmp_path, helpers, monkeypatch):
+    """The `runs` body is kept while the data, the event files and the
+    captures are unchanged, and built again when any of them changes."""
+    info = {"schema": 2, "backend": "tensorflow", "batch_size": 32,
+            "steps_per_record": 1, "fetch_in_graph": False}
+    run_dir = str(tmp_path / "a" / "train")
+    helpers.write_run(run_dir, aggregate=helpers.make_aggregate(1.0, 4.0, 0.5), info=info,
+                      rows=[(step, 1.0, 4.0, 0.5, 32) for step in range(20)])
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(tmp_path))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(tmp_path))
+    plugin = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=str(tmp_path), data_provider=provider))
+    client = werkzeug_test.Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+    built = []
+    original = analysis.build_report
+    monkeypatch.setattr(analysis, "build_report",
+                        lambda *args, **kwargs: built.append(1) or original(*args, **kwargs))
+
+    [run] = get_json(client, "/runs")["runs"]
+    assert (run["steps"], run["profile"], len(built)) == (101, [], 1)
+    assert get_json(client, "/runs")["runs"][0]["steps"] == 101
+    assert len(built) == 1  # Unchanged: not analysed again.
+
+    # A newer aggregate, once TensorBoard has read it.
+    helpers.write_run(run_dir, aggregate=helpers.make_aggregate(1.0, 4.0, 0.5, warmup_ms=None))
+    assert get_json(client, "/runs")["runs"][0]["steps"] == 101  # The file changed...
+    assert len(built) == 2
+    multiplexer.Reload()
+    assert get_json(client, "/runs")["runs"][0]["steps"] == 100  # ...then the data.
+    assert len(built) == 3
+
+    # A profiler capture: the same data, a new link.
+    capture = tmp_path / "a" / "train" / "plugins" / "profile" / "2026_01_02_03_04_05"
+    os.makedirs(capture)
+    (capture / "host.xplane.pb").write_bytes(b"")
+    [run] = get_json(client, "/runs")["runs"]
+    assert [item["capture"] for item in run["profile"]] == ["2026_01_02_03_04_05"]
+    assert len(built) == 4
+    # A client that does not take gzip gets the JSON itself; one that does, gzip.
+    response = client.get(PREFIX + "/runs", headers={"Accept-Encoding": "gzip"})
+    assert response.headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(response.get_data()))["runs"][0]["run"] == "a/train"
+    assert len(built) == 4
