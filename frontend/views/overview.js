@@ -8,6 +8,7 @@ import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
   skippedList, profileOnlyList, deviceCell, baselineField, baselineNote, speedupCell,
 } from './common.js';
+import {buildSweeps} from './sweeps.js';
 
 /**
  * @param {Object} data the `runs` route's JSON.
@@ -132,6 +133,9 @@ export function buildOverview(data, app) {
       'compilation) is kept apart and shown as its share of the whole fit\u2019s wall time. ' +
       'Click a run for its per-step chart, placement and findings.',
   }));
+  // Batch-size sweeps: where each device wins (views/sweeps.js).
+  const sweeps = buildSweeps(data.sweeps, app);
+  if (sweeps) root.appendChild(sweeps);
 
   const skipped = skippedList(data.skipped);
   const profileOnly = profileOnlyList(data.profile_only);
