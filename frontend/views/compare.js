@@ -2,7 +2,7 @@
 // explained in words.
 
 import {el, runName} from './dom.js';
-import {fmtMs, fmtSignedMs, fmtCount, fmtBytes, isNum} from '../format.js';
+import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
 import {stackedBars, componentLegend, swatch, COMPONENTS} from './charts.js';
 import {
   verdictBadge, panel, backLink, runningNote, deviceCell, baselineField, baselineNote, speedupCell,
@@ -147,7 +147,8 @@ function partsTable(rows) {
   const columns = [
     ['fixed_ms', 'Fixed cost (ms per step)', fmtMs],
     ['device_busy_ms', 'Device busy (ms per step)', fmtMs],
-    ['input_bytes_per_step', 'Batch bytes', fmtBytes],
+    // Bytes as the explanation writes them (12,928), not in KiB.
+    ['input_bytes_per_step', 'Batch bytes', fmtCount],
     ['warmup_ms', 'Warm-up (ms)', fmtMs],
     ['starved_data_wait_ms', 'Wait above a ready batch (ms)', fmtMs],
   ];
