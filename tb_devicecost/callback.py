@@ -82,6 +82,16 @@ class DeviceCostCallback(keras.callbacks.Callback):
             traces the same fit, its trace is used instead of starting a
             second profiler. Opening the trace in the Profile tab needs
             the `profile` extra (xprof). Defaults to `None` (no trace).
+        device_busy: Whether to measure how busy the device is during a
+            step, from a short trace: `"auto"` traces 10 steps, 10 steps
+            into the first fit long enough, when the step runs on an
+            accelerator (GPU, TPU); `True` on any device; `False` never.
+            The trace is digested into the run's `devicecost/trace`
+            document and its files are deleted; tracing costs about a
+            second once per run, kept out of the recorded steps
+            (docs/PERFORMANCE.md). It is skipped when `profile_steps` or
+            `keras.callbacks.TensorBoard(profile_batch=...)` trace the run.
+            Defaults to `"auto"`.
 
     Example:
 
@@ -96,7 +106,12 @@ class DeviceCostCallback(keras.callbacks.Callback):
     """
 
     def __init__(
-        self, log_dir, capture_placement=True, flush_steps=256, profile_steps=None
+        self,
+        log_dir,
+        capture_placement=True,
+        flush_steps=256,
+        profile_steps=None,
+        device_busy="auto",
     ):
         super().__init__()
         if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
@@ -135,6 +150,12 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 "trace records every op, so a window of a few steps is enough. "
                 f"Received: profile_steps={profile_steps!r}"
             )
+        if not (isinstance(device_busy, bool) or device_busy == "auto"):
+            raise ValueError(
+                "`device_busy` must be 'auto', True or False. "
+                f"Received: device_busy={device_busy!r}"
+            )
+        self.device_busy = device_busy
         self.log_dir = os.fspath(log_dir)
         self.profile_steps = None if profile_steps is None else tuple(profile_steps)
         self.capture_placement = capture_placement
@@ -165,7 +186,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._run_info = {}
         self._process = {}
         self._registered_exit = False
-        self._traces = profiling.TraceSchedule(self.profile_steps)
+        self._traces = profiling.TraceSchedule(self.profile_steps, device_busy)
         self._said_predict = False
         # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
         self._backend = None
@@ -174,6 +195,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._fetch_started = None
         self._batch_begun_at = None
         self._pending_excluded = 0.0
+        # Whether the model's variables live on an accelerator (after the
+        # first step): where the step runs.
+        self._accelerated = False
         # Keras runs batch-end hooks on a worker thread when every callback
         # allows it; ours only reads the clock there, so the training loop
         # keeps its asynchronous dispatch.
@@ -517,7 +541,11 @@ class DeviceCostCallback(keras.callbacks.Callback):
             if data is not None:
                 if role == "train" and not self._placement_written:
                     self._placement_written = True
-                    recorder.write_placement(self._placement_document(data))
+                    document = self._placement_document(data)
+                    recorder.write_placement(document)
+                    self._accelerated = _on_accelerator(document)
+                if role == "train":
+                    self._traces.found_device(self._accelerated)
                 if floor is not None:
                     floor.start(data, self._model.distribute_strategy)
                 recorder.update_info({"batch_size": placement.batch_size(data)})
@@ -749,11 +777,12 @@ class DeviceCostCallback(keras.callbacks.Callback):
                         variables = self._model.variables
                         optimizer = getattr(self._model, "optimizer", None)
                         optimizer_variables = getattr(optimizer, "variables", [])
-                    recorder.write_placement(
-                        backends.placement_document(
-                            self._backend, variables, optimizer_variables, batch
-                        )
+                    document = backends.placement_document(
+                        self._backend, variables, optimizer_variables, batch
                     )
+                    recorder.write_placement(document)
+                    self._accelerated = _on_accelerator(document)
+                self._traces.found_device(self._accelerated)
             floor = self._floors.get(role)
             if floor is not None and floor.start_python(
                 batch, backends.handover(self._backend)
@@ -864,6 +893,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     recorder.stop(status="interrupted")
         except Exception:  # pylint: disable=broad-except
             pass
+
+
+def _on_accelerator(document):
+    """Whether a placement document puts the model's variables on a device
+    other than the CPU (a `keras.device("cpu")` scope keeps them there even
+    where a GPU is visible)."""
+    variables = document.get("variables") or {}
+    return any(not str(device).upper().startswith("CPU") for device in variables)
 
 
 def _close_at_exit(reference):

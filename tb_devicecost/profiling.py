@@ -31,6 +31,7 @@ steps, and their time is kept out of our records.
 """
 
 import os
+import shutil
 import threading
 import time
 import warnings
@@ -41,6 +42,15 @@ from tb_devicecost import trace as trace_module
 
 SOURCE_DEVICECOST = "tb_devicecost"
 SOURCE_KERAS_TENSORBOARD = "keras.callbacks.TensorBoard"
+PURPOSE_PROFILE_STEPS = "profile_steps"
+PURPOSE_DEVICE_BUSY = "device_busy"
+PURPOSE_KERAS_TENSORBOARD = "keras_tensorboard"
+# The default window of a run whose step runs on an accelerator: this many
+# steps, starting this many steps into the fit (past its warm-up). Enough
+# steps to see the device's busy share per step; few enough that tracing
+# them costs a second or two once per run.
+DEVICE_BUSY_OFFSET = 10
+DEVICE_BUSY_STEPS = 10
 FORMAT_XPLANE = "xplane"
 ASYNCHRONOUS_BACKENDS = ("jax", "torch")
 # How long opening or closing a window waits for Keras to report the step
@@ -208,14 +218,27 @@ class TraceWindow:
         source: Who starts the profiler: `SOURCE_DEVICECOST` (we do) or
             `SOURCE_KERAS_TENSORBOARD` (it does; we only mark steps).
         backend: The Keras backend: `"tensorflow"`, `"jax"` or `"torch"`.
+        purpose: Why the window is traced: `PURPOSE_PROFILE_STEPS` (the
+            user asked; the trace is kept), `PURPOSE_DEVICE_BUSY` (the
+            default window of an accelerator run; its files are deleted
+            once digested) or `PURPOSE_KERAS_TENSORBOARD`.
     """
 
-    def __init__(self, start, stop, profile_dir, source=SOURCE_DEVICECOST, backend="tensorflow"):
+    def __init__(
+        self,
+        start,
+        stop,
+        profile_dir,
+        source=SOURCE_DEVICECOST,
+        backend="tensorflow",
+        purpose=PURPOSE_PROFILE_STEPS,
+    ):
         self.start = start
         self.stop = stop
         self.profile_dir = profile_dir
         self.source = source
         self.backend = backend
+        self.purpose = purpose
         self.state = "pending"
         self.error = None
         self._opened_at = None
@@ -370,6 +393,7 @@ class TraceWindow:
             "start_step": self.start,
             "stop_step": self.stop,
             "source": self.source,
+            "purpose": self.purpose,
             "backend": self.backend,
             "trace_format": self.profiler.format,
             "profile_run_dir": os.path.abspath(self.profile_dir),
@@ -445,6 +469,7 @@ def keras_tensorboard_window(callbacks, first_step, backend="tensorflow"):
                 callback._train_dir,
                 source=SOURCE_KERAS_TENSORBOARD,
                 backend=backend,
+                purpose=PURPOSE_KERAS_TENSORBOARD,
             )
     return None
 
@@ -461,12 +486,25 @@ class TraceSchedule:
     `keras.callbacks.TensorBoard(profile_batch=...)` in the same fit, whose
     trace is used instead of starting a second profiler.
 
+    When the step runs on an accelerator and nothing else traces the run,
+    it traces `DEVICE_BUSY_STEPS` steps of its own, `DEVICE_BUSY_OFFSET`
+    steps into a fit (once per run), for the device's busy share: the
+    evidence of a `latency_bound` verdict. That trace is digested and its
+    files deleted.
+
     Args:
         profile_steps: `(start, stop)` global steps to trace, or `None`.
+        device_busy: `"auto"` (trace the device-busy window when the step
+            runs on an accelerator), `True` (on any device) or `False`.
     """
 
-    def __init__(self, profile_steps):
+    def __init__(self, profile_steps, device_busy="auto"):
         self.profile_steps = profile_steps
+        self.device_busy = device_busy
+        # Whether the step runs on an accelerator: known after the first step.
+        self.accelerated = None
+        self._busy_done = False
+        self._fit = None
         self.window = None
         self._finished = []
         self._entries = []
@@ -480,14 +518,44 @@ class TraceSchedule:
         first step opens now, before any step.
         """
         first_step = accounting.upcoming_step()
+        self._fit = (accounting, first_step, backend)
         self.window = self._window_for(first_step, callbacks, accounting.run_dir, backend)
         window = self.window
         if window is not None:
-            accounting.watch_steps(range(window.start, window.stop))
-            if backend == "torch" and window.owns_profiler and window.state == "pending":
-                warm_up_torch_profiler()
+            self._prepare(accounting)
             if window.asynchronous:
                 self.before_async_step(first_step)
+
+    def _prepare(self, accounting):
+        window = self.window
+        accounting.watch_steps(range(window.start, window.stop))
+        if window.backend == "torch" and window.owns_profiler and window.state == "pending":
+            warm_up_torch_profiler()
+
+    def found_device(self, accelerated):
+        """After the fit's first step: whether the step ran on an
+        accelerator. Schedules the device-busy window in this fit when
+        nothing else traces it (the caller keeps this call's time out of
+        the records)."""
+        if self.accelerated is None:
+            self.accelerated = bool(accelerated)
+        if self.window is None and self._fit is not None:
+            accounting, first_step, backend = self._fit
+            self.window = self._busy_window(first_step, accounting.run_dir, backend)
+            if self.window is not None:
+                self._prepare(accounting)
+
+    def _busy_window(self, first_step, run_dir, backend):
+        wanted = self.device_busy is True or (
+            self.device_busy == "auto" and self.accelerated
+        )
+        if not wanted or self._busy_done or self.profile_steps is not None:
+            return None
+        start = first_step + DEVICE_BUSY_OFFSET
+        return TraceWindow(
+            start, start + DEVICE_BUSY_STEPS, run_dir, backend=backend,
+            purpose=PURPOSE_DEVICE_BUSY,
+        )
 
     def _window_for(self, first_step, callbacks, run_dir, backend):
         external = keras_tensorboard_window(callbacks, first_step, backend)
@@ -511,7 +579,7 @@ class TraceSchedule:
                 )
             return external
         if self.profile_steps is None or self._own_window_done:
-            return None
+            return self._busy_window(first_step, run_dir, backend)
         start, stop = self.profile_steps
         if stop <= first_step:
             return None
@@ -575,10 +643,13 @@ class TraceSchedule:
         """Ends the fit's window, if one is open. A window that the fit
         did not reach waits for the next fit."""
         window, self.window = self.window, None
+        self._fit = None
         if window is None or window.state == "pending":
             return
         window.finish()
-        if window.owns_profiler:
+        if window.purpose == PURPOSE_DEVICE_BUSY:
+            self._busy_done = True
+        elif window.owns_profiler:
             self._own_window_done = True
         self._finished.append(window)
 
@@ -596,6 +667,9 @@ class TraceSchedule:
         ours = {entry["step"]: entry for entry in accounting.watched_steps()}
         for window in windows:
             entry = window.document()
+            if window.purpose == PURPOSE_DEVICE_BUSY:
+                # Nobody asked for these files: the digest is what we keep.
+                entry["trace_deleted"] = _delete_capture(entry)
             # Our own numbers for the same steps, to set beside the trace's.
             entry["recorded_steps"] = [
                 ours[step] for step in range(window.start, window.stop) if step in ours
@@ -603,3 +677,29 @@ class TraceSchedule:
             self._entries.append(entry)
         del self._entries[:-_MAX_WINDOWS]
         accounting.write_document(metadata.TAG_TRACE, {"windows": list(self._entries)})
+
+
+def _delete_capture(entry):
+    """Deletes the files of a digested window (its capture directory, and
+    the plugin directories above it if that leaves them empty). Returns
+    whether it was deleted."""
+    path = entry.get("trace_file")
+    if not path:
+        return False
+    capture_dir = os.path.dirname(path)
+    run_dir = os.path.abspath(entry["profile_run_dir"])
+    # Only ever below the run's own plugins directory.
+    plugins = os.path.join(run_dir, "plugins") + os.sep
+    if not os.path.abspath(capture_dir).startswith(plugins):
+        return False
+    try:
+        shutil.rmtree(capture_dir)
+    except OSError:
+        return False
+    for directory in (os.path.dirname(capture_dir), plugins.rstrip(os.sep)):
+        try:
+            os.rmdir(directory)  # only when empty
+        except OSError:
+            break
+    entry.pop("trace_file", None)
+    return True

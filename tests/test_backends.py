@@ -72,10 +72,15 @@ def test_a_failing_writer_does_not_fail_the_fit(fitted):
 
 
 def test_training_is_unchanged_by_the_callback(fitted):
-    _, facts, _ = fitted
+    _, facts, records = fitted
     assert facts["weights_identical"]
-    without, with_callback = facts["histories"]
-    assert without == with_callback
+    without, with_callback, with_busy_trace = facts["histories"]
+    assert without == with_callback == with_busy_trace
+    # The third fit traced its device-busy window and kept only the digest.
+    [window] = records["busy/train"].trace["windows"]
+    assert window["purpose"] == "device_busy"
+    assert window["trace_deleted"] is True
+    assert [step["step"] for step in window["steps"]] == list(range(10, 20))
 
 
 def test_placement_says_what_the_backend_cannot_tell(fitted):

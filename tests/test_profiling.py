@@ -214,3 +214,60 @@ def test_a_window_the_first_fit_does_not_reach_is_traced_in_the_next(tmp_path):
     assert len(captures(tmp_path / "later" / "train")) == 1
     window = window_of(tmp_path, "later/train")
     assert [step["step"] for step in window["steps"]] == [25, 26, 27]
+
+
+# The default device-busy window. CI has no accelerator, so `"auto"` is
+# checked to stay off on the CPU, and `True` (any device) runs the same
+# window on the CPU; the H100 runs in tests/test_gpu_runs.py show it on a GPU.
+
+
+def test_a_cpu_run_is_not_traced_by_default(tmp_path):
+    x, y = data(32 * 40)
+    model().fit(x, y, batch_size=32, verbose=0,
+                callbacks=[tb_devicecost.DeviceCostCallback(str(tmp_path))])
+    assert not os.path.exists(os.path.join(tmp_path, "train", "plugins"))
+    [record] = [r for r in reader.read_runs(reader.local_provider(str(tmp_path))) if r.run == "train"]
+    assert record.trace is None
+
+
+def test_the_device_busy_window_is_digested_then_its_files_deleted(tmp_path):
+    x, y = data(32 * 40)
+    model().fit(x, y, batch_size=32, verbose=0,
+                callbacks=[tb_devicecost.DeviceCostCallback(str(tmp_path), device_busy=True)])
+    # Nobody asked for the trace: no capture is left for the Profile tab.
+    assert not os.path.exists(os.path.join(tmp_path, "train", "plugins"))
+    window = window_of(tmp_path, "train")
+    assert window["purpose"] == "device_busy"
+    assert (window["start_step"], window["stop_step"]) == (10, 20)
+    assert window["trace_deleted"] is True
+    assert "trace_file" not in window
+    assert [step["step"] for step in window["steps"]] == list(range(10, 20))
+    assert [step["step"] for step in window["recorded_steps"]] == list(range(10, 20))
+
+
+def test_the_device_busy_window_waits_for_a_fit_long_enough(tmp_path):
+    callback = tb_devicecost.DeviceCostCallback(str(tmp_path), device_busy=True)
+    network = model()
+    x, y = data(32 * 40)
+    network.fit(x[: 32 * 8], y[: 32 * 8], batch_size=32, verbose=0, callbacks=[callback])
+    network.fit(x, y, batch_size=32, verbose=0, callbacks=[callback])
+    network.fit(x, y, batch_size=32, verbose=0, callbacks=[callback])
+    # Steps 0-7 are the first fit; the second starts at step 8: its window
+    # is steps 18-27, and the third fit traces nothing more (once a run).
+    window = window_of(tmp_path, "train")
+    assert (window["start_step"], window["stop_step"]) == (18, 28)
+
+
+def test_asked_for_windows_replace_the_device_busy_window(tmp_path):
+    x, y = data(32 * 40)
+    model().fit(x, y, batch_size=32, verbose=0, callbacks=[
+        tb_devicecost.DeviceCostCallback(str(tmp_path), device_busy=True, profile_steps=(3, 5))])
+    window = window_of(tmp_path, "train")
+    assert window["purpose"] == "profile_steps"
+    assert len(captures(os.path.join(tmp_path, "train"))) == 1  # kept
+
+
+@pytest.mark.parametrize("value", ["on", 1, 0, None, "True"])
+def test_invalid_device_busy_is_refused(value):
+    with pytest.raises(ValueError, match="`device_busy` must be 'auto', True or False"):
+        tb_devicecost.DeviceCostCallback("logs", device_busy=value)

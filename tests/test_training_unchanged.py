@@ -57,7 +57,7 @@ def _arrays(samples=100, features=8, classes=None):
     return x, y
 
 
-def _train_twice(build, fit_kwargs_fn, tmp_path, epochs=3, evaluate=False):
+def _train_twice(build, fit_kwargs_fn, tmp_path, epochs=3, evaluate=False, **callback_kwargs):
     """Trains `build()` with `fit(**fit_kwargs_fn())` without, then with, the
     callback, from the same seed. Returns both (weights, history, model)."""
     results = []
@@ -68,7 +68,7 @@ def _train_twice(build, fit_kwargs_fn, tmp_path, epochs=3, evaluate=False):
         callbacks = list(kwargs.pop("callbacks", []))
         if with_callback:
             callbacks.append(
-                tb_devicecost.DeviceCostCallback(str(tmp_path / "run"))
+                tb_devicecost.DeviceCostCallback(str(tmp_path / "run"), **callback_kwargs)
             )
         history = model.fit(epochs=epochs, verbose=0, callbacks=callbacks, **kwargs)
         results.append((model.get_weights(), history.history, model))
@@ -370,3 +370,20 @@ def test_string_batches_count_their_bytes(tmp_path):
     # runs inside Keras's graph): 8 strings of 1+4+2+8 bytes twice, plus 8
     # float32 targets.
     assert placement["input_bytes_per_step"] == 2 * (1 + 4 + 2 + 8) + 8 * 4
+
+
+def test_the_device_busy_trace_window(tmp_path):
+    """The window that accelerator runs trace by default (forced on here:
+    CI has no accelerator) changes nothing either."""
+    x, y = _arrays(32 * 30)
+    results = _train_twice(
+        lambda: _dense(counting=True),
+        lambda: {"x": x, "y": y, "batch_size": 32},
+        tmp_path,
+        device_busy=True,
+    )
+    _assert_identical(results)
+    traces_without, traces_with = (model.traces for _, _, model in results)
+    assert traces_with == traces_without
+    [window] = _records(tmp_path)["run/train"].trace["windows"]
+    assert window["purpose"] == "device_busy"
