@@ -266,9 +266,10 @@ class App {
         node = state.view === 'detail' ? buildDetail(result.data, ctx)
           : state.view === 'compare' ? buildCompare(result.data, ctx)
           : buildOverview(result.data, ctx);
-        // The processes of distributed fits, under the runs they recorded.
+        // The processes of distributed fits, right under the summary: which
+        // process holds the others back matters more than any one run.
         const workers = state.view === 'overview' ? buildWorkers(result.data.workers, ctx) : null;
-        if (workers) node.appendChild(workers);
+        if (workers) node.insertBefore(workers, node.children[1] || null);
       } catch (e) {
         console.error('tb-devicecost: could not draw the view', e);
         node = errorState({

@@ -20,7 +20,9 @@ const SKEW_HEIGHT = 120;
 export function buildWorkers(groups, app) {
   const list = Array.isArray(groups) ? groups.filter((g) => g && typeof g === 'object') : [];
   if (!list.length) return null;
-  return el('div', {class: 'dc-workers'}, list.map((group) => groupPanel(group, app)));
+  // Jobs with a straggler first, then by name (the report's order).
+  const ordered = list.filter((g) => g.straggler != null).concat(list.filter((g) => g.straggler == null));
+  return el('div', {class: 'dc-workers'}, ordered.map((group) => groupPanel(group, app)));
 }
 
 function groupPanel(group, app) {
@@ -91,6 +93,8 @@ function processTable(group, app) {
     el('th', {class: 'dc-num', text: 'Wait share', title: 'its waits over its own step time'}),
     el('th', {class: 'dc-num', text: 'Lost to it', title: 'everyone\u2019s waits for this process over all the processes\u2019 step time'}),
     el('th', {text: 'Own verdict'}),
+    el('th', {text: 'Devices it holds'}),
+    el('th', {class: 'dc-num', text: 'Device busy', title: 'share of the traced steps’ time its device was busy (from a trace window)'}),
   ]);
   const body = el('tbody');
   for (const entry of Array.isArray(group.runs) ? group.runs : []) {
@@ -110,11 +114,18 @@ function processTable(group, app) {
       el('td', {class: 'dc-num', text: fmtShare(entry.wait_share)}),
       el('td', {class: 'dc-num dc-lost-share', text: fmtShare(entry.lost_share)}),
       el('td', {}, [verdictBadge(entry.verdict)]),
+      el('td', {class: 'dc-devices', text: devicesText(entry.distribution)}),
+      el('td', {class: 'dc-num', text: isNum(entry.device_busy_fraction) ? fmtShare(entry.device_busy_fraction) : DASH}),
     ]));
   }
   return el('div', {class: 'dc-table-wrap'}, [
     el('table', {class: 'dc-table dc-workers-table'}, [el('thead', {}, [head]), body]),
   ]);
+}
+
+function devicesText(distribution) {
+  const devices = distribution && Array.isArray(distribution.local_devices) ? distribution.local_devices : [];
+  return devices.length ? devices.map(String).join(', ') : DASH;
 }
 
 /** The skew per aligned step, one path, with its p50 as a dashed line. */
