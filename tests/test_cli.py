@@ -147,8 +147,12 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
                                            "measurement"}
         assert set(run["retraces"]) == {"count", "steps", "source"}
         for finding in run["findings"]:
-            assert set(finding) == {"id", "severity", "message", "fix"}
-            assert all(isinstance(value, str) for value in finding.values())
+            assert set(finding) == {"id", "severity", "message", "fix", "expected"}
+            assert all(isinstance(finding[key], str) for key in ("id", "severity", "message", "fix"))
+            assert set(finding["expected"]) == {
+                "bound", "speedup", "of", "samples_per_s", "step_ms", "wall_ms",
+                "batch_size", "capped", "basis", "text"}
+            assert isinstance(finding["expected"]["basis"], str)
     comparison = report["comparison"]
     assert comparison["baseline"] == "compute/train"
     assert comparison["statistic"] == "mean"
@@ -160,6 +164,10 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
             assert_type(row[key], expected, f"row {row['run']}.{key}")
         for key in ("per_step_ms", "per_1000_samples_ms", "delta_ms"):
             assert set(row[key]) == {"data_wait", "compute", "host_overhead"}
+        assert "scaling" in row
+        if not row["is_baseline"]:
+            assert set(row["parts"]) == {"fixed_ms", "device_busy_ms", "input_bytes_per_step",
+                                         "warmup_ms", "starved_data_wait_ms"}
 
 
 def test_json_matches_the_analysis(fit_logdir, fit_records, capsys):
@@ -232,6 +240,8 @@ def test_docs_list_exactly_the_json_keys(fit_logdir, capsys):
     assert sorted(documented_keys("`wall_ms`:")) == sorted(run["wall_ms"])
     assert sorted(documented_keys("### Comparison")) == sorted(report["comparison"])
     assert sorted(documented_keys("Each row:")) == sorted(row)
+    assert sorted(documented_keys("`expected` (each finding")) == sorted(
+        run["findings"][0]["expected"])
 
 
 def test_terminals_that_cannot_show_blocks_get_ascii():
