@@ -189,7 +189,8 @@ def _crossover(result, devices, pair):
     fixed_gap = second["fixed_ms"] - first["fixed_ms"]
     per_sample_gap = (first["per_sample_us"] - second["per_sample_us"]) / 1e3
     batch = fixed_gap / per_sample_gap if per_sample_gap else None
-    if batch is not None and batch > 0:
+    # A per-sample gap near zero puts the crossing beyond any batch size.
+    if batch is not None and 0 < batch < record_module.MAX_VALUE:
         # Above `batch` the device with the smaller per-sample cost wins.
         above, below = pair if per_sample_gap < 0 else pair[::-1]
         result["crossover_batch"] = round(batch)
