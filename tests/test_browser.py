@@ -972,7 +972,7 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
         even_panel = panels.filter(has_text="Processes of even/train")
         expect(even_panel.locator(".dc-workers-balanced")).to_have_count(1)
         expect(even_panel.locator(".dc-straggler-box")).to_have_count(0)
-        page.screenshot(path=os.path.join(screenshots, "workers.png"), full_page=True)
+        page.screenshot(path=os.path.join(screenshots, "workers.png"))
         # The process that waited: its detail shows the straggler finding.
         slow_panel.locator('tr[data-process="0"] .dc-run-link').click()
         finding = frame.locator('.dc-finding[data-finding="straggler"]')
