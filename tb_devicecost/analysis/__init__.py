@@ -16,6 +16,8 @@ only those before it):
 - `verdicts`: the thresholds, the verdict and the findings
   (`docs/VERDICTS.md`).
 - `compare`: which run is compared with which, speedups and explanations.
+- `workers`: the processes of a distributed job lined up by step, their
+  waits for each other and the straggler (`docs/VERDICTS.md`).
 - `report`: the run object (`analyze_run`) and the report (`build_report`).
 """
 
