@@ -200,7 +200,10 @@ def _fit(build_model, x, y, device, batch_size, steps, run_dir, mark, verbose):
         if y is None
         else keras.tree.map_structure(lambda leaf: np.take(leaf, indices, axis=0), y)
     )
-    with keras.device(device):
+    # PyTorch: variables made under `cpu:0` are copies of the tensors made
+    # on `cpu`, which then receive no gradients; `cpu` is the same device.
+    scope = "cpu" if device == "cpu:0" and keras.backend.backend() == "torch" else device
+    with keras.device(scope):
         model = build_model()
         if not isinstance(model, keras.Model) or not model.compiled:
             raise SweepArgumentError(

@@ -92,6 +92,22 @@ def test_sweep_on_two_jax_host_devices(tmp_path, monkeypatch):
     assert {run["backend"] for run in report["runs"]} == {"jax"}
 
 
+def test_sweep_on_the_pytorch_cpu(tmp_path):
+    facts, records = run_backend_script("sweep_fits.py", "torch", tmp_path)
+    assert [(item["device"], item["batch_size"]) for item in facts["ran"]] == PLAN[:2]
+    report = analysis.build_report(list(records.values()))
+    assert {run["run"]: run["sweep"]["device"] for run in report["runs"]} == {
+        "sweep/cpu_b8/train": "CPU:0", "sweep/cpu_b128/train": "CPU:0",
+    }
+    # Both fits trained: every step recorded, each run a point of the sweep.
+    assert {run["steps"] for run in report["runs"]} == {6}
+    [sweep] = report["sweeps"]
+    assert list(sweep["devices"]) == ["CPU:0"]
+    assert [p["batch_size"] for p in sweep["devices"]["CPU:0"]["points"]] == [8, 128]
+    assert sweep["compared"] is None
+    assert sweep["message"].startswith("Only CPU:0 has a fit (")
+
+
 def test_default_devices_without_a_gpu(tmp_path):
     x, y = data()
     ran = tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), log_dir=tmp_path / "s", steps=3)
