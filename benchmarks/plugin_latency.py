@@ -41,6 +41,7 @@ Usage: python benchmarks/plugin_latency.py [--runs 20] [--steps 50000]
 import argparse
 import concurrent.futures
 import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -336,28 +337,34 @@ def percentile(values, q):
 
 
 def timed_get(url):
+    """GET as a browser does (gzip accepted): `(ms, bytes sent, JSON bytes)`."""
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
     started = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=120) as response:
         body = response.read()
         status = response.status
+        encoding = response.headers.get("Content-Encoding")
     elapsed = (time.perf_counter() - started) * 1e3
     if status != 200:
         raise RuntimeError(f"GET {url} answered {status}")
-    return elapsed, len(body)
+    plain = gzip.decompress(body) if encoding == "gzip" else body
+    return elapsed, len(body), len(plain)
 
 
 def measure_routes(url, run, requests):
-    """Alternates the two routes; returns {route: {"cold", "ms", "bytes"}}."""
+    """Alternates the two routes; returns {route: {"cold", "ms", "bytes",
+    "json_bytes"}}. The first request of each is a warm-up (`cold`)."""
     routes = {
         "runs": url + "/data/plugin/devicecost/runs",
         "run": url + "/data/plugin/devicecost/run?" + urllib.parse.urlencode({"run": run}),
     }
     results = {name: {"ms": []} for name in routes}
     for name, route in routes.items():
-        results[name]["cold"], results[name]["bytes"] = timed_get(route)
+        (results[name]["cold"], results[name]["bytes"],
+         results[name]["json_bytes"]) = timed_get(route)
     for _ in range(requests):
         for name, route in routes.items():
-            elapsed, _ = timed_get(route)
+            elapsed, _, _ = timed_get(route)
             results[name]["ms"].append(elapsed)
     return results
 
@@ -492,6 +499,8 @@ def profile_provider(label, provider, logdir, run, count, repeats, top):
     )
     calls = {
         "runs_impl": lambda: plugin.runs_impl(ctx, ""),
+        # The runs route's body while nothing changed (its fingerprint checked).
+        "runs_body_unchanged": lambda: plugin._runs_body(ctx, "", None),  # pylint: disable=protected-access
         "run_impl": lambda: plugin.run_impl(ctx, "", run),
     }
     # The data server loads in the background: wait until all is there.
@@ -575,6 +584,8 @@ def split_time(provider, ctx, name, run, repeats):
     read, analyse = [], []
     for _ in range(repeats):
         started = time.perf_counter()
+        if name == "runs_body_unchanged":
+            return "no split (a fingerprint, then the kept body)"
         if name == "runs_impl":
             records = reader.read_runs(provider, ctx, series_points=0)
         else:
@@ -718,7 +729,8 @@ def main():
                 f"GET /data/plugin/devicecost/run?run={measured_run}"
             print(f"{label}: {summarise(result['ms'])} over {len(result['ms'])} requests; "
                   f"first (untimed warm-up) {result['cold']:.1f} ms; "
-                  f"{result['bytes'] / 1e3:.1f} kB")
+                  f"{result['bytes'] / 1e3:.1f} kB sent ({result['json_bytes'] / 1e3:.1f} kB "
+                  "of JSON)")
         print(f"First render of the tab ({len(names)} rows visible, from navigation start): "
               f"{summarise(renders)} over {len(renders)} fresh loads; "
               f"each: {', '.join(f'{value:.0f}' for value in renders)} ms")
@@ -749,7 +761,8 @@ def main():
             profile_routes(logdir, measured_run, len(names))
         summary[:0] = [
             f"/runs median {runs_ms:.1f} ms p90 {percentile(routes['runs']['ms'], 90):.1f} ms "
-            f"{routes['runs']['bytes'] / 1e3:.0f} kB ({mark(verdicts['runs'])} "
+            f"{routes['runs']['bytes'] / 1e3:.0f} kB sent, "
+            f"{routes['runs']['json_bytes'] / 1e3:.0f} kB JSON ({mark(verdicts['runs'])} "
             f"<{RUNS_TARGET_MS:.0f})",
             f"/run median {run_ms:.1f} ms p90 {percentile(routes['run']['ms'], 90):.1f} ms "
             f"({mark(verdicts['run'])} <{ROUTE_TARGET_MS:.0f})",

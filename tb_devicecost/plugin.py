@@ -150,16 +150,18 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         files and the profiler captures (`reader.fingerprint`). Analysing
         hundreds of runs takes longer than checking that.
         """
-        scan = reader.scan_if_local(self._logdir)
-        data = reader.fingerprint(self._data_provider, scan, ctx, experiment)
-        key = None
-        if data is not None:
-            captures = tuple(
+        def captures():
+            return tuple(
                 (run, tuple(tuple(sorted(capture.items()))
                             for capture in reader.list_profile_captures(self._logdir, run)))
                 for run in reader.find_profile_runs(self._logdir)
             )
-            key = (experiment, baseline, data, captures)
+
+        data = reader.fingerprint(
+            self._data_provider, lambda: reader.scan_if_local(self._logdir), ctx,
+            experiment, also=captures,
+        )
+        key = None if data is None else (experiment, baseline, data)
         with self._runs_lock:
             if key is not None and self._runs_cache and self._runs_cache[0] == key:
                 return self._runs_cache[1]

@@ -118,7 +118,13 @@ class LogdirScan:
 
 
 def _run_name(root, directory):
-    relative = os.path.relpath(directory, root)
+    prefix = root.rstrip(os.sep) + os.sep
+    if directory.startswith(prefix) and os.sep + os.pardir not in directory:
+        # The common case (a directory under the root), without relpath's
+        # normalisation: the scan names every directory it walks.
+        relative = directory[len(prefix):].rstrip(os.sep) or os.curdir
+    else:
+        relative = os.path.relpath(directory, root)
     return "." if relative == os.curdir else relative.replace(os.sep, "/")
 
 
@@ -624,7 +630,7 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
     return records, unread
 
 
-def fingerprint(provider, scan=None, ctx=None, experiment_id=""):
+def fingerprint(provider, scan=None, ctx=None, experiment_id="", also=None):
     """What `read_logdir` reads, in brief: equal fingerprints, equal records.
 
     Each of our tags' newest step and wall time and summary metadata, as
@@ -632,19 +638,27 @@ def fingerprint(provider, scan=None, ctx=None, experiment_id=""):
     added, moves them), and with a `scan` its runs, each event file's size
     and modification time, and what it could not read. `None` when the
     provider cannot list (nothing can then be known unchanged).
+
+    Args:
+        scan: A `LogdirScan`, or a function returning one (or `None`),
+            called while the provider lists (its calls wait on the network).
+        also: A function whose result joins the fingerprint, called then too.
     """
     ctx = _request_context(ctx)
     plugin = dict(experiment_id=experiment_id, plugin_name=metadata.PLUGIN_NAME)
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            listings = [
-                pool.submit(provider.list_tensors, ctx, **plugin),
-                pool.submit(provider.list_scalars, ctx, **plugin),
-            ]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        listings = [
+            pool.submit(provider.list_tensors, ctx, **plugin),
+            pool.submit(provider.list_scalars, ctx, **plugin),
+        ]
+        if callable(scan):
+            scan = scan()
+        extra = also() if also is not None else None
+        try:
             listings = [future.result() for future in listings]
-    except Exception:  # pylint: disable=broad-except
-        return None
-    parts = []
+        except Exception:  # pylint: disable=broad-except
+            return None
+    parts = [extra]
     for listing in listings:
         parts.append(tuple(sorted(
             (run, tag, series.max_step, series.max_wall_time,

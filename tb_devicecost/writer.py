@@ -151,12 +151,16 @@ class SummaryWriter:
             return
         rows = np.asarray(rows, dtype=np.float64)
         steps = rows[:, ROW_STEP].astype(np.int64)
-        # Block boundaries: a gap in the steps, and every MAX_BLOCK_ROWS rows.
-        cuts = set(np.flatnonzero(np.diff(steps) != 1) + 1)
-        cuts.update(range(metadata.MAX_BLOCK_ROWS, len(rows), metadata.MAX_BLOCK_ROWS))
-        bounds = [0, *sorted(cuts), len(rows)]
+        # Block boundaries: a gap in the steps, then every MAX_BLOCK_ROWS
+        # rows of each run of consecutive steps.
+        gaps = [0, *(np.flatnonzero(np.diff(steps) != 1) + 1).tolist(), len(rows)]
+        blocks = [
+            (begin, min(begin + metadata.MAX_BLOCK_ROWS, end))
+            for start, end in zip(gaps[:-1], gaps[1:])
+            for begin in range(start, end, metadata.MAX_BLOCK_ROWS)
+        ]
         payloads = []
-        for begin, end in zip(bounds[:-1], bounds[1:]):
+        for begin, end in blocks:
             block = rows[begin:end]
             values = np.empty((end - begin, len(metadata.BLOCK_COLUMNS)), dtype="<f4")
             # Seconds after the block's first step: float32 keeps them to

@@ -300,3 +300,203 @@ def test_a_damaged_record_is_named_where_the_reading_stops(tmp_path, helpers):
     assert item["run"] == "garbage/train"
     assert item["reason"].startswith(reader.NO_DATA_REASON)
     assert "damaged record at byte 0 " in item["reason"]
+
+
+# Storage: blocks of steps (schema 2) and per-step scalars (schema 1).
+
+
+def event_values(path):
+    """`[(step, wall_time, value)]` of an event file's summary values, read
+    with TensorBoard's own loader."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    return [
+        (event.step, event.wall_time, value)
+        for event in event_file_loader.EventFileLoader(str(path)).Load()
+        for value in event.summary.value
+    ]
+
+
+def test_steps_are_written_as_blocks_of_consecutive_steps(tmp_path):
+    from tensorboard.util import tensor_util
+
+    from tb_devicecost import writer as writer_module
+
+    # Steps 0-2, then 10-11 (a gap), then 1030 consecutive steps 20-1049.
+    steps = [0, 1, 2, 10, 11] + list(range(20, 1050))
+    rows = np.array([[step, 1000.0 + 0.5 * index, 0.25, 2.5, 0.125, 32.0, float(step == 0)]
+                     for index, step in enumerate(steps)])
+    writer = writer_module.SummaryWriter(str(tmp_path))
+    writer.write_steps(rows[:3])
+    writer.write_steps(rows[3:])
+    writer.close()
+    [path] = event_files(str(tmp_path))
+    values = event_values(path)
+    # One event per block: a gap ends a block, and so does the 1024th row.
+    assert [(step, value.tag) for step, _, value in values] == [
+        (0, "devicecost/steps"), (10, "devicecost/steps"), (20, "devicecost/steps"),
+        (1044, "devicecost/steps")]
+    assert [list(tensor_util.make_ndarray(value.tensor).shape) for _, _, value in values] == [
+        [3, 6], [2, 6], [1024, 6], [6, 6]]
+    # The summary metadata (plugin, schema 2, tensor data class) comes once.
+    first = values[0][2].metadata
+    assert first.plugin_data.plugin_name == "devicecost"
+    assert json.loads(first.plugin_data.content) == {"schema": 2}
+    assert first.data_class == 2  # DATA_CLASS_TENSOR
+    assert not any(value.HasField("metadata") for _, _, value in values[1:])
+    # The event's wall time is the block's first step's; rows hold offsets.
+    step, wall_time, value = values[1]
+    assert wall_time == 1001.5
+    assert tensor_util.make_ndarray(value.tensor).tolist() == [
+        [0.0, 0.25, 2.5, 0.125, 32.0, 0.0], [0.5, 0.25, 2.5, 0.125, 32.0, 0.0]]
+    # 1035 steps in a few events: well under 64 bytes a step.
+    assert os.path.getsize(path) / len(steps) < 26
+
+
+def test_blocks_read_back_as_series_by_column(tmp_path, helpers):
+    """Every step of a short run, with its wall time, from the blocks."""
+    run_dir = str(tmp_path / "a" / "train")
+    start = 1_795_000_000.0
+    rows = [(step, start + 0.002 * step, 0.5 + step, 2.0, 0.25, 16.0 if step < 3 else 32.0,
+             1.0 if step < 2 else 0.0) for step in range(700)]
+    from tb_devicecost import writer as writer_module
+
+    writer = writer_module.SummaryWriter(run_dir)
+    writer.write_steps(np.array(rows[:256]))
+    writer.write_steps(np.array(rows[256:]))
+    writer.close()
+    records, _ = read(str(tmp_path))
+    series = records["a/train"].series
+    assert list(series) == ["step", "wall_time", "data_wait_ms", "compute_ms",
+                            "host_overhead_ms", "batch_size", "warmup"]
+    assert series["step"].tolist() == list(range(700))
+    assert series["data_wait_ms"][:3].tolist() == [0.5, 1.5, 2.5]
+    assert series["data_wait_ms"][-1] == 699.5
+    assert set(series["compute_ms"].tolist()) == {2.0}
+    assert series["batch_size"][:4].tolist() == [16.0, 16.0, 16.0, 32.0]
+    assert series["warmup"][:3].tolist() == [1.0, 1.0, 0.0]
+    # Wall times: within float32's precision of the offset in its block.
+    expected = np.array([row[1] for row in rows])
+    assert np.max(np.abs(series["wall_time"] - expected)) < 1e-6
+    assert series["wall_time"][300] == pytest.approx(start + 0.6, abs=1e-6)
+
+
+def test_a_long_run_reads_as_an_even_sample_that_keeps_the_last_step(tmp_path):
+    from tb_devicecost import writer as writer_module
+
+    writer = writer_module.SummaryWriter(str(tmp_path / "long"))
+    for first in range(0, 30_000, 256):
+        steps = np.arange(first, min(first + 256, 30_000))
+        rows = np.zeros((len(steps), 7))
+        rows[:, 0] = steps
+        rows[:, 1] = 5000.0 + steps
+        rows[:, 2] = steps % 7
+        writer.write_steps(rows)
+    writer.close()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    steps = record.series["step"]
+    assert len(steps) == reader.DEFAULT_SERIES_POINTS
+    assert steps[0] == 0 and steps[-1] == 29_999
+    gaps = np.diff(steps)
+    assert gaps.min() >= 20 and gaps.max() <= 40  # about 30 apart, all along
+    # Each point is that step's own row.
+    assert record.series["data_wait_ms"].tolist() == (steps % 7).astype(float).tolist()
+    assert record.series["wall_time"].tolist() == (5000.0 + steps).astype(float).tolist()
+
+
+def write_schema_1_run(run_dir, rows, warmup=True):
+    """A run as tb-devicecost wrote it before blocks: one event per step,
+    a scalar per column, `{"schema": 1}` in the summary metadata."""
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.compat.proto import summary_pb2
+
+    from tb_devicecost import writer as writer_module
+
+    content = b'{"schema": 1}'
+    tags = ["devicecost/data_wait_ms", "devicecost/compute_ms",
+            "devicecost/host_overhead_ms", "devicecost/batch_size"]
+    if warmup:
+        tags.append("devicecost/warmup")
+    writer = writer_module.SummaryWriter(run_dir)
+    for index, (step, wall_time, *values) in enumerate(rows):
+        event = event_pb2.Event(step=step, wall_time=wall_time)
+        for tag, number in zip(tags, values):
+            value = event.summary.value.add(tag=tag)
+            value.tensor.dtype = 1  # DT_FLOAT
+            value.tensor.tensor_shape.SetInParent()
+            value.tensor.float_val.append(number)
+            if index == 0:
+                value.metadata.plugin_data.plugin_name = "devicecost"
+                value.metadata.plugin_data.content = content
+                value.metadata.data_class = summary_pb2.DATA_CLASS_SCALAR
+        writer.write_event(event)
+    writer.close()
+
+
+def test_schema_1_runs_read_as_before_with_wall_times(tmp_path):
+    rows = [(step, 2000.0 + step, 1.5, 4.0, 0.25, 32.0, 1.0 if step == 0 else 0.0)
+            for step in range(50)]
+    write_schema_1_run(str(tmp_path / "old" / "train"), rows)
+    write_schema_1_run(str(tmp_path / "older" / "train"),
+                       [row[:-1] for row in rows], warmup=False)
+    records, unread = read(str(tmp_path))
+    assert unread == []
+    old = records["old/train"].series
+    assert old["step"].tolist() == list(range(50))
+    assert old["wall_time"].tolist() == [2000.0 + step for step in range(50)]
+    assert set(old["compute_ms"].tolist()) == {4.0}
+    assert old["warmup"].tolist() == [1.0] + [0.0] * 49
+    # Written before the warm-up flag: no flag, not a guessed one.
+    assert "warmup" not in records["older/train"].series
+    assert records["older/train"].series["host_overhead_ms"].tolist() == [0.25] * 50
+
+
+def test_schema_1_runs_recorded_on_the_h100_read_as_through_tensorboards_loader():
+    """The schema-1 runs in tests/data/h100 (recorded on an H100) read the
+    same through the report's provider as through TensorBoard's own Python
+    loader: the same documents, and the same steps where both keep every
+    step."""
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    data = os.path.join(os.path.dirname(__file__), "data", "h100")
+    multiplexer = plugin_event_multiplexer.EventMultiplexer(
+        size_guidance={event_accumulator.TENSORS: 0},
+        tensor_size_guidance={metadata.PLUGIN_NAME: 0},
+    )
+    multiplexer.AddRunsFromDirectory(data)
+    multiplexer.Reload()
+    theirs = {record.run: record for record in reader.read_runs(
+        data_provider.MultiplexerDataProvider(multiplexer, data), series_points=100_000)}
+    ours = {record.run: record for record in reader.read_runs(
+        reader.local_provider(data), series_points=100_000)}
+    assert sorted(ours) == sorted(theirs) and len(ours) >= 10
+    for run, record in ours.items():
+        other = theirs[run]
+        assert (record.aggregate, record.info, record.placement, record.trace) == (
+            other.aggregate, other.info, other.placement, other.trace), run
+        if len(record.series["step"]) < 1000:  # every step kept by both
+            for key, values in record.series.items():
+                np.testing.assert_array_equal(values, other.series[key], err_msg=run)
+
+
+def test_a_block_of_the_wrong_shape_is_left_out_and_said(tmp_path, helpers):
+    from tensorboard.compat.proto import event_pb2
+
+    from tb_devicecost import writer as writer_module
+
+    run_dir = good_run(helpers, tmp_path / "a" / "train", rows=10)
+    writer = writer_module.SummaryWriter(run_dir)
+    event = event_pb2.Event(step=50, wall_time=1.0)
+    value = event.summary.value.add(tag=metadata.TAG_STEPS)
+    value.tensor.dtype = 1  # DT_FLOAT
+    value.tensor.tensor_shape.dim.add(size=4)
+    value.tensor.float_val.extend([1.0, 2.0, 3.0, 4.0])
+    value.metadata.CopyFrom(metadata.create_summary_metadata("tensor"))
+    writer.write_event(event)
+    writer.close()
+    records, _ = read(str(tmp_path))
+    assert records["a/train"].series["step"].tolist() == list(range(10))
+    assert any("1 block(s) of steps are not [steps, 6] float tensors" in problem
+               for problem in records["a/train"].problems)

@@ -33,3 +33,36 @@ def test_framing_is_identical_to_tensorboards_record_writer(batched):
     for payload in payloads:
         writer.write(payload)
     assert records.frame_records(payloads, batched=batched) == buffer.getvalue()
+
+
+def test_the_report_reads_the_records_tensorboards_reader_reads(tmp_path):
+    """`local_data.iter_records` yields what TensorBoard's own record reader
+    yields, and stops where it stops: at a record whose checksum fails, and
+    at a record cut short at the end."""
+    from tensorboard.compat.tensorflow_stub import errors
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
+
+    from tb_devicecost import local_data
+
+    def tensorboards(path):
+        reader = PyRecordReader_New(str(path))
+        payloads = []
+        while True:
+            try:
+                reader.GetNext()
+            except (errors.OutOfRangeError, errors.DataLossError):
+                return payloads
+            payloads.append(reader.record())
+
+    payloads = [os.urandom(n) for n in (5, 120, 0, 3000, 9, 64)]
+    data = records.frame_records(payloads)
+    damaged = bytearray(data)
+    damaged[len(data) // 2] ^= 0x04  # inside the 3000-byte record
+    for name, content in (("whole", data), ("damaged", bytes(damaged)),
+                          ("cut", data[:-7])):
+        path = tmp_path / name
+        path.write_bytes(content)
+        ours = [payload for _, payload in local_data.iter_records(content)]
+        assert ours == tensorboards(path), name
+    assert [p for _, p in local_data.iter_records(bytes(damaged))] == payloads[:3]
+    assert [p for _, p in local_data.iter_records(data[:-7])] == payloads[:-1]
