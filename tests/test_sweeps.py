@@ -17,6 +17,9 @@ import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost import reader
 from tb_devicecost.analysis import sweeps
+from tb_devicecost.formatting import fmt_ms_unit
+from tb_devicecost.renderers import console
+from tb_devicecost.renderers import markdown
 
 from support import FakeClock
 
@@ -238,3 +241,20 @@ def test_h100_five_batch_sizes_predict_the_dense_crossover_within_2x():
     assert sparse["faster_above"] == "GPU:0"
     ratio = sparse["crossover_batch"] / measured["batch"]
     assert 0.5 <= ratio <= 2.0, (sparse["crossover_batch"], measured)
+
+
+def test_a_sweep_name_is_shown_never_acted_on(tmp_path):
+    # The sweep's name is its runs' prefix: a directory name, user data.
+    name = "e\x1b[2J<b>*x*"
+    record_sweep(tmp_path, {"cpu": CPU, "gpu": GPU}, batches=(16, 4096), prefix=name)
+    report = report_of(tmp_path)
+    [sweep] = report["sweeps"]
+    assert sweep["name"] == name
+    for text in (console.render(report), console.render_sweeps(report["sweeps"], str(tmp_path))):
+        assert "\x1b" not in text
+        assert "SWEEP e\\x1b[2J<b>*x*: step = fixed + per sample × batch" in text
+    text = markdown.render(report)
+    assert "### Sweep `e\\x1b[2J<b>*x*`" in text
+    assert "\x1b" not in text
+    # The table's figures are the report's, by the one formatting rule.
+    assert f"| `CPU:0` | {fmt_ms_unit(sweep['devices']['CPU:0']['fixed_ms'])} | 0.500 µs |" in text
