@@ -712,3 +712,12 @@ def test_stalls_expect_at_least_what_the_spikes_cost(helpers):
     assert expected["wall_ms"] == pytest.approx(714.0)
     assert expected["speedup"] == pytest.approx(750.0 / 714.0)
     assert expected["text"].startswith("at least 1.0x as fast a fit")
+
+
+def test_a_warmup_no_longer_than_a_steady_step_buys_nothing(helpers):
+    # Two steady steps of 10 ms after a 5 ms warm-up: 5 / 25 = 20% of the
+    # time, a finding; yet a 10 ms first step would have taken longer.
+    result = helpers.run(0.0, [10.0, 10.0], 0.0, warmup_ms=5.0, batch_size=512)
+    expected = helpers.finding(result, "warmup")["expected"]
+    assert expected["speedup"] is None
+    assert expected["basis"] == "it took no longer than steady steps would have"

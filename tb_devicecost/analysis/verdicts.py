@@ -847,8 +847,12 @@ def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_s
     `samples_per_step` samples (the run's own by default)."""
     before = run["samples_per_s"]
     samples = samples_per_step or run["samples_per_step"]
-    if not before or not samples or not step_ms or step_ms <= 0:
+    if not before or not samples:
         return no_estimate("the run's samples per step or samples/s were not recorded")
+    if not step_ms or step_ms <= 0:
+        return no_estimate(
+            "without it the step would take no time at all, which no fix can buy"
+        )
     after = samples / step_ms * 1e3
     speedup = after / before
     expected = no_estimate(basis)
@@ -883,8 +887,12 @@ def _wall_estimate(run, bound, saved_ms, basis):
     """What a fix buys in the fit's wall time: `saved_ms` less of it."""
     before, whole = _fit_wall(run)
     after = before - saved_ms
-    if not before or after <= 0 or saved_ms <= 0:
+    if not before:
         return no_estimate("the fit's wall time was not recorded")
+    if saved_ms <= 0:
+        return no_estimate("it took no longer than steady steps would have")
+    if after <= 0:
+        return no_estimate("the time it took is the whole fit's, so no ratio can be given")
     if not whole:
         basis += (
             "; the fit's time outside the steps was not recorded, so its wall "
