@@ -18,8 +18,9 @@ from tb_devicecost.callback import DeviceCostCallback
 _DEVICE = re.compile(r"^(cpu|gpu)(?::(\d{1,3}))?$", re.IGNORECASE)
 # A fit holds `steps * batch_size` samples of the inputs in memory at once.
 _MAX_FIT_BYTES = 1 << 30
-# One warm-up step, then at least two steady ones to take a mean of.
-_MIN_STEPS = 3
+# Warm-up (one step, two on TensorFlow), then at least two steady steps to
+# take a mean of.
+_MIN_STEPS = 4
 
 
 class SweepArgumentError(ValueError):
@@ -82,7 +83,7 @@ def sweep(
         log_dir: Directory of the sweep; it must not hold runs of these
             devices and batch sizes already. Its base name names the sweep.
             Defaults to `"logs/sweep"`.
-        steps: Steps per fit, the warm-up step included (at least 3).
+        steps: Steps per fit, warm-up included (at least 4).
             Defaults to `50`.
         your_batch_size: The batch size you train with, for the sentence
             that says which device is faster there. Defaults to `None`.
@@ -130,8 +131,8 @@ def sweep(
     batch_sizes = _batch_sizes(batch_sizes)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < _MIN_STEPS:
         raise SweepArgumentError(
-            f"`steps` must be an integer of at least {_MIN_STEPS} (one warm-up "
-            f"step, then the steps timed), e.g. 50. Received: steps={steps!r}"
+            f"`steps` must be an integer of at least {_MIN_STEPS} (the warm-up "
+            f"steps, then the steps timed), e.g. 50. Received: steps={steps!r}"
         )
     if your_batch_size is not None and (
         isinstance(your_batch_size, bool)

@@ -110,7 +110,7 @@ def test_sweep_on_the_pytorch_cpu(tmp_path):
 
 def test_default_devices_without_a_gpu(tmp_path):
     x, y = data()
-    ran = tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), log_dir=tmp_path / "s", steps=3)
+    ran = tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), log_dir=tmp_path / "s", steps=4)
     assert [item["device"] for item in ran] == ["cpu:0", "cpu:0"]
 
 
@@ -125,7 +125,7 @@ def test_default_devices_without_a_gpu(tmp_path):
         ({"devices": ("gpu",)}, "names 'gpu', which the tensorflow backend does not have"),
         ({"devices": ("cpu:7",)}, "(it has: cpu:0, cpu:1)"),
         ({"devices": ("cpu", "cpu:0")}, "different devices"),
-        ({"steps": 2}, "`steps` must be an integer of at least 3"),
+        ({"steps": 3}, "`steps` must be an integer of at least 4"),
         ({"your_batch_size": 0}, "`your_batch_size` must be None or a positive integer"),
         ({"x": [[1.0, 2.0]]}, "`x` must be a NumPy array"),
         ({"y": data()[1][:5]}, "the same number of samples"),
@@ -136,7 +136,7 @@ def test_default_devices_without_a_gpu(tmp_path):
 )
 def test_invalid_arguments(tmp_path, arguments, message):
     x, y = data()
-    call = dict(build_model=build, x=x, y=y, batch_sizes=(8, 16), log_dir=str(tmp_path / "s"), steps=3)
+    call = dict(build_model=build, x=x, y=y, batch_sizes=(8, 16), log_dir=str(tmp_path / "s"), steps=4)
     call.update(arguments)
     with pytest.raises(ValueError, match=None) as raised:
         tb_devicecost.sweep(**call)
@@ -149,10 +149,10 @@ def test_invalid_arguments(tmp_path, arguments, message):
 def test_uncompiled_model_and_taken_log_dir(tmp_path):
     x, y = data()
     with pytest.raises(ValueError, match="must return a compiled keras.Model"):
-        tb_devicecost.sweep(build_uncompiled, x, y, batch_sizes=(8, 16), log_dir=tmp_path / "a", steps=3)
-    tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), devices="cpu", log_dir=tmp_path / "b", steps=3)
+        tb_devicecost.sweep(build_uncompiled, x, y, batch_sizes=(8, 16), log_dir=tmp_path / "a", steps=4)
+    tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), devices="cpu", log_dir=tmp_path / "b", steps=4)
     with pytest.raises(ValueError, match=r"already holds runs of a sweep .*cpu_b8.* and 1 more"):
-        tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), devices="cpu", log_dir=tmp_path / "b", steps=3)
+        tb_devicecost.sweep(build, x, y, batch_sizes=(8, 16), devices="cpu", log_dir=tmp_path / "b", steps=4)
 
 
 def run_main(capsys, *argv):
@@ -197,7 +197,7 @@ def test_cli_sweep(tmp_path, capsys):
          "`devices` must be a list of device names"),
         (["sweep_models:build", "--data", "sweep_models:data", "--steps", "x"], "invalid int value: 'x'"),
         (["sweep_models:build_uncompiled", "--data", "sweep_models:data", "--batch-sizes", "8,16",
-          "--steps", "3"], "must return a compiled keras.Model"),
+          "--steps", "4"], "must return a compiled keras.Model"),
     ],
 )
 def test_cli_sweep_bad_input(tmp_path, capsys, argv, message):
