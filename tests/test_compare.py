@@ -373,3 +373,29 @@ def test_without_other_batch_sizes_the_trace_gives_the_fixed_cost(helpers):
     assert row["parts"]["fixed_ms"]["run"] == pytest.approx(2.05 - 0.06)
     assert row["parts"]["fixed_ms"]["source"] == {"run": "trace", "baseline": None}
     assert "the other 1.99 ms of its 2.05 ms mean step is fixed cost" in row["explanation"]
+
+
+@pytest.mark.parametrize("gpu_per_sample, cpu_per_sample, large", [
+    # Flat steps: no cost per sample on either (or float noise).
+    (0.0, 0.0, 512),
+    # 1e-15 and 1.5e-15 ms per sample: equal steps at 0.9 / 5e-16 = 1.8e15
+    # samples, beyond any batch size (record.MAX_VALUE, the sweep's rule).
+    (1e-15, 1.5e-15, 999_999_999),
+])
+def test_devices_that_never_cross_have_no_crossover(helpers, gpu_per_sample, cpu_per_sample, large):
+    """Steps of 1 ms on the GPU and 0.1 ms on the CPU, plus their cost per
+    sample: the CPU is faster at every batch size."""
+    results = []
+    for device, fixed, per_sample in (("gpu", 1.0, gpu_per_sample), ("cpu", 0.1, cpu_per_sample)):
+        for batch in (32, large):
+            placement = helpers.gpu_placement() if device == "gpu" else helpers.cpu_placement()
+            results.append(analysis.analyze_run(helpers.make_record(
+                f"mlp_b{batch}/{device}/train", placement=placement,
+                aggregate=helpers.make_aggregate(0.0, fixed + per_sample * batch, 0.0,
+                                                 batch_size=batch))))
+    row = next(r for r in analysis.compare_runs(results)["rows"]
+               if r["run"] == "mlp_b32/gpu/train")
+    assert row["scaling"]["crossover_batch"] is None
+    assert row["scaling"]["faster_above"] == row["scaling"]["faster_below"] == "CPU:0"
+    assert "CPU:0 is faster at every batch size, by the fit" in row["explanation"]
+    assert "GPU:0's step is about 1.00 ms whatever the batch" in row["explanation"]

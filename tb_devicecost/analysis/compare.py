@@ -511,7 +511,9 @@ def scaling(run, base, context):
     per_sample_gap = (a["per_sample_us"] - b["per_sample_us"]) / 1e3
     batch = (b["fixed_ms"] - a["fixed_ms"]) / per_sample_gap if per_sample_gap else None
     batches = [p["batch_size"] for fit in (a, b) for p in fit["points"]]
-    if batch is not None and batch > 0:
+    # As the sweep's: a per-sample gap near zero puts the crossing beyond any
+    # batch size (and `round` of an infinity would raise).
+    if batch is not None and 0 < batch < record.MAX_VALUE:
         above, below = (first, second) if per_sample_gap < 0 else (second, first)
         result.update(
             crossover_batch=round(batch),
