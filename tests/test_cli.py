@@ -262,7 +262,7 @@ def test_skipped_runs_are_reported(edge_logdir, capsys):
     code, out, err = run_main(capsys, "report", edge_logdir)
     assert code == 0, err
     skipped = out[out.index("SKIPPED"):]
-    assert "newer/train: devicecost/aggregate: Written with schema version 2" in skipped
+    assert "newer/train: devicecost/aggregate: Written with schema version 3" in skipped
     assert "info_only/train" in skipped
     assert "garbage/train" in skipped
     for run in ("good/train", "running/train", "nan/train", "truncated/train"):
