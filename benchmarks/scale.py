@@ -16,13 +16,15 @@ compute, as in a synchronous all-reduce. Then, per N:
   report's analysis (`analysis.build_report`) and, within it, the workers
   analysis alone (`workers.build_workers`), median of `--repeat`;
 * with `--tab`: a real TensorBoard on 127.0.0.1, `GET .../runs` (median of
-  `--requests`, after one warm-up request) and the tab's first render in
+  `--requests`, each with a new `baseline` so that the plugin reads and
+  analyses afresh, and as many without, answered from its cache while the
+  data is unchanged) and the tab's first render in
   headless Chromium until every process's row of the workers table shows
   (median of `--loads`, a fresh browser context each).
 
-Targets (docs/SCALE.md): at 64 processes, the workers analysis under 0.1 s,
-the report under 15 s and the `runs` route under 3 s on this 2-core
-machine.
+Targets (docs/SCALE.md), up to 512 processes on this 2-core machine: the
+workers analysis under 0.5 s, the report under 15 s and the `runs` route
+under 3 s.
 
 Usage: python benchmarks/scale.py [--processes 8,16,32,64] [--steps 2000]
     [--repeat 3] [--tab] [--requests 5] [--loads 3] [--logdir DIR]
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -50,7 +53,7 @@ from tb_devicecost import serve  # noqa: E402
 from tb_devicecost.accounting import StepAccounting  # noqa: E402
 from tb_devicecost.analysis import workers  # noqa: E402
 
-WORKERS_TARGET_S = 0.1
+WORKERS_TARGET_S = 0.5
 REPORT_TARGET_S = 15.0
 RUNS_ROUTE_TARGET_S = 3.0
 # Per step, ms: every process's fetch and own compute; the straggler's
@@ -152,18 +155,30 @@ def in_process(logdir, repeat):
 
 
 def tab(logdir, processes, requests, loads):
-    """(median s of GET runs, median s of the first render)."""
+    """Median s of `GET runs` analysed afresh, of it from the plugin's cache,
+    and of the tab's first render."""
     from playwright.sync_api import sync_playwright
 
     process, url = serve.start_tensorboard(logdir, expected_runs=processes, timeout=600)
     try:
         runs_url = url + "/data/plugin/devicecost/runs"
-        urllib.request.urlopen(runs_url, timeout=300).read()
-        times = []
-        for _ in range(requests):
+        body = json.loads(urllib.request.urlopen(runs_url, timeout=300).read())
+        # What TensorBoard's own loader kept lines up as the report's did.
+        group = body["workers"][0]
+        assert group["straggler_index"] == processes - 1, group["straggler"]
+        print(f"  (the runs route over TensorBoard's loader: {group['aligned_steps']} "
+              f"steps aligned, straggler {group['straggler_index']})", flush=True)
+        # The plugin caches its answer while the data is unchanged, per
+        # baseline: a new baseline each time makes it read and analyse.
+        fresh, cached = [], []
+        for index in range(requests):
+            query = urllib.parse.urlencode({"baseline": f"job/process_{index}/train"})
+            started = time.perf_counter()
+            urllib.request.urlopen(runs_url + "?" + query, timeout=300).read()
+            fresh.append(time.perf_counter() - started)
             started = time.perf_counter()
             urllib.request.urlopen(runs_url, timeout=300).read()
-            times.append(time.perf_counter() - started)
+            cached.append(time.perf_counter() - started)
         renders = []
         with sync_playwright() as playwright:
             browser = serve.launch_chromium(playwright)
@@ -180,7 +195,7 @@ def tab(logdir, processes, requests, loads):
                     context.close()
             finally:
                 browser.close()
-        return statistics.median(times), statistics.median(renders)
+        return statistics.median(fresh), statistics.median(cached), statistics.median(renders)
     finally:
         serve.stop_tensorboard(process)
 
@@ -201,7 +216,7 @@ def main():
     header = (f"{'processes':>9} {'files/proc':>10} {'KB/proc':>8} {'write s':>8} "
               f"{'report s':>9} {'report MB':>9} {'read s':>7} {'analysis s':>10} "
               f"{'workers s':>9} {'aligned':>7} {'straggler':>9}"
-              + (f" {'runs GET s':>10} {'render s':>8}" if args.tab else ""))
+              + (f" {'runs GET s':>10} {'cached s':>8} {'render s':>8}" if args.tab else ""))
     print(header)
     last = None
     for count in counts:
@@ -220,8 +235,8 @@ def main():
                 f"{str(group['straggler_index']):>9}")
         runs_s = None
         if args.tab:
-            runs_s, render_s = tab(logdir, count, args.requests, args.loads)
-            line += f" {runs_s:>10.2f} {render_s:>8.2f}"
+            runs_s, cached_s, render_s = tab(logdir, count, args.requests, args.loads)
+            line += f" {runs_s:>10.2f} {cached_s:>8.3f} {render_s:>8.2f}"
         print(line, flush=True)
         assert group["straggler_index"] == count - 1, group["straggler"]
         last = (count, workers_s, report_s, runs_s)
@@ -229,7 +244,7 @@ def main():
     print(f"At {count} processes: the workers analysis {workers_s:.4f} s (target "
           f"< {WORKERS_TARGET_S} s), the report {report_s:.2f} s (target < "
           f"{REPORT_TARGET_S} s)"
-          + (f", the runs route {runs_s:.2f} s (target < {RUNS_ROUTE_TARGET_S} s)"
+          + (f", the runs route analysing afresh {runs_s:.2f} s (target < {RUNS_ROUTE_TARGET_S} s)"
              if runs_s is not None else ""))
 
 

@@ -118,6 +118,16 @@ def test_host_overhead_after_a_step_delays_the_next_step():
     # before it): 11 of the 12 steps wait 8 ms.
     assert group["skew_ms"]["p50"] == pytest.approx(8.0)
     assert group["runs"][0]["wait_ms"]["mean"] == pytest.approx(8.0 * 11 / 12)
+    # Sampled series (every third step kept, as TensorBoard may): the
+    # step's own host overhead stands in for the one before it.
+    keep = np.arange(0, n + 1, 3)
+    for record in records:
+        for key, values in record["series"].items():
+            record["series"][key] = values[keep]
+    group = by_group(analysis.build_report(records))["j/train"]
+    assert group["aligned_steps"] == len(keep) - 1
+    assert group["straggler_index"] == 1
+    assert group["skew_ms"]["p50"] == pytest.approx(8.0)
 
 
 def test_processes_that_keep_pace_have_no_straggler():

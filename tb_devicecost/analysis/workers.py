@@ -128,8 +128,9 @@ def _divided(batch, parts):
 
 
 def _series(record):
-    """The steady steps of a run: `{step: (stall, compute, step, start)}` as
-    arrays over its steps, or `None` without usable series."""
+    """A run's steady steps as arrays, `{"step", "stall", "compute", "total",
+    "start"}` in step order (one row per step), or `None` without usable
+    series."""
     series = record_module._as_dict(record_module._field(record, "series"))
     steps = series.get(vocabulary.STEP)
     if steps is None:
@@ -163,13 +164,19 @@ def _series(record):
     wait, compute, host = (columns[key] for key in (
         vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS, vocabulary.HOST_OVERHEAD_MS))
     # Host overhead follows a step, so it delays the next step's arrival.
-    host_before = np.concatenate([[0.0], host[:-1]])
+    # Where the step before was not kept (a sampled series), the step's own
+    # host overhead stands in for it; the first step has none before it.
+    follows = np.concatenate([[False], np.diff(steps) == 1])
+    host_before = np.where(follows, np.concatenate([[0.0], host[:-1]]), host)
+    host_before[0] = 0.0
+    kept_steps, first = np.unique(steps[keep].astype(np.int64), return_index=True)
+    rows = np.flatnonzero(keep)[first]
     return {
-        "step": steps[keep].astype(np.int64),
-        "stall": (wait + host_before)[keep],
-        "compute": compute[keep],
-        "total": (wait + compute + host)[keep],
-        "start": None if start is None else start[keep],
+        "step": kept_steps,
+        "stall": (wait + host_before)[rows],
+        "compute": compute[rows],
+        "total": (wait + compute + host)[rows],
+        "start": None if start is None else start[rows],
     }
 
 
