@@ -1,11 +1,18 @@
 """`python -m demo`: why a GPU can be slower than a CPU, measured, then the tab.
 
 Runs each scenario on every visible device (`/CPU:0` always, each GPU when
-present) with `DeviceCostCallback`, prints the report, then starts
-TensorBoard on 127.0.0.1 and prints the URL of the tab. Ctrl-C stops it.
+present) with `DeviceCostCallback`, then a batch-size sweep over all of
+them, prints the report, then starts TensorBoard on 127.0.0.1 and prints
+the URL of the tab. Ctrl-C stops it.
+
+It runs on the Keras backend that `KERAS_BACKEND` names. Without it, on
+TensorFlow when TensorFlow is installed, else on JAX, else on PyTorch: the
+demo also runs where TensorFlow is absent (`demo/scenarios.py` says what
+changes there).
 """
 
 import argparse
+import importlib.util
 import os
 import shutil
 import signal
@@ -52,7 +59,7 @@ def stop_children():
 
 def parse_args(argv):
     # Names only: importing the scenarios would start TensorFlow.
-    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord"]
+    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord", "sweep"]
     parser = argparse.ArgumentParser(
         prog="python -m demo",
         description="Train small models for each reason commonly given for a GPU "
@@ -132,25 +139,64 @@ def main(argv=None):
         stop_children()
 
 
-def _main(args):
-    import tensorflow as tf
+def choose_backend():
+    """The Keras backend to run on: `KERAS_BACKEND`, else the first of
+    TensorFlow, JAX and PyTorch that is installed."""
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    for backend in ("tensorflow", "jax", "torch"):
+        try:
+            if importlib.util.find_spec(backend) is not None:
+                return backend
+        except ImportError:
+            continue
+    raise SystemExit("No Keras backend is installed: install tensorflow, jax or torch.")
 
-    if not tf.config.list_physical_devices("GPU"):
-        # Two logical CPUs, so the placement scenario still crosses devices.
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+def visible_devices(backend):
+    """`/CPU:0` and each GPU the backend can use, as `/GPU:<index>`."""
+    gpus = 0
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if not tf.config.list_physical_devices("GPU"):
+            # Two logical CPUs, so the placement scenario still crosses devices.
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        gpus = len(tf.config.list_logical_devices("GPU"))
+    elif backend == "jax":
+        import jax
+
+        gpus = sum(device.platform == "gpu" for device in jax.devices())
+    elif backend == "torch":
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return ["/CPU:0"] + [f"/GPU:{index}" for index in range(gpus)]
+
+
+def _main(args):
+    os.environ["KERAS_BACKEND"] = choose_backend()
+    devices = visible_devices(os.environ["KERAS_BACKEND"])
     from demo import scenarios
     from tb_devicecost import cli
 
-    devices = ["/CPU:0"] + [device.name.replace("/device:", "/") for device in tf.config.list_logical_devices("GPU")]
-    print(f"Devices: {', '.join(devices)}")
+    print(f"Backend: {scenarios.BACKEND}. Devices: {', '.join(devices)}")
     started = time.monotonic()
     for index, name in enumerate(args.scenarios, start=1):
         # Re-running replaces this scenario's runs instead of mixing with them.
         shutil.rmtree(os.path.join(args.logdir, name), ignore_errors=True)
+        if name in scenarios.ALL_DEVICE_SCENARIOS:
+            scenario = scenarios.ALL_DEVICE_SCENARIOS[name]
+            print(f"\n[{index}/{len(args.scenarios)}] {name} on {', '.join(devices)}: {scenario.__doc__}", flush=True)
+            scenario(args.logdir, devices, args.quick)
+            continue
         for device in devices:
-            print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {scenarios.SCENARIOS[name].__doc__}", flush=True)
-            scenarios.SCENARIOS[name](args.logdir, device, args.quick)
+            scenario = scenarios.SCENARIOS[name]
+            print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {scenario.__doc__}", flush=True)
+            skipped = scenario(args.logdir, device, args.quick)
+            if skipped:
+                print(f"  {name}: {skipped}", flush=True)
     print(f"\nTrained the {'quick' if args.quick else 'full'} scenarios in {time.monotonic() - started:.0f} s.\n")
     status = cli.main(["report", args.logdir])
     if args.no_serve:

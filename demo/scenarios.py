@@ -1,8 +1,14 @@
 """Each reason commonly given for a GPU training slower than a CPU, as a fit.
 
-Every scenario is a function `(logdir, device, quick) -> None` that trains
-small real models with `DeviceCostCallback`, one run per variant, into
-`<logdir>/<scenario>/<variant>-<device>`.
+Every scenario is a function `(logdir, device, quick)` that trains small
+real models with `DeviceCostCallback`, one run per variant, into
+`<logdir>/<scenario>/<variant>-<device>`, and returns `None`, or a sentence
+saying why it trained nothing on this backend or device. `sweep` takes
+every device at once. They run on every Keras backend: the input pipelines
+are `tf.data` on TensorFlow and `keras.utils.PyDataset` (or arrays in
+memory) on JAX and PyTorch, where TensorFlow may not be installed; the
+scenarios that are about TensorFlow itself (`tf.device` pinning, TFRecord
+files, augmentation in TensorFlow ops) say so and are skipped there.
 
 `quick` shortens every fit, never below about three times its warm-up (the
 first step: tracing, graph optimisation): shorter than that, warm-up would
@@ -15,9 +21,14 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import tb_devicecost
+
+BACKEND = keras.backend.backend()
+if BACKEND == "tensorflow":
+    import tensorflow as tf
+else:
+    tf = None  # Maybe not installed: nothing below needs it off TensorFlow.
 
 # What each run shows on a CPU: its verdict, the story's point. The verdicts
 # are far from every threshold (warm-up far from half of a fit, input wait
@@ -42,10 +53,28 @@ def run_dir(logdir, scenario, variant, device):
     return os.path.join(logdir, scenario, f"{variant}-{tag}")
 
 
-def _fit(model, dataset, directory, device, epochs=1, verbose=1, **kwargs):
-    with tf.device(device):
+def keras_device(device):
+    """`"/GPU:0"` -> `"gpu:0"`, as `keras.device` takes it on every backend.
+
+    PyTorch's CPU is `"cpu"`: a torch device `"cpu:0"` does not compare equal
+    to the `"cpu"` of the tensors Keras makes, and its variables get no
+    gradients.
+    """
+    name = device.strip("/").lower()
+    return "cpu" if BACKEND == "torch" and name.startswith("cpu") else name
+
+
+def _tensorflow_only(what):
+    return (
+        f"skipped: {what} needs TensorFlow, and the Keras backend here is "
+        f"{BACKEND!r}."
+    )
+
+
+def _fit(model, data, directory, device, epochs=1, verbose=1, **kwargs):
+    with keras.device(keras_device(device)):
         model.fit(
-            dataset,
+            data,
             epochs=epochs,
             verbose=verbose,
             callbacks=[tb_devicecost.DeviceCostCallback(directory)],
@@ -70,8 +99,14 @@ def _tabular(samples):
 def small_work(logdir, device, quick):
     """Too little work per step: the same MLP at batch 10 and at batch 1024."""
     x, y = _tabular(20_480 if quick else 51_200)
-    # Passes over the data, in one epoch: batch 1024 has few steps per pass.
+    # Passes over the data: batch 1024 has few steps per pass.
     for batch_size, passes in ((10, 1), (1024, 30)):
+        directory = run_dir(logdir, "small_work", f"batch{batch_size}", device)
+        with keras.device(keras_device(device)):
+            model = mlp()
+        if tf is None:
+            _fit(model, x, directory, device, epochs=passes, y=y, batch_size=batch_size, verbose=0)
+            continue
         dataset = (
             tf.data.Dataset.from_tensor_slices((x, y))
             .batch(batch_size)
@@ -79,9 +114,7 @@ def small_work(logdir, device, quick):
             .repeat(passes)
             .prefetch(tf.data.AUTOTUNE)
         )
-        with tf.device(device):
-            model = mlp()
-        _fit(model, dataset, run_dir(logdir, "small_work", f"batch{batch_size}", device), device)
+        _fit(model, dataset, directory, device)
 
 
 def _images(samples):
@@ -104,15 +137,39 @@ def _conv_model(augment_in_model=False):
     return model
 
 
-def _python_augment(image):
+def _augment(image, passes=3):
     # Per-element work in pure Python, as decoding and augmenting in Python
     # is: it holds the GIL, so no other thread runs Python meanwhile and
     # parallel calls cannot share the work.
-    raw = image.numpy().tobytes()
-    for _ in range(3):  # stands in for decoding a JPEG in Python
+    raw = image.tobytes()
+    for _ in range(passes):  # stands in for decoding a JPEG in Python
         raw = bytes([byte ^ 0x5A for byte in raw])
     image = np.frombuffer(raw, np.uint8).reshape(image.shape).astype(np.float32) / 255.0
     return image[:, ::-1, :] if np.random.rand() < 0.5 else image
+
+
+def _python_augment(image):
+    # `tf.py_function` hands over an eager tensor.
+    return _augment(image.numpy())
+
+
+class AugmentedImages(keras.utils.PyDataset):
+    """Batches of images augmented one by one in Python (`_augment`), the
+    pipeline of `input_pipeline` where `tf.data` is not used."""
+
+    def __init__(self, images, labels, batch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.images, self.labels, self.batch_size = images, labels, batch_size
+
+    def __len__(self):
+        return len(self.images) // self.batch_size
+
+    def __getitem__(self, index):
+        part = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        # More passes than on TensorFlow: JAX's and PyTorch's CPU convolutions
+        # take longer per step, and the story is a pipeline slower than it.
+        images = [_augment(image, passes=12) for image in self.images[part]]
+        return np.stack(images), self.labels[part]
 
 
 def _tf_augment(image, label):
@@ -124,17 +181,21 @@ def _tf_augment(image, label):
 def input_pipeline(logdir, device, quick):
     """A CPU-bound input pipeline and three ways to fix it.
 
-    `naive` decodes and augments each element in Python (`tf.py_function`),
-    serially, with no prefetch. `parallel_cache_prefetch` is the usual fix:
+    `naive` decodes and augments each element in Python, serially, with no
+    prefetch. `parallel_cache_prefetch` is the usual fix on `tf.data`:
     `num_parallel_calls=AUTOTUNE`, `cache()`, `prefetch(AUTOTUNE)`; the
     Python work holds the GIL, so parallel calls do not help and only the
     cache (from the second epoch) does. `tf_ops` does the work in
-    TensorFlow ops, `augment_in_model` in preprocessing layers.
+    TensorFlow ops, `augment_in_model` in preprocessing layers. Without
+    TensorFlow the pipeline is a `keras.utils.PyDataset`: `naive`,
+    `parallel_workers` (4 threads) and `augment_in_model`.
     """
     # Batches per epoch: the slow pipelines need fewer steps for a steady state.
     batches = {"naive": 16, "parallel_cache_prefetch": 40, "tf_ops": 100, "augment_in_model": 100}
     scale = 1 if quick else 2
     images, labels = _images(64 * scale * max(batches.values()))
+    if tf is None:
+        return _input_pipeline_without_tf(logdir, device, images, labels, batches, scale)
 
     def py_augment(image, label):
         result = tf.py_function(_python_augment, [image], tf.float32)
@@ -161,19 +222,49 @@ def input_pipeline(logdir, device, quick):
         ("augment_in_model", base("augment_in_model").batch(64).prefetch(autotune), True),
     )
     for variant, dataset, augment_in_model in variants:
-        with tf.device(device):
+        with keras.device(keras_device(device)):
             model = _conv_model(augment_in_model)
         _fit(model, dataset, run_dir(logdir, "input_pipeline", variant, device), device, epochs=3)
+
+
+def _input_pipeline_without_tf(logdir, device, images, labels, batches, scale):
+    """`input_pipeline` with `keras.utils.PyDataset`: `naive` augments in
+    Python on the training thread, `parallel_workers` in 4 worker threads
+    (the GIL keeps them from sharing the work), `augment_in_model` in
+    preprocessing layers."""
+
+    def take(variant):
+        samples = 64 * scale * batches[variant]
+        return images[:samples], labels[:samples]
+
+    variants = (
+        ("naive", AugmentedImages(*take("naive"), 64), False),
+        ("parallel_workers", AugmentedImages(*take("parallel_cache_prefetch"), 64, workers=4), False),
+        ("augment_in_model", take("augment_in_model"), True),
+    )
+    for variant, data, augment_in_model in variants:
+        with keras.device(keras_device(device)):
+            model = _conv_model(augment_in_model)
+        directory = run_dir(logdir, "input_pipeline", variant, device)
+        if isinstance(data, tuple):
+            _fit(model, data[0], directory, device, epochs=3, y=data[1], batch_size=64)
+        else:
+            _fit(model, data, directory, device, epochs=3)
+    return _tensorflow_only("the `tf_ops` variant (augmentation in TensorFlow ops)")
 
 
 def warmup(logdir, device, quick):
     """A short fit where tracing and compilation dominate, against a long one."""
     x, y = _tabular(64_000 if quick else 160_000)
     for variant, samples in (("short", 320), ("long", len(x))):
-        dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
-        with tf.device(device):
+        directory = run_dir(logdir, "warmup", variant, device)
+        with keras.device(keras_device(device)):
             model = mlp()
-        _fit(model, dataset, run_dir(logdir, "warmup", variant, device), device)
+        if tf is None:
+            _fit(model, x[:samples], directory, device, y=y[:samples], batch_size=32, verbose=0)
+            continue
+        dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+        _fit(model, dataset, directory, device)
 
 
 class PinnedDense(keras.layers.Layer):
@@ -191,6 +282,8 @@ class PinnedDense(keras.layers.Layer):
 
 def placement(logdir, device, quick):
     """A layer forced onto the CPU (a second logical CPU on CPU-only machines)."""
+    if tf is None:
+        return _tensorflow_only("pinning a layer to a device with `tf.device`")
     cpus = tf.config.list_logical_devices("CPU")
     gpus = tf.config.list_logical_devices("GPU")
     pinned = "/CPU:0" if gpus else (cpus[1].name if len(cpus) > 1 else cpus[0].name)
@@ -198,7 +291,7 @@ def placement(logdir, device, quick):
         return
     x, y = _tabular(51_200 if quick else 128_000)
     dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).cache().prefetch(tf.data.AUTOTUNE)
-    with tf.device(device):
+    with keras.device(keras_device(device)):
         model = keras.Sequential(
             [keras.Input((100,)), keras.layers.Dense(256, activation="relu"),
              PinnedDense(256, pinned), keras.layers.Dense(10)]
@@ -236,6 +329,8 @@ def _write_tfrecords(directory, images, labels, shards=4):
 
 def tfrecord(logdir, device, quick):
     """A TFRecord pipeline done right: parallel reads and parse, cache, prefetch."""
+    if tf is None:
+        return _tensorflow_only("reading TFRecord files with `tf.data`")
     images, labels = _images(6_400 if quick else 16_000)
     shards = _write_tfrecords(os.path.join(logdir, "tfrecord", "_data"), images, labels)
     features = {
@@ -258,9 +353,29 @@ def tfrecord(logdir, device, quick):
         .batch(64)
         .prefetch(tf.data.AUTOTUNE)
     )
-    with tf.device(device):
+    with keras.device(keras_device(device)):
         model = _conv_model()
     _fit(model, dataset, run_dir(logdir, "tfrecord", "parallel_prefetch", device), device, epochs=3)
+
+
+# Batch sizes of the sweep: from far below to far above where an H100
+# overtakes a CPU for this MLP (between 1,024 and 2,048 samples per step).
+SWEEP_BATCH_SIZES = (16, 64, 256, 1024, 4096)
+
+
+def sweep(logdir, devices, quick):
+    """The MLP over batch sizes on every device: where the GPU starts to win."""
+    x, y = _tabular(4096 * 4)
+    tb_devicecost.sweep(
+        mlp,
+        x,
+        y,
+        batch_sizes=SWEEP_BATCH_SIZES,
+        devices=[keras_device(device) for device in devices],
+        log_dir=os.path.join(logdir, "sweep"),
+        steps=30 if quick else 60,
+        your_batch_size=32,
+    )
 
 
 SCENARIOS = {
@@ -270,3 +385,5 @@ SCENARIOS = {
     "placement": placement,
     "tfrecord": tfrecord,
 }
+# Scenarios that take every device at once.
+ALL_DEVICE_SCENARIOS = {"sweep": sweep}

@@ -83,10 +83,21 @@ def assert_not_highly_input_bound(run):
 
 def test_every_scenario_writes_a_run_per_variant(demo_report):
     stdout, runs = demo_report
-    assert sorted(runs) == sorted(f"{name}-cpu0/train" for name in scenarios.EXPECTED_VERDICTS)
+    sweep = sorted(f"sweep/cpu_b{batch}/train" for batch in (16, 64, 256, 1024, 4096))
+    assert sorted(runs) == sorted(
+        [f"{name}-cpu0/train" for name in scenarios.EXPECTED_VERDICTS] + sweep
+    )
     # The report is printed at the end, one line per run.
     for run in runs:
         assert run in stdout
+
+
+def test_the_sweep_fits_the_cpu_and_says_there_is_nothing_to_compare(demo_report):
+    """On a machine without a GPU the sweep has one device: its step time
+    is fitted, and no crossover is claimed."""
+    stdout, _ = demo_report
+    assert "SWEEP sweep" in stdout
+    assert "there is no device to compare it with" in " ".join(stdout.split())
 
 
 def test_quick_demo_tells_the_story(demo_report):
@@ -328,3 +339,50 @@ def test_demo_and_readme_speak_to_users_not_of_our_notes(demo_report):
     for where, text in texts.items():
         found = sorted({match.group(0) for match in INTERNAL_WORDS.finditer(text)})
         assert not found, f"{where} says {found}"
+
+
+def _hide_tensorflow(directory):
+    """A directory to put first on PYTHONPATH: importing `tensorflow` from
+    it fails as if TensorFlow were not installed (the GPU machines this
+    project borrows have JAX and PyTorch but no TensorFlow)."""
+    package = directory / "tensorflow"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'tensorflow'\", name='tensorflow')\n"
+    )
+    return str(directory)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_demo_runs_without_tensorflow(backend, tmp_path):
+    """Where TensorFlow is absent the demo runs on JAX or PyTorch: the
+    `tf.data` pipelines become `keras.utils.PyDataset`s and arrays, the
+    TensorFlow-only scenarios say why they are skipped, and the stories
+    that carry over keep their verdicts."""
+    logdir = tmp_path / "runs"
+    env = dict(ENV, KERAS_BACKEND=backend, PYTHONPATH=_hide_tensorflow(tmp_path))
+    completed = subprocess.run(
+        [sys.executable, "-m", "demo", "--quick", "--no-serve", "--logdir", str(logdir),
+         "--scenarios", "input_pipeline,warmup,placement,tfrecord"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=1200,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"Backend: {backend}." in completed.stdout
+    for skipped in ("placement: skipped", "tfrecord: skipped", "input_pipeline: skipped: the `tf_ops` variant"):
+        assert skipped in completed.stdout
+    report = analysis.build_report(reader.read_runs(reader.local_provider(str(logdir))))
+    runs = {run["run"]: run for run in report["runs"]}
+    assert sorted(runs) == [
+        "input_pipeline/augment_in_model-cpu0/train",
+        "input_pipeline/naive-cpu0/train",
+        "input_pipeline/parallel_workers-cpu0/train",
+        "warmup/long-cpu0/train",
+        "warmup/short-cpu0/train",
+    ]
+    assert {run["backend"] for run in runs.values()} == {backend}
+    assert runs["input_pipeline/naive-cpu0/train"]["verdict"] == "input_bound"
+    assert_not_highly_input_bound(runs["input_pipeline/augment_in_model-cpu0/train"])
+    if backend == "jax":
+        # JAX compiles the step in the first one (PyTorch runs it eagerly,
+        # so its short fit is no warm-up story).
+        assert runs["warmup/short-cpu0/train"]["verdict"] == "warmup_dominated"
