@@ -284,7 +284,21 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             )
         analysed = self._analysed(ctx, experiment, runs, 0)
         results = [analysed[run][0] for run in sorted(runs)]
-        comparison = analysis.compare_runs(results, baseline=baseline) or {}
+        # The same model's other runs (other batch sizes) explain the
+        # comparison as they do in the report, so both say the same.
+        records, _ = reader.read_logdir(
+            self._data_provider,
+            reader.scan_if_local(self._logdir),
+            ctx,
+            experiment_id=experiment,
+            series_points=0,
+        )
+        context = [
+            result
+            for result, _ in (analysis.analyze_record(record) for record in records)
+            if result is not None
+        ]
+        comparison = analysis.compare_runs(results, baseline=baseline, context=context) or {}
         return analysis.json_ready({
             "baseline": comparison.get("baseline"),
             "baseline_reason": comparison.get("baseline_reason"),

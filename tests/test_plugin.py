@@ -372,3 +372,19 @@ def test_runs_route_is_built_again_exactly_when_its_data_changes(tmp_path, helpe
     assert response.headers["Content-Encoding"] == "gzip"
     assert json.loads(gzip.decompress(response.get_data()))["runs"][0]["run"] == "a/train"
     assert len(built) == 4
+
+
+def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
+    """Runs recorded on an NVIDIA H100 (tests/data/h100): comparing only the
+    batch-32 GPU and CPU runs in the tab, the explanation still draws on the
+    same model's batch-8192 runs, as the report's comparison does, so both
+    quote the same fixed costs and crossover."""
+    logdir = os.path.join(os.path.dirname(__file__), "data", "h100")
+    gpu, cpu = "jax_mlp_b32/gpu/train", "jax_mlp_b32/cpu/train"
+    body = get_json(make_client(logdir), f"/compare?run={gpu}&run={cpu}")
+    [tab_row] = [row for row in body["rows"] if row["run"] == gpu]
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    [report_row] = [row for row in report["comparison"]["rows"] if row["run"] == gpu]
+    assert tab_row["scaling"] is not None
+    assert tab_row["scaling"] == report_row["scaling"]
+    assert tab_row["explanation"] == report_row["explanation"]
