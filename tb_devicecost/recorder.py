@@ -62,11 +62,6 @@ class StepRecorder:
         self._started = False
 
     @property
-    def run_dir(self):
-        """The directory this process records into."""
-        return self._accounting.run_dir
-
-    @property
     def enabled(self):
         """False once a recording failure switched the recorder off."""
         return self._accounting.enabled

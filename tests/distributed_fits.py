@@ -110,7 +110,6 @@ def torch_fit(rank, count, port, logdir, delay_ms, steps):
             "process_count": dist.get_world_size(),
             "delay_ms": delay * 1e3,
             "steps": steps,
-            "run_dir": recorder.run_dir,
         }
     finally:
         dist.destroy_process_group()

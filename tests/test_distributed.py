@@ -311,7 +311,7 @@ def test_torch_ddp_processes_recorded_by_step_recorder(tmp_path):
     logdir = str(tmp_path / "logs")
     facts = distributed_runs.run_job("torch", os.path.join(logdir, "ddp"), delay_ms=DELAY_MS,
                                      steps=STEPS)
-    assert facts[1]["run_dir"] == os.path.join(logdir, "ddp", "process_1")
+    assert [facts[rank]["process_index"] for rank in (0, 1)] == [0, 1]
     records = reader.read_runs(reader.local_provider(logdir))
     assert [record.run for record in records] == ["ddp/process_0", "ddp/process_1"]
     for record in records:
