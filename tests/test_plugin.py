@@ -8,6 +8,7 @@ import os
 import urllib.parse
 import urllib.request
 
+import numpy as np
 import pytest
 from tensorboard.backend import application
 from tensorboard.backend.event_processing import data_provider
@@ -108,9 +109,12 @@ def test_runs_route_takes_a_baseline_and_rejects_an_unknown_one(client):
 def test_run_route_serves_series_and_profile_links(client):
     body = get_json(client, "/run?run=cpu/train")
     series = body["series"]
-    assert len(series["step"]) == 40
-    assert series["step"] == sorted(series["step"])
+    assert series["step"] == list(range(40))  # Every step of a short fit.
     assert len(series["compute_ms"]) == len(series["step"])
+    # Each step's start, in order: a real fit of 40 steps, seconds apart at most.
+    wall = series["wall_time"]
+    assert len(wall) == 40 and wall == sorted(wall) and 0 < wall[-1] - wall[0] < 60
+    assert series["warmup"][:3] == [1.0, 1.0, 0.0]
     # One fit: its first step and, since Keras traced its step function in
     # that fit, the next one (docs/FORMAT.md, `warmup`).
     assert body["warmup_steps"] == [0, 1]
@@ -388,3 +392,37 @@ def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
     assert tab_row["scaling"] is not None
     assert tab_row["scaling"] == report_row["scaling"]
     assert tab_row["explanation"] == report_row["explanation"]
+
+
+def test_a_long_run_through_tensorboards_data_server_shows_whole_sampled_blocks(
+        tmp_path, helpers):
+    """TensorBoard's default loader keeps 100 blocks of a run's steps
+    (docs/FORMAT.md, "Per-step rows"): the run route shows every step of
+    each block it kept, the newest block among them, each step's own row."""
+    from tb_devicecost import writer as writer_module
+
+    run_dir = str(tmp_path / "long" / "train")
+    writer = writer_module.SummaryWriter(run_dir)
+    for block in range(150):  # 150 flushes of 8 steps: 1200 steps
+        steps = np.arange(8 * block, 8 * block + 8)
+        writer.write_steps(np.column_stack([
+            steps, 1000.0 + steps, steps % 5, np.full(8, 2.0), np.full(8, 0.5),
+            np.full(8, 32.0), (steps == 0).astype(float)]))
+    aggregate = helpers.make_aggregate(2.0, 2.0, 0.5)
+    aggregate.update(steps=1200, steady_steps=1199)
+    writer.write_json(metadata.TAG_AGGREGATE, 1199, 2200.0, aggregate)
+    writer.close()
+    process, url = serve.start_tensorboard(str(tmp_path), expected_runs=1)
+    try:
+        with urllib.request.urlopen(url + PREFIX + "/run?run=long/train") as response:
+            series = json.load(response)["series"]
+    finally:
+        serve.stop_tensorboard(process)
+    steps = np.array(series["step"])
+    blocks = steps // 8
+    kept = np.unique(blocks)
+    assert len(kept) == 100 and len(steps) == 800
+    assert all((blocks == block).sum() == 8 for block in kept)  # whole blocks
+    assert kept[-1] == 149 and kept[0] < 30 and kept[50] < 100  # spread over the run
+    assert series["data_wait_ms"] == (steps % 5).astype(float).tolist()
+    assert series["wall_time"] == (1000.0 + steps).tolist()
