@@ -17,6 +17,8 @@ the run there (TensorBoard's reload of the run raises there and keeps what
 came before). A tag's summary metadata is the first one seen in the run.
 """
 
+import io
+import os
 import struct
 
 from google.protobuf import message as protobuf_message
@@ -90,25 +92,43 @@ def _capacity(tag, data_class):
     return BLOCKS_KEPT if tag == metadata.TAG_STEPS else DOCUMENTS_KEPT
 
 
-def iter_records(data):
-    """`(offset, payload)` of each whole record of an event file's bytes,
-    up to the first record whose checksum fails or that is cut short."""
-    size = len(data)
+def iter_records(handle):
+    """`(offset, payload)` of each whole record of an event file, read from
+    the binary file `handle` one record at a time (memory stays that of one
+    record), up to the first record whose checksum fails or that is cut
+    short."""
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        size = None
     offset = 0
-    while offset + 12 <= size:
-        (length,) = struct.unpack_from("<Q", data, offset)
-        (length_crc,) = struct.unpack_from("<I", data, offset + 8)
-        if records.masked_crc32c(data[offset:offset + 8]) != length_crc:
+    while True:
+        header = handle.read(12)
+        if len(header) < 12:
             return
-        end = offset + 12 + length
-        if end + 4 > size:
+        (length,) = struct.unpack_from("<Q", header)
+        (length_crc,) = struct.unpack_from("<I", header, 8)
+        if records.masked_crc32c(header[:8]) != length_crc:
             return
-        payload = data[offset + 12:end]
-        (payload_crc,) = struct.unpack_from("<I", data, end)
+        if size is not None and offset + 16 + length > size:
+            return  # Cut short (and no buffer of a length the file cannot hold).
+        data = handle.read(length + 4)
+        if len(data) < length + 4:
+            return
+        payload = data[:length]
+        (payload_crc,) = struct.unpack_from("<I", data, length)
         if records.masked_crc32c(payload) != payload_crc:
             return
         yield offset, payload
-        offset = end + 4
+        offset += 16 + length
+
+
+def _records_or_none(handle):
+    """`iter_records(handle)`, then `(None, None)` if reading failed."""
+    try:
+        yield from iter_records(handle)
+    except OSError:
+        yield None, None
 
 
 def load_run(paths):
@@ -119,39 +139,41 @@ def load_run(paths):
     start_time = None
     for path in paths:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            handle = open(path, "rb")  # pylint: disable=consider-using-with
         except OSError:
             continue
-        for _, payload in iter_records(data):
-            try:
-                event = event_pb2.Event.FromString(payload)
-            except protobuf_message.DecodeError:
-                return series, start_time
-            if start_time is None or event.wall_time < start_time:
-                start_time = event.wall_time
-            if not event.HasField("summary"):
-                continue
-            for value in event.summary.value:
-                tag = value.tag
-                if tag in foreign:
+        with handle:
+            for _, payload in _records_or_none(handle):
+                if payload is None:
+                    break  # The file could not be read on: as at a damaged record.
+                try:
+                    event = event_pb2.Event.FromString(payload)
+                except protobuf_message.DecodeError:
+                    return series, start_time
+                if start_time is None or event.wall_time < start_time:
+                    start_time = event.wall_time
+                if not event.HasField("summary"):
                     continue
-                time_series = series.get(tag)
-                if time_series is None:
-                    if not value.HasField("metadata"):
+                for value in event.summary.value:
+                    tag = value.tag
+                    if tag in foreign:
                         continue
-                    summary_metadata = value.metadata
-                    if (
-                        summary_metadata.plugin_data.plugin_name != metadata.PLUGIN_NAME
-                        or summary_metadata.data_class not in _DATA_CLASSES
-                    ):
-                        foreign.add(tag)
-                        continue
-                    time_series = series[tag] = _TimeSeries(
-                        summary_metadata, _capacity(tag, summary_metadata.data_class)
-                    )
-                if value.HasField("tensor"):
-                    time_series.offer(event.step, event.wall_time, value.tensor)
+                    time_series = series.get(tag)
+                    if time_series is None:
+                        if not value.HasField("metadata"):
+                            continue
+                        summary_metadata = value.metadata
+                        if (
+                            summary_metadata.plugin_data.plugin_name != metadata.PLUGIN_NAME
+                            or summary_metadata.data_class not in _DATA_CLASSES
+                        ):
+                            foreign.add(tag)
+                            continue
+                        time_series = series[tag] = _TimeSeries(
+                            summary_metadata, _capacity(tag, summary_metadata.data_class)
+                        )
+                    if value.HasField("tensor"):
+                        time_series.offer(event.step, event.wall_time, value.tensor)
     return series, start_time
 
 

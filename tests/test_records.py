@@ -62,7 +62,10 @@ def test_the_report_reads_the_records_tensorboards_reader_reads(tmp_path):
                           ("cut", data[:-7])):
         path = tmp_path / name
         path.write_bytes(content)
-        ours = [payload for _, payload in local_data.iter_records(content)]
+        with open(path, "rb") as handle:
+            ours = [payload for _, payload in local_data.iter_records(handle)]
         assert ours == tensorboards(path), name
-    assert [p for _, p in local_data.iter_records(bytes(damaged))] == payloads[:3]
-    assert [p for _, p in local_data.iter_records(data[:-7])] == payloads[:-1]
+        # The same from a stream whose size is unknown.
+        assert [p for _, p in local_data.iter_records(io.BytesIO(content))] == ours, name
+    assert [p for _, p in local_data.iter_records(io.BytesIO(bytes(damaged)))] == payloads[:3]
+    assert [p for _, p in local_data.iter_records(io.BytesIO(data[:-7]))] == payloads[:-1]
