@@ -20,7 +20,9 @@ def list_devices(backend):
     if backend == "jax":
         import jax
 
-        for device in jax.devices():
+        # This process's devices: in a multi-process job `jax.devices()`
+        # also lists the other processes' (docs/SCALE.md).
+        for device in jax.local_devices():
             entry = {
                 "name": f"{device.platform.upper()}:{device.id}",
                 "kind": device.platform.upper(),
@@ -65,6 +67,17 @@ def short_name(device):
     return placement.short_device_name(str(device))
 
 
+def _addressable_devices(array):
+    """The devices of a JAX array that this process holds: a global array of
+    a multi-process job (`keras.distribution.DataParallel`) also spans the
+    other processes' devices."""
+    sharding = getattr(array, "sharding", None)
+    addressable = getattr(sharding, "addressable_devices", None)
+    if addressable is not None:
+        return sorted(addressable, key=lambda device: device.id)
+    return list(array.devices())
+
+
 def variable_devices(variables):
     """Variables per device; a sharded or replicated one counts on each."""
     counts = {}
@@ -73,7 +86,7 @@ def variable_devices(variables):
         devices = None
         if hasattr(value, "devices"):  # a JAX array
             try:
-                devices = list(value.devices())
+                devices = _addressable_devices(value)
             except Exception:  # pylint: disable=broad-except
                 devices = None
         if devices is None:
@@ -91,7 +104,7 @@ def input_devices(batch):
     for element in placement._leaves(batch):  # pylint: disable=protected-access
         if hasattr(element, "devices"):
             try:
-                names.update(short_name(device) for device in element.devices())
+                names.update(short_name(device) for device in _addressable_devices(element))
                 continue
             except Exception:  # pylint: disable=broad-except
                 pass
