@@ -260,6 +260,8 @@ def test_jax_each_process_records_its_own_run(jax_job):
             assert distribution["per_process_batch"] == 32
             assert distribution["per_replica_batch"] == 32
             assert runs[name]["steps"] == facts["steps"] == STEPS
+            # Where its step ran: its own device, not the other process's.
+            assert runs[name]["devices_used"] == [facts["local_devices"][0].upper()]
 
 
 def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
