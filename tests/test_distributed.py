@@ -351,3 +351,27 @@ def test_mirrored_strategy_records_replicas_and_the_per_replica_batch(tmp_path):
     assert run["distribution"]["per_replica_batch"] == 32
     assert run["distribution"]["global_batch"] == 64
     assert math.isfinite(run["step_ms"]["p50"])
+
+
+@pytest.mark.parametrize("damage", [
+    {"series": {"step": "abc"}},
+    {"series": {"step": np.arange(5), "data_wait_ms": np.ones((5, 2))}},
+    {"series": {"step": [[1, 2]], "data_wait_ms": [1], "compute_ms": [1], "host_overhead_ms": [1]}},
+    {"series": None},
+    {"info": {"process_index": "1", "process_count": 2.7, "hostname": ["a"]}},
+    {"info": {"process_index": -1, "process_count": 1e300}},
+])
+def test_damaged_documents_of_one_process_cost_only_the_alignment(damage):
+    n = 5
+    records = [
+        job_record("z/process_0/train", 0, 2, [0.0] * n, [9.0] * n, [0.0] * n),
+        job_record("z/process_1/train", 1, 2, [6.0] * n, [3.0] * n, [0.0] * n),
+    ]
+    records[1] = dict(records[1], **{key: (dict(records[1][key], **value)
+                                           if isinstance(value, dict) and key == "info"
+                                           else value)
+                                     for key, value in damage.items()})
+    report = analysis.build_report(records)
+    json.dumps(report, allow_nan=False)
+    for group in report["workers"]:
+        assert group["straggler"] is None or group["aligned_steps"] > 0
