@@ -981,6 +981,10 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
                        if item["run"] == "slow/process_0/train")
         expected = next(item for item in message["findings"] if item["id"] == "straggler")
         expect(finding.locator(".dc-finding-message")).to_have_text(expected["message"])
+        # Its run info: which process it is, what it holds, how the batch splits.
+        info = frame.locator(".dc-kv").filter(has_text="Backend")
+        expect(info).to_contain_text("0 of 2, holding cpu:0")
+        expect(info).to_contain_text("64 in all, 32 per process, 32 per replica")
         assert problems["console_errors"] == []
         assert problems["page_errors"] == []
         page.close()

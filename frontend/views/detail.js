@@ -331,6 +331,26 @@ function strategyText(info) {
   return name.replace(/^_+/, '') + replicas;
 }
 
+/** A process of a multi-process job: its index, and the devices it holds. */
+function processRow(info) {
+  if (!isNum(info.process_count) || info.process_count < 2 || !isNum(info.process_index)) return null;
+  const devices = Array.isArray(info.local_devices) ? info.local_devices.map(String).join(', ') : '';
+  return ['Process', fmtCount(info.process_index) + ' of ' + fmtCount(info.process_count) +
+    (devices ? ', holding ' + devices : '')];
+}
+
+/** How the batch is split (the run object's `distribution`). */
+function batchSplitRow(distribution) {
+  if (!distribution || typeof distribution !== 'object') return null;
+  const parts = [
+    isNum(distribution.global_batch) ? fmtCount(distribution.global_batch) + ' in all' : null,
+    isNum(distribution.per_process_batch) && distribution.process_count > 1
+      ? fmtCount(distribution.per_process_batch) + ' per process' : null,
+    isNum(distribution.per_replica_batch) ? fmtCount(distribution.per_replica_batch) + ' per replica' : null,
+  ].filter(Boolean);
+  return parts.length ? ['Batch split', parts.join(', ')] : null;
+}
+
 /** [label, value] rows of the run info a user needs; values are strings. */
 function infoRows(run) {
   const info = run.info && typeof run.info === 'object' ? run.info : {};
@@ -350,6 +370,8 @@ function infoRows(run) {
     ['XLA compilation (jit_compile)', yesNo(info.jit_compile !== undefined ? info.jit_compile : run.jit_compile)],
     spe !== null && spe > 1 ? ['Steps per call (steps_per_execution)', fmtCount(spe)] : null,
     ['Distribution strategy', strategyText(info)],
+    processRow(info),
+    batchSplitRow(run.distribution),
     ['Precision (dtype policy)', text(info.dtype_policy)],
     info.run_eagerly === true ? ['Runs eagerly (run_eagerly)', 'yes: every step runs op by op in Python'] : null,
     ['Model', model ? model + (isNum(info.parameters) ? ', ' + fmtCount(info.parameters) + ' parameters' : '') : null],
