@@ -176,6 +176,21 @@ def test_steps_are_aligned_by_global_step_and_clocks_compared_on_one_host():
     assert group["skew_ms"]["p50"] == 0
 
 
+def test_each_process_device_busy_share_side_by_side():
+    n = 4
+    records = [
+        job_record("b/process_0/train", 0, 2, [0.0] * n, [9.0] * n, [0.0] * n),
+        job_record("b/process_1/train", 1, 2, [6.0] * n, [3.0] * n, [0.0] * n),
+    ]
+    group = by_group(analysis.build_report(records))["b/train"]
+    assert group["device_busy_spread"] is None  # no trace window
+    runs = [{"run": "b/process_0/train", "device_busy_fraction": 0.3},
+            {"run": "b/process_1/train", "device_busy_fraction": 0.9}]
+    [group] = workers.build_workers(records, runs)
+    assert [entry["device_busy_fraction"] for entry in group["runs"]] == [0.3, 0.9]
+    assert group["device_busy_spread"] == pytest.approx(0.6)
+
+
 def test_which_runs_form_a_job():
     n = 4
     good = [0.0] * n, [3.0] * n, [0.0] * n

@@ -228,6 +228,7 @@ def analyze_group(group, members, runs):
         "start_spread_ms": _percentiles(None),
         "end_spread_ms": _percentiles(None),
         "same_host": None,
+        "device_busy_spread": None,
         "series": {"step": [], "skew_ms": [], "late": []},
         "finding": None,
     }
@@ -257,6 +258,11 @@ def analyze_group(group, members, runs):
             "lost_share": None,
         })
     result["runs"] = per_run
+    # Each process's device busy share (from its trace windows) side by
+    # side: the devices that waited for another process idle longer.
+    busy = [entry["device_busy_fraction"] for entry in per_run
+            if isinstance(entry["device_busy_fraction"], (int, float))]
+    result["device_busy_spread"] = max(busy) - min(busy) if len(busy) > 1 else None
     if not result["aligned_steps"]:
         return result
 
