@@ -51,9 +51,14 @@ def run_job(mode, logdir, count=2, delay_ms=0.0, steps=40, workdir=None):
                  str(logdir), str(delay_ms), str(steps)],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
             ))
+        # Until all are done; one that fails leaves the others waiting in a
+        # collective, so they are stopped at once (below).
         deadline = time.monotonic() + TIMEOUT_S
-        for process in processes:
-            process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline:
+            codes = [process.poll() for process in processes]
+            if all(code is not None for code in codes) or any(code for code in codes):
+                break
+            time.sleep(0.05)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -66,7 +71,9 @@ def run_job(mode, logdir, count=2, delay_ms=0.0, steps=40, workdir=None):
         err_path = os.path.join(workdir, f"{mode}_{index}.err")
         with open(err_path, encoding="utf-8", errors="replace") as handle:
             err_tail = handle.read()[-3000:]
-        assert process.returncode == 0, f"process {index} exited {process.returncode}:\n{err_tail}"
+        assert process.returncode == 0, (
+            f"process {index} exited {process.returncode} (negative: stopped by "
+            f"the test, after another failed or {TIMEOUT_S} s passed):\n{err_tail}")
         with open(os.path.join(workdir, f"{mode}_{index}.out"), encoding="utf-8") as handle:
             facts[index] = json.loads(handle.read().strip().splitlines()[-1])
     return facts
