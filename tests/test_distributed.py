@@ -390,3 +390,23 @@ def test_damaged_documents_of_one_process_cost_only_the_alignment(damage):
     json.dumps(report, allow_nan=False)
     for group in report["workers"]:
         assert group["straggler"] is None or group["aligned_steps"] > 0
+
+
+def test_a_straggler_whose_own_verdict_is_not_its_stall_is_late_by_its_stall():
+    # Process 2 waits 1.5 ms for each batch of a 12 ms step: compute-bound by
+    # its own verdict (13% input share is moderate), yet 3 ms of every
+    # aligned step (2 x 1.5) is lost to it.
+    n = 10
+    records = [
+        job_record(f"m/process_{index}/train", index, 3, [0.0] * n, [12.0] * n, [0.0] * n)
+        for index in (0, 1)
+    ] + [job_record("m/process_2/train", 2, 3, [1.5] * n, [10.5] * n, [0.0] * n)]
+    report = analysis.build_report(records)
+    group = by_group(report)["m/train"]
+    runs = {run["run"]: run for run in report["runs"]}
+    assert runs["m/process_2/train"]["steady_verdict"] == "compute_bound"
+    assert group["straggler_index"] == 2
+    assert group["straggler_share"] == pytest.approx(3.0 / 36)
+    assert group["cause"] == "input_bound"
+    assert "its own verdict: compute_bound" in group["finding"]["message"]
+    assert "prefetch" in group["finding"]["fix"]

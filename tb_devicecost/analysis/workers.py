@@ -42,6 +42,21 @@ from tb_devicecost.formatting import fmt_share
 # device computes.
 STRAGGLER_MODERATE = verdicts.INPUT_MODERATE
 STRAGGLER_HIGH = verdicts.INPUT_HIGH
+# The verdicts that name what makes a process late to a step: its stall.
+_STALL_VERDICTS = ("input_bound", "host_overhead_bound")
+# The fix when the straggler's own findings hold none for its cause.
+_FIXES = {
+    "input_bound": (
+        "Make its input pipeline parallel and ahead of the model: "
+        "num_parallel_calls and .prefetch(tf.data.AUTOTUNE) for tf.data, "
+        "workers for a PyDataset or a DataLoader, the same data format "
+        "and storage as the other processes."
+    ),
+    "host_overhead_bound": (
+        "Move work out of its loop between steps: logging, checkpoints and "
+        "callbacks that only one process needs to run at every step."
+    ),
+}
 # Points of the skew-over-steps series handed to the tab, at most.
 MAX_SERIES_POINTS = 1000
 # The part of a run's name that holds the process index: `log_dir/process_1/train`.
@@ -174,6 +189,7 @@ def _series(record):
     return {
         "step": kept_steps,
         "stall": (wait + host_before)[rows],
+        "data_wait": wait[rows],
         "compute": compute[rows],
         "total": (wait + compute + host)[rows],
         "start": None if start is None else start[rows],
@@ -305,13 +321,35 @@ def analyze_group(group, members, runs):
         result["straggler"] = straggler["run"]
         result["straggler_index"] = straggler["process_index"]
         result["straggler_share"] = share
-        result["cause"] = straggler["steady_verdict"] or straggler["verdict"]
+        waits = np.stack([item["data_wait"][at] for item, at in zip(series, positions)])
+        # How much longer its data wait was than the others' (the rest of its
+        # stall is host overhead).
+        others = np.delete(np.arange(len(members)), worst)
+        excess_wait = float(waits[worst].mean() - waits[others].mean())
+        excess_stall = float(stall[worst].mean() - stall[others].mean())
+        result["cause"] = _cause(runs.get(straggler["run"]) or {}, excess_wait,
+                                 excess_stall - excess_wait)
         # Were it on time, every process's step would be shorter by the
         # skew of the steps it was last in.
         saved = float(skew[late == worst].sum()) / len(aligned)
         result["finding"] = _finding(result, straggler, runs.get(straggler["run"]) or {},
                                      saved, total)
     return result
+
+
+def _cause(run, excess_wait_ms, excess_host_ms):
+    """Why the straggler is late: its own verdict when that names a stall
+    (`input_bound`, `host_overhead_bound`), else its finding of one, else
+    the part of its stall that exceeds the others' more."""
+    verdict = run.get("steady_verdict") or run.get("verdict")
+    if verdict in _STALL_VERDICTS:
+        return verdict
+    found = [finding.get("id") for finding in run.get("findings") or ()
+             if isinstance(finding, dict)]
+    for candidate in _STALL_VERDICTS:
+        if candidate in found:
+            return candidate
+    return "input_bound" if excess_wait_ms >= excess_host_ms else "host_overhead_bound"
 
 
 def _finding(group, straggler, straggler_run, saved_ms, total):
@@ -329,14 +367,16 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
         f"it, inside their compute (the all-reduce waits for the last process). "
         f"The processes arrive {fmt_ms(skew['p50'])} ms apart at p50 and "
         f"{fmt_ms(skew['p90'])} ms at p90, over {group['aligned_steps']} aligned "
-        f"steps. Its own steps are {cause or 'not judged'}"
+        f"steps. Its cause: {cause}"
         + (
-            f": data wait {fmt_share((straggler['shares'] or {}).get('data_wait'))}, "
-            f"host overhead {fmt_share((straggler['shares'] or {}).get('host_overhead'))} "
-            "of its step."
+            f" (its data wait is {fmt_share((straggler['shares'] or {}).get('data_wait'))} "
+            "and its host overhead "
+            f"{fmt_share((straggler['shares'] or {}).get('host_overhead'))} of its "
+            "steady-state time"
             if straggler["shares"]
-            else "."
+            else " ("
         )
+        + f"; its own verdict: {straggler['steady_verdict'] or straggler['verdict'] or 'none'})."
     )
     own_fix = next(
         (finding.get("fix") for finding in straggler_run.get("findings") or ()
@@ -346,7 +386,7 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     fix = (
         f"Make process {straggler['process_index']} as fast as the others "
         "outside its step: every process waits for it each step. "
-        + (own_fix or "")
+        + (own_fix or _FIXES.get(cause, ""))
         + " Check that every process gets the same share of the data, the "
         "same input pipeline and a host no busier than the others'."
     ).strip()
