@@ -92,7 +92,7 @@ function processTable(group, app) {
     el('th', {class: 'dc-num', text: 'Waits for others p50', title: 'time inside its compute spent waiting for the last process, per step'}),
     el('th', {class: 'dc-num', text: 'Wait share', title: 'its waits over its own step time'}),
     el('th', {class: 'dc-num', text: 'Lost to it', title: 'everyone\u2019s waits for this process over all the processes\u2019 step time'}),
-    el('th', {text: 'Own verdict'}),
+    el('th', {text: 'Its steady-state verdict', title: 'its own verdict, warm-up set aside'}),
     el('th', {text: 'Devices it holds'}),
     el('th', {class: 'dc-num', text: 'Device busy', title: 'share of the traced steps’ time its device was busy (from a trace window)'}),
   ]);
@@ -113,7 +113,7 @@ function processTable(group, app) {
       el('td', {class: 'dc-num dc-wait-p50', text: fmtMsUnit(wait.p50)}),
       el('td', {class: 'dc-num', text: fmtShare(entry.wait_share)}),
       el('td', {class: 'dc-num dc-lost-share', text: fmtShare(entry.lost_share)}),
-      el('td', {}, [verdictBadge(entry.verdict)]),
+      el('td', {}, [verdictBadge(entry.steady_verdict || entry.verdict)]),
       el('td', {class: 'dc-devices', text: devicesText(entry.distribution)}),
       el('td', {class: 'dc-num', text: isNum(entry.device_busy_fraction) ? fmtShare(entry.device_busy_fraction) : DASH}),
     ]));
@@ -152,7 +152,7 @@ function skewChart(group, width) {
     svg('title', {}, ['skew per aligned step, ms (max ' + fmtMs(max) + ' ms)']),
     svg('line', {x1: left, x2: w - right, y1: y(0), y2: y(0), stroke: '#bdbdbd'}),
     svg('path', {d, fill: 'none', stroke: SKEW_COLOR, 'stroke-width': 1.5, class: 'dc-skew-line'}),
-    svg('text', {x: left - 6, y: y(max) + 4, 'text-anchor': 'end', 'font-size': 11}, [fmtMs(max)]),
+    svg('text', {x: left - 6, y: y(max) + 4, 'text-anchor': 'end', 'font-size': 11}, [fmtMsUnit(max)]),
     svg('text', {x: left - 6, y: y(0) + 4, 'text-anchor': 'end', 'font-size': 11}, ['0']),
     svg('text', {x: left, y: SKEW_HEIGHT - 6, 'font-size': 11}, ['step ' + first]),
     svg('text', {x: w - right, y: SKEW_HEIGHT - 6, 'text-anchor': 'end', 'font-size': 11}, ['step ' + last]),

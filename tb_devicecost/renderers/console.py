@@ -291,7 +291,7 @@ def _workers_lines(groups):
         ))
         lines.append(
             f"  {'PROCESS':<8} {'STEP p50':>10} {'WAITS p50':>10} {'WAIT':>6} "
-            f"{'LOST TO IT':>10} VERDICT"
+            f"{'LOST TO IT':>10} STEADY VERDICT"
         )
         for entry in group["runs"]:
             marker = "*" if entry["run"] == group["straggler"] else " "
@@ -301,7 +301,7 @@ def _workers_lines(groups):
                 f"{fmt_ms_unit(entry['wait_ms']['p50']):>10} "
                 f"{fmt_share(entry['wait_share']):>6} "
                 f"{fmt_share(entry['lost_share']):>10} "
-                f"{entry['verdict'] or MISSING}"
+                f"{entry['steady_verdict'] or entry['verdict'] or MISSING}"
             ))
         if group["missing_processes"]:
             missing = ", ".join(str(index) for index in group["missing_processes"])

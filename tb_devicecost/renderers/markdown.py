@@ -168,7 +168,7 @@ def _workers_table(groups):
             f"aligned; skew p50 {fmt_ms_unit(skew['p50'])}, p90 "
             f"{fmt_ms_unit(skew['p90'])}.",
             "",
-            "| Process | Run | Step p50 | Waits p50 | Wait share | Lost to it | Verdict |",
+            "| Process | Run | Step p50 | Waits p50 | Wait share | Lost to it | Steady-state verdict |",
             "|---:|---|---:|---:|---:|---:|---|",
         ]
         for entry in group["runs"]:
@@ -178,7 +178,7 @@ def _workers_table(groups):
                 f"| {fmt_ms_unit((entry['step_ms'] or {}).get('p50'))} "
                 f"| {fmt_ms_unit(entry['wait_ms']['p50'])} "
                 f"| {fmt_share(entry['wait_share'])} | {fmt_share(entry['lost_share'])} "
-                f"| {_md_cell(entry['verdict'] or MISSING)} |"
+                f"| {_md_cell(entry['steady_verdict'] or entry['verdict'] or MISSING)} |"
             )
         lines.append("")
         lines.append(
