@@ -548,7 +548,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
                     floor.start(data, self._model.distribute_strategy)
-                recorder.update_info({"batch_size": placement.batch_size(data)})
+                recorder.update_info(
+                    run_info.batch_info(placement.batch_size(data), self._run_info)
+                )
                 self._steps_to_probe = _FLOOR_SAMPLE_EVERY if role == "train" else 0
             elif floor is not None and floor.running:
                 floor.sample(1)
@@ -789,7 +791,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             ):
                 floor.stop()
                 recorder.set_fetch_floor(floor.milliseconds())
-            recorder.update_info({"batch_size": placement.batch_size(batch)})
+            recorder.update_info(
+                run_info.batch_info(placement.batch_size(batch), self._run_info)
+            )
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         self._pending_excluded += time.perf_counter() - started

@@ -113,6 +113,29 @@ def _batch_axis_size(distribution):
         return None
 
 
+def batch_info(batch_size, info):
+    """The run-info entries of a fit's batch: `batch_size` as the step saw
+    it and, under a distribution strategy over several processes or
+    replicas, the split of that global batch (`global_batch`,
+    `per_process_batch`, `per_replica_batch`), read from `info` (the run
+    info gathered at the fit's start)."""
+    entries = {"batch_size": batch_size}
+    count = info.get("process_count") or 1
+    replicas = info.get("replicas")
+    several = count > 1 or (isinstance(replicas, int) and replicas > 1)
+    if batch_size and several and info.get("distribution_strategy"):
+        entries["global_batch"] = batch_size
+        entries["per_process_batch"] = _split(batch_size, count)
+        if isinstance(replicas, int) and replicas > 0:
+            entries["per_replica_batch"] = _split(batch_size, replicas)
+    return entries
+
+
+def _split(batch_size, parts):
+    share = batch_size / parts
+    return int(share) if share.is_integer() else share
+
+
 def process_info():
     """This process's place in a multi-process job, and the devices it holds.
 

@@ -268,6 +268,8 @@ def test_jax_each_process_records_its_own_run(jax_job):
             assert info["local_devices"] == facts["local_devices"]
             assert info["device_count"] == facts["device_count"] == 2
             assert info["distribution_strategy"] == "DataParallel"
+            assert (info["global_batch"], info["per_process_batch"],
+                    info["per_replica_batch"]) == (64, 32, 32)
             distribution = runs[name]["distribution"]
             # Each process feeds 32 samples; the step sees the global 64.
             assert distribution["replicas"] == 2
@@ -361,6 +363,7 @@ def test_mirrored_strategy_records_replicas_and_the_per_replica_batch(tmp_path):
     assert info["replicas"] == facts["replicas"] == 2
     assert info["process_count"] == 1
     assert info["local_devices"] == facts["devices"]
+    assert (info["global_batch"], info["per_process_batch"], info["per_replica_batch"]) == (64, 64, 32)
     run = analysis.build_report(records)["runs"][0]
     assert run["batch_size"] == facts["global_batch"] == 64
     assert run["distribution"]["per_replica_batch"] == 32

@@ -121,6 +121,12 @@ def distribution(record, batch_size):
     else:
         # A custom loop (PyTorch DDP): each process steps on its own batch.
         global_batch, per_process = (batch * count if batch else None), batch
+    # What the recorder wrote, when it did (DeviceCostCallback, docs/FORMAT.md).
+    recorded = {key: _divided(record_module._as_number(info.get(key)), 1)
+                for key in ("global_batch", "per_process_batch", "per_replica_batch")}
+    if recorded["global_batch"]:
+        global_batch = recorded["global_batch"]
+        per_process = recorded["per_process_batch"] or per_process
     return {
         "strategy": strategy,
         "process_index": record_module._as_count(info.get("process_index")) or 0,
@@ -130,7 +136,7 @@ def distribution(record, batch_size):
         "replicas": replicas,
         "per_process_batch": per_process,
         "global_batch": global_batch,
-        "per_replica_batch": _divided(global_batch, replicas),
+        "per_replica_batch": recorded["per_replica_batch"] or _divided(global_batch, replicas),
     }
 
 
