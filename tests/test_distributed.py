@@ -413,3 +413,20 @@ def test_a_straggler_whose_own_verdict_is_not_its_stall_is_late_by_its_stall():
     assert group["cause"] == "input_bound"
     assert "its own verdict: compute_bound" in group["finding"]["message"]
     assert "prefetch" in group["finding"]["fix"]
+
+
+def test_run_info_splits_the_batch_only_under_a_strategy_of_several():
+    from tb_devicecost import run_info
+
+    info = {"process_count": 2, "replicas": 4, "distribution_strategy": "DataParallel"}
+    assert run_info.batch_info(64, info) == {
+        "batch_size": 64, "global_batch": 64, "per_process_batch": 32, "per_replica_batch": 16}
+    assert run_info.batch_info(30, dict(info, replicas=4))["per_replica_batch"] == 7.5
+    single = {"process_count": 1, "replicas": 1, "distribution_strategy": None}
+    assert run_info.batch_info(32, single) == {"batch_size": 32}
+    # One process: its runs stay where a single process writes them.
+    assert run_info.process_run_dir("logs/a", {"process_index": 0, "process_count": 1}) == "logs/a"
+    assert run_info.process_run_dir("logs/a", {"process_index": 3, "process_count": 4}) == os.path.join(
+        "logs/a", "process_3")
+    # No distributed library initialized in this process.
+    assert run_info.process_info()["process_count"] == 1
