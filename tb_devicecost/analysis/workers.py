@@ -17,7 +17,9 @@ stalled one:
 
 Each step's waits are lost to its most stalled process. A process whose
 steps cost everyone at least `STRAGGLER_MODERATE` of their time is the
-group's straggler, and its own verdict is the cause. A process slower inside
+group's straggler; the cause is what makes it late (`input_bound` or
+`host_overhead_bound`: its own verdict, else its finding, else the larger
+part of its stall). A process slower inside
 its step function (a slower device) stalls nobody this way: the others wait
 inside their compute just as long as it computes, which per-step times
 cannot tell from work; trace windows can (`device_busy_fraction`).
