@@ -813,14 +813,14 @@ _ROUNDING = {
 _OPPOSITE = {"about": "about", "at_most": "at_least", "at_least": "at_most"}
 
 
-def _rounded(value, bound="about"):
-    """`value` (positive) to two significant digits, with commas: an
+def _rounded(value, bound="about", digits=2):
+    """`value` (positive) to `digits` significant digits, with commas: an
     estimate's words claim no more precision than it has (`3.1`, `10`,
     `410,000`), rounded so that a bound stays true (`_ROUNDING`); its fields
     keep the exact figure."""
     if value <= 0:
         return "0"
-    exponent = math.floor(math.log10(value)) - 1
+    exponent = math.floor(math.log10(value)) - (digits - 1)
     rounded = _ROUNDING[bound](value / 10.0**exponent)
     return f"{rounded * 10.0**exponent:,.{max(0, -exponent)}f}"
 
@@ -899,17 +899,27 @@ def _wall_estimate(run, bound, saved_ms, basis):
             "time here is warm-up and steady steps only"
         )
     speedup = before / after
+    if speedup < 1.1:
+        # "1.0x as fast" says nothing: the time saved does.
+        text = (
+            f"{_BOUND_WORDS[bound]} {_rounded(saved_ms, bound)} ms less wall "
+            f"time, {fmt_share(saved_ms / before)} of the fit's {fmt_ms(before)} ms"
+        )
+    else:
+        # Three digits for the wall time, so that it reads as less than
+        # the time it is set against.
+        text = (
+            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x as fast a fit "
+            f"({_rounded(after, _OPPOSITE[bound], digits=3)} ms of wall time "
+            f"instead of {fmt_ms(before)} ms)"
+        )
     expected = no_estimate(basis)
     expected.update(
         bound=bound,
         speedup=speedup,
         of="fit_wall_time",
         wall_ms=after,
-        text=(
-            f"{_BOUND_WORDS[bound]} {_rounded(speedup, bound)}x as fast a fit "
-            f"({_rounded(after, _OPPOSITE[bound])} ms of wall time instead of "
-            f"{fmt_ms(before)} ms)"
-        ),
+        text=text,
     )
     return expected
 
