@@ -222,7 +222,7 @@ def judge(run):
     if host_severity:
         findings["host_overhead_bound"] = _host_finding(run, host_severity)
     if steady_verdict == "latency_bound":
-        findings["latency_bound"] = _latency_finding(run)
+        findings["latency_bound"] = _latency_finding(run, input_severity)
     if steady_verdict == "compute_bound":
         findings["compute_bound"] = _compute_finding(run, input_severity, unjudged)
 
@@ -429,20 +429,41 @@ def _host_finding(run, severity):
     )
 
 
-def _latency_finding(run):
+def _latency_finding(run, input_severity=None):
     busy = run["device_busy_fraction"]
     severity = "high" if busy < LATENCY_HIGH_BUSY else "moderate"
+    if input_severity:
+        # A moderate wait: the pipeline's Python may also hold the GIL
+        # that dispatching and completing the step need.
+        opening = (
+            f"The input keeps up only in part ({fmt_share(run['input_share'])} "
+            f"of the mean step waits for it), and {_busy_evidence(run)}. The "
+            "rest is host time paid on every step: the Keras loop, "
+            "dispatching the step, launching kernels and waiting for their "
+            "results, and any Python the input pipeline runs in threads "
+            "meanwhile (it holds the GIL the loop needs)"
+        )
+    else:
+        opening = (
+            f"The input keeps up, yet {_busy_evidence(run)}. The rest is a "
+            "fixed cost paid on every step (the Keras loop, dispatching the "
+            "step, launching kernels and waiting for their results)"
+        )
     return _finding(
         "latency_bound",
         severity,
-        f"The input keeps up, yet {_busy_evidence(run)}. The rest is a fixed "
-        "cost paid on every step (the Keras loop, dispatching the step, "
-        "launching kernels and waiting for their results), not arithmetic; "
-        f"our mean steady step is {fmt_ms(run['step_ms']['mean'])} ms.",
+        f"{opening}, not arithmetic; our mean steady step is "
+        f"{fmt_ms(run['step_ms']['mean'])} ms.",
         "Give each launch more work: a larger batch; "
         "compile(..., steps_per_execution=N); jit_compile=True to fuse small "
         "kernels (XLA); or train this model on the CPU, which has no launch "
-        "latency.",
+        "latency."
+        + (
+            " Move the input's Python out of the training process "
+            "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
+            if input_severity
+            else ""
+        ),
         _batch_estimate(run),
     )
 
