@@ -670,6 +670,12 @@ class TraceSchedule:
             if window.purpose == PURPOSE_DEVICE_BUSY:
                 # Nobody asked for these files: the digest is what we keep.
                 entry["trace_deleted"] = _delete_capture(entry)
+                if entry.get("error"):
+                    # Nobody asked for the window either: one that traced
+                    # no step (the fit ended first) is tried again in a
+                    # later fit, and not reported.
+                    self._busy_done = False
+                    continue
             # Our own numbers for the same steps, to set beside the trace's.
             entry["recorded_steps"] = [
                 ours[step] for step in range(window.start, window.stop) if step in ours

@@ -86,6 +86,13 @@ def main():
     ]
     facts["broken_history_epochs"] = len(broken_model.history.history["loss"])
 
+    # A device-busy window a fit ends before (PyTorch opens it a step
+    # early) is tried again in the next fit, and only that one is kept.
+    retried = tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "retried"), device_busy=True)
+    model = mlp()
+    model.fit(x[:320], y[:320], batch_size=32, epochs=1, verbose=0, callbacks=[retried])
+    model.fit(x[:640], y[:640], batch_size=32, epochs=1, verbose=0, callbacks=[retried])
+
     # The same fit with and without the callback, from the same seed.
     # The third fit also traces the device-busy window (forced on: the
     # CPU is no accelerator), which must change nothing either.

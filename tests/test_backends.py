@@ -111,3 +111,14 @@ def test_generators_and_dataloaders_are_timed_too(fitted):
         assert aggregate["steps"] == 20
         assert aggregate["batch_size"]["max"] == 32
         assert aggregate["fetch_floor_ms"] is not None
+
+
+def test_a_device_busy_window_the_fit_ends_before_is_traced_in_the_next(fitted):
+    """A 10-step fit ends before its window (steps 10-19; PyTorch starts
+    its profiler a step early, so it opened there): nothing is reported for
+    it, and the next fit, from step 10, traces steps 20-29."""
+    _, _, records = fitted
+    [window] = records["retried/train"].trace["windows"]
+    assert (window["start_step"], window["stop_step"]) == (20, 30)
+    assert "error" not in window
+    assert [step["step"] for step in window["steps"]] == list(range(20, 30))

@@ -280,6 +280,11 @@ class TraceWindow:
     start_step: object = None
     stop_step: object = None
     source: object = None
+    # Why it was traced: `profile_steps`, `keras_tensorboard`, or
+    # `device_busy` (the default window of an accelerator run, whose files
+    # are deleted once digested: `trace_deleted`).
+    purpose: object = None
+    trace_deleted: bool = False
     capture: object = None
     host: object = None
     profile_run_dir: object = None
@@ -812,6 +817,8 @@ def _trace_window(window):
         start_step=_as_count(window.get("start_step")),
         stop_step=_as_count(window.get("stop_step")),
         source=_as_text(window.get("source")),
+        purpose=_as_text(window.get("purpose")),
+        trace_deleted=window.get("trace_deleted") is True,
         capture=_as_text(window.get("capture")),
         host=_as_text(window.get("host")),
         profile_run_dir=_as_text(window.get("profile_run_dir")),

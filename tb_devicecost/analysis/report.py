@@ -189,6 +189,8 @@ def _trace_window(window):
         "start_step": window.start_step,
         "stop_step": window.stop_step,
         "source": window.source,
+        "purpose": window.purpose,
+        "trace_deleted": window.trace_deleted,
         "capture": window.capture,
         "host": window.host,
         "profile_run_dir": window.profile_run_dir,
