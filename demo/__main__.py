@@ -12,7 +12,7 @@ changes there).
 """
 
 import argparse
-import importlib.util
+import importlib
 import os
 import shutil
 import signal
@@ -146,10 +146,12 @@ def choose_backend():
         return os.environ["KERAS_BACKEND"]
     for backend in ("tensorflow", "jax", "torch"):
         try:
-            if importlib.util.find_spec(backend) is not None:
-                return backend
+            # Imported, not only found: an installation that cannot be
+            # imported is no backend.
+            importlib.import_module(backend)
         except ImportError:
             continue
+        return backend
     raise SystemExit("No Keras backend is installed: install tensorflow, jax or torch.")
 
 

@@ -380,8 +380,15 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
         "warmup/short-cpu0/train",
     ]
     assert {run["backend"] for run in runs.values()} == {backend}
-    assert runs["input_pipeline/naive-cpu0/train"]["verdict"] == "input_bound"
-    assert_not_highly_input_bound(runs["input_pipeline/augment_in_model-cpu0/train"])
+    naive = runs["input_pipeline/naive-cpu0/train"]
+    in_model = runs["input_pipeline/augment_in_model-cpu0/train"]
+    # The Python pipeline makes every step several times as long.
+    assert naive["step_ms"]["mean"] > 3 * in_model["step_ms"]["mean"]
+    if backend == "torch":
+        assert naive["verdict"] == "input_bound"
+    # On JAX its fetch holds the GIL that the completion is read under, so
+    # the wait shows in the step's compute (docs/FORMAT.md, "A limit").
+    assert_not_highly_input_bound(in_model)
     if backend == "jax":
         # JAX compiles the step in the first one (PyTorch runs it eagerly,
         # so its short fit is no warm-up story).
