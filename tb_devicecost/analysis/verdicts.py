@@ -440,8 +440,9 @@ def _latency_finding(run, input_severity=None):
             f"of the mean step waits for it), and {_busy_evidence(run)}. The "
             "rest is host time paid on every step: the Keras loop, "
             "dispatching the step, launching kernels and waiting for their "
-            "results, and any Python the input pipeline runs in threads "
-            "meanwhile (it holds the GIL the loop needs)"
+            "results, and the input pipeline's Python, which holds the GIL "
+            "that dispatching the step and reading its results need (so "
+            "part of its wait is counted as compute: docs/FORMAT.md)"
         )
     else:
         opening = (
