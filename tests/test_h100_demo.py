@@ -1,0 +1,143 @@
+"""The demo as it ran on an NVIDIA H100, read back: the GPU answer.
+
+`tests/data/h100_demo/jax` and `tests/data/h100_demo/torch` are the runs of
+`python -m demo` (JAX, full) and `python -m demo --quick` (PyTorch) recorded
+on the borrowed H100 machine, which has no TensorFlow: every scenario on
+`/CPU:0` and `/GPU:0`, then a sweep of the seeds' MLP over five batch sizes
+on both, with `DeviceCostCallback`'s default settings, so each GPU run
+traced its own device-busy window. `*_report.txt` is what the demo printed
+there. CI has no GPU: these recorded runs are how it checks the GPU story.
+"""
+
+import os
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import reader
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "h100_demo")
+SCENARIO_RUNS = [
+    f"{run}-{device}/train"
+    for run in (
+        "input_pipeline/augment_in_model",
+        "input_pipeline/naive",
+        "input_pipeline/parallel_workers",
+        "small_work/batch10",
+        "small_work/batch1024",
+        "warmup/long",
+        "warmup/short",
+    )
+    for device in ("cpu0", "gpu0")
+]
+SWEEP_RUNS = [
+    f"sweep/{device}_b{batch}/train"
+    for device in ("cpu", "gpu")
+    for batch in (16, 64, 256, 1024, 4096)
+]
+
+
+@pytest.fixture(scope="module", params=["jax", "torch"])
+def demo(request):
+    logdir = os.path.join(DATA, request.param)
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    return request.param, report, {run["run"]: run for run in report["runs"]}
+
+
+def test_every_scenario_ran_on_both_devices_without_tensorflow(demo):
+    backend, report, runs = demo
+    assert sorted(runs) == sorted(SCENARIO_RUNS + SWEEP_RUNS)
+    assert report["skipped"] == []
+    assert {run["backend"] for run in runs.values()} == {backend}
+    assert {runs[name]["device"] for name in SCENARIO_RUNS if "gpu0" in name} == {"GPU:0"}
+    assert {runs[name]["device"] for name in SCENARIO_RUNS if "cpu0" in name} == {"CPU:0"}
+    # The TensorFlow-only scenarios said why they were skipped.
+    with open(os.path.join(DATA, f"{backend}_report.txt"), encoding="utf-8") as file:
+        printed = file.read()
+    assert "placement: skipped: pinning a layer to a device with `tf.device` needs TensorFlow" in printed
+    assert "tfrecord: skipped: reading TFRecord files with `tf.data` needs TensorFlow" in printed
+
+
+def test_each_gpu_run_measured_its_device_busy_time_by_default(demo):
+    """No run asked for a trace; each GPU scenario run traced steps 10-19
+    of its fit, kept the digest and deleted the files. The CPU runs, the
+    sweep's short fits and `warmup/short` (10 steps: it never reaches the
+    window) traced nothing."""
+    backend, _, runs = demo
+    for name, run in runs.items():
+        windows = run["trace_windows"]
+        if name in SCENARIO_RUNS and run["device"] == "GPU:0" and "warmup/short" not in name:
+            [window] = windows
+            assert window["purpose"] == "device_busy", name
+            assert window["trace_deleted"] is True
+            assert (window["start_step"], window["stop_step"]) == (10, 20)
+            assert window["has_device_plane"] is True
+            assert 0 < run["device_busy_fraction"] < 1
+        else:
+            assert windows == [], name
+    # Nothing of the traces is left on disk.
+    for root, _, files in os.walk(os.path.join(DATA, backend)):
+        assert all(".xplane.pb" not in f and ".pt.trace.json" not in f for f in files), root
+
+
+def test_the_small_batch_gpu_run_is_latency_bound_with_the_gpu_mostly_idle(demo):
+    """The seeds' MLP at batch 10: the H100 is busy a few percent of each
+    step, so the verdict is latency_bound, with the trace's numbers in its
+    message and what a larger batch would buy beside its fix."""
+    _, _, runs = demo
+    run = runs["small_work/batch10-gpu0/train"]
+    assert run["verdict"] == "latency_bound"
+    assert run["device_busy_fraction"] < 0.10
+    [finding] = [f for f in run["findings"] if f["id"] == "latency_bound"]
+    assert "GPU:0 was busy only" in finding["message"]
+    assert "kernels per step" in finding["message"]
+    assert finding["expected"]["speedup"] > 1
+    assert finding["expected"]["batch_size"] > 10
+
+
+def test_the_comparison_with_the_cpu_names_the_fixed_cost(demo):
+    """The GPU run at batch 10 is slower than the CPU run of the same
+    model; the comparison says why in the runs' numbers: a fixed per-step
+    cost the batch cannot amortise, the GPU's busy time from its trace, and
+    each device's fixed cost from the same model's batch-1024 runs."""
+    _, report, runs = demo
+    [row] = [
+        row for row in report["comparison"]["rows"]
+        if row["run"] == "small_work/batch10-gpu0/train"
+    ]
+    assert row["against"] == "small_work/batch10-cpu0/train"
+    assert row["speedup"] < 1
+    assert "fixed per-step cost" in row["explanation"]
+    assert row["parts"]["device_busy_ms"]["run"] < runs["small_work/batch10-gpu0/train"]["step_ms"]["mean"]
+    # The same model's batch-1024 runs give each device a fixed cost per
+    # step: the GPU's is the larger.
+    devices = row["scaling"]["devices"]
+    assert devices["GPU:0"]["fixed_ms"] > devices["CPU:0"]["fixed_ms"]
+    assert row["parts"]["fixed_ms"]["run"] == devices["GPU:0"]["fixed_ms"]
+
+
+def test_the_sweep_says_the_cpu_wins_at_small_batches(demo):
+    """The demo's sweep of five batch sizes: the GPU pays the larger fixed
+    cost per step and the smaller cost per sample, so it overtakes the CPU
+    at some batch size; at the user's batch of 32 the CPU is faster."""
+    _, report, _ = demo
+    [sweep] = report["sweeps"]
+    devices = sweep["devices"]
+    assert sorted(devices) == ["CPU:0", "GPU:0"]
+    assert devices["GPU:0"]["fixed_ms"] > devices["CPU:0"]["fixed_ms"]
+    assert devices["GPU:0"]["per_sample_us"] < devices["CPU:0"]["per_sample_us"]
+    assert sweep["crossover_batch"] > 32
+    assert sweep["faster_at"]["batch_size"] == 32
+    assert sweep["faster_at"]["device"] == "CPU:0"
+    assert sweep["faster_at"]["times"] > 1
+
+
+def test_the_jax_sweep_finds_the_crossover_of_the_dense_sweep():
+    """JAX: the crossover the demo's five batch sizes predict lies within 2x
+    of where a dense sweep of the same MLP on the same kind of machine
+    crossed (tests/data/h100/sweep_jax, 11 batch sizes: the GPU's mean step
+    was longer than the CPU's at batch 1,024 and shorter at 2,048)."""
+    logdir = os.path.join(DATA, "jax")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    [sweep] = report["sweeps"]
+    assert 1024 / 2 <= sweep["crossover_batch"] <= 2048 * 2
