@@ -19,6 +19,10 @@ from tb_devicecost import reader
 
 START = "<!-- tour:start -->"
 END = "<!-- tour:end -->"
+GPU_START = "<!-- h100:start -->"
+GPU_END = "<!-- h100:end -->"
+# The GPU story's runs: the scenarios of both devices, by run name stem.
+GPU_ROWS = ("small_work/batch10", "small_work/batch1024", "warmup/long", "input_pipeline/naive")
 
 SECTIONS = [
     {
@@ -204,12 +208,87 @@ def render(report, device="cpu0", images="docs/images"):
     return "\n".join(parts)
 
 
-def splice(readme_path, tour):
+def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
+    """The README's "On an NVIDIA H100" section, from a demo run on a GPU
+    machine: the GPU mostly idle at a small batch, why against the CPU, and
+    where the GPU starts to win."""
+    runs = {run["run"]: run for run in report["runs"]}
+    gpu = runs["small_work/batch10-gpu0/train"]
+    cpu = runs["small_work/batch10-cpu0/train"]
+    [row] = [row for row in report["comparison"]["rows"] if row["run"] == gpu["run"]]
+    [sweep] = report["sweeps"]
+    latency = _key_finding(gpu, "latency_bound")
+    lines = [
+        "| run | device | verdict | mean step (ms) | samples/s | GPU busy |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for stem in GPU_ROWS:
+        for device in ("cpu0", "gpu0"):
+            run = runs.get(f"{stem}-{device}/train")
+            if run is None:
+                continue
+            lines.append(
+                f"| `{run['run']}` | {run['device']} | `{run['verdict']}` | "
+                f"{_ms(run['step_ms']['mean'])} | {_rate(run['samples_per_s'])} | "
+                f"{_pct(run['device_busy_fraction']) if run['device_busy_fraction'] is not None else '–'} |"
+            )
+    sweep_lines = [
+        "| batch | " + " | ".join(f"{device} samples/s" for device in sorted(sweep["devices"])) + " |",
+        "|---:|" + "---:|" * len(sweep["devices"]),
+    ]
+    points = {
+        device: {point["batch_size"]: point["samples_per_s"] for point in fit["points"]}
+        for device, fit in sweep["devices"].items()
+    }
+    for batch in sorted({b for device in points.values() for b in device}):
+        sweep_lines.append(
+            f"| {batch:,} | "
+            + " | ".join(_rate(points[device].get(batch)) for device in sorted(points))
+            + " |"
+        )
+    backend = {"jax": "JAX", "torch": "PyTorch", "tensorflow": "TensorFlow"}.get(
+        gpu["backend"], gpu["backend"]
+    )
+    return "\n".join([
+        GPU_START,
+        "",
+        f"Recorded with `python -m demo` on the borrowed NVIDIA H100 machine (16 CPU "
+        f"cores, the {backend} backend, no TensorFlow installed), every scenario on the "
+        f"CPU and the GPU with the callback's defaults; the runs are kept in `{source}` "
+        "and checked by the tests. Regenerate this section with "
+        f"`python -m demo.tour --gpu-logdir {source}`.",
+        "",
+        "\n".join(lines),
+        "",
+        f"**The GPU is mostly idle.** Nobody asked for a trace: on an accelerator the "
+        f"callback traces 10 steps by default and keeps only the digest. For "
+        f"`{gpu['run']}`, `{latency['id']}`: {latency['message']}",
+        "",
+        f"*Fix:* {latency['fix']} *Expected:* {latency['expected']['text']}.",
+        "",
+        f"![The H100 run in the tab: latency_bound, with the trace's numbers]({images}/h100_detail.png)",
+        "",
+        f"**Why the CPU is faster here.** {row['explanation']}",
+        "",
+        f"![The GPU run against the CPU run of the same model]({images}/h100_compare.png)",
+        "",
+        f"**Where the GPU starts to win.** The demo's sweep of the same MLP: "
+        f"{sweep['message']}",
+        "",
+        "\n".join(sweep_lines),
+        "",
+        f"![The sweep: samples/s against batch size on each device]({images}/h100_sweep.png)",
+        "",
+        GPU_END,
+    ])
+
+
+def splice(readme_path, tour, start=START, end=END):
     with open(readme_path, encoding="utf-8") as readme:
         text = readme.read()
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(text):
-        raise SystemExit(f"{readme_path} has no {START} ... {END} markers.")
+        raise SystemExit(f"{readme_path} has no {start} ... {end} markers.")
     with open(readme_path, "w", encoding="utf-8") as readme:
         readme.write(pattern.sub(lambda _: tour, text))
 
@@ -249,6 +328,40 @@ def take_screenshots(logdir, images, device="cpu0"):
         serve.stop_tensorboard(process)
 
 
+def take_gpu_screenshots(logdir, images):
+    """The H100 section's screenshots: the small-batch GPU run's detail, its
+    comparison with the CPU run, and the sweep on the overview."""
+    from playwright.sync_api import sync_playwright
+
+    from tb_devicecost import serve
+
+    os.makedirs(images, exist_ok=True)
+    gpu, cpu = "small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"
+    views = {
+        "h100_detail": ("view=detail&run=" + _encode(gpu), None),
+        "h100_compare": ("view=compare&runs=" + ",".join(_encode(r) for r in (gpu, cpu)), None),
+        "h100_sweep": ("", ".dc-sweep-message"),
+    }
+    process, base = serve.start_tensorboard(logdir, 6106)
+    try:
+        with sync_playwright() as playwright:
+            browser = serve.launch_chromium(playwright)
+            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            page.goto(base + "/#devicecost")
+            frame = page.frame_locator('iframe[src*="name=devicecost"]')
+            frame.locator(".dc-run-row").first.wait_for(timeout=60_000)
+            for file_name, (state, anchor) in views.items():
+                frame.locator("body").evaluate("(body, hash) => { location.hash = hash; }", state)
+                page.wait_for_timeout(1500)
+                if anchor:
+                    frame.locator(anchor).first.scroll_into_view_if_needed()
+                    page.wait_for_timeout(300)
+                page.screenshot(path=os.path.join(images, f"{file_name}.png"))
+            browser.close()
+    finally:
+        serve.stop_tensorboard(process)
+
+
 def _encode(text):
     import urllib.parse
 
@@ -261,14 +374,25 @@ def main(argv=None):
     parser.add_argument("--readme", default="README.md")
     parser.add_argument("--images", default="docs/images")
     parser.add_argument("--no-screenshots", action="store_true")
+    parser.add_argument(
+        "--gpu-logdir",
+        help="a demo's runs recorded on a GPU machine: writes the README's "
+        "'On an NVIDIA H100' section from them instead of the CPU tour",
+    )
     args = parser.parse_args(argv)
     from demo.__main__ import own_signals
 
     own_signals()  # Ctrl-C or `kill` stops the TensorBoard of the screenshots too.
-    report = analysis.build_report(reader.read_runs(reader.local_provider(args.logdir)))
-    splice(args.readme, render(report, images=args.images))
-    if not args.no_screenshots:
-        take_screenshots(args.logdir, args.images)
+    if args.gpu_logdir:
+        report = analysis.build_report(reader.read_runs(reader.local_provider(args.gpu_logdir)))
+        splice(args.readme, render_gpu(report, args.images, args.gpu_logdir), GPU_START, GPU_END)
+        if not args.no_screenshots:
+            take_gpu_screenshots(args.gpu_logdir, args.images)
+    else:
+        report = analysis.build_report(reader.read_runs(reader.local_provider(args.logdir)))
+        splice(args.readme, render(report, images=args.images))
+        if not args.no_screenshots:
+            take_screenshots(args.logdir, args.images)
     print(f"Wrote the tour into {args.readme}" + ("" if args.no_screenshots else f" and screenshots into {args.images}"))
     return 0
 

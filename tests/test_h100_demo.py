@@ -141,3 +141,23 @@ def test_the_jax_sweep_finds_the_crossover_of_the_dense_sweep():
     report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
     [sweep] = report["sweeps"]
     assert 1024 / 2 <= sweep["crossover_batch"] <= 2048 * 2
+
+
+def test_the_readme_section_is_written_from_these_runs():
+    """`python -m demo.tour --gpu-logdir` writes the README's H100 section
+    from the runs: the GPU run's own finding, its comparison and the sweep,
+    and the README holds what it writes for these runs."""
+    from demo import tour
+
+    logdir = os.path.join(DATA, "jax")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    runs = {run["run"]: run for run in report["runs"]}
+    text = tour.render_gpu(report, source="tests/data/h100_demo/jax")
+    gpu = runs["small_work/batch10-gpu0/train"]
+    [latency] = [f for f in gpu["findings"] if f["id"] == "latency_bound"]
+    assert latency["message"] in text
+    assert latency["expected"]["text"] in text
+    assert report["sweeps"][0]["message"] in text
+    assert f"{gpu['samples_per_s']:,.0f}" in text
+    with open(os.path.join(os.path.dirname(DATA), "..", "..", "README.md"), encoding="utf-8") as readme:
+        assert text in readme.read()
