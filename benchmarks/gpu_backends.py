@@ -54,33 +54,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None):
 
     import tb_devicecost
     from tb_devicecost import reader
-
-    def build(kind):
-        if kind == "mlp":
-            layers = [
-                keras.Input((100,)),
-                keras.layers.Dense(128, activation="relu"),
-                keras.layers.Dense(10),
-            ]
-        else:
-            layers = [
-                keras.Input((64, 64, 3)),
-                keras.layers.Conv2D(32, 3, activation="relu"),
-                keras.layers.MaxPooling2D(),
-                keras.layers.Conv2D(64, 3, activation="relu"),
-                keras.layers.GlobalAveragePooling2D(),
-                keras.layers.Dense(10),
-            ]
-        model = keras.Sequential(layers)
-        model.compile(
-            "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        )
-        return model
-
-    def data(kind, samples):
-        rng = np.random.default_rng(0)
-        shape = (samples, 100) if kind == "mlp" else (samples, 64, 64, 3)
-        return rng.random(shape, dtype=np.float32), rng.integers(0, 10, samples)
+    from models import build, data
 
     def fit_seconds(model, x, y, batch, callbacks):
         started = time.perf_counter()

@@ -19,21 +19,14 @@ import tarfile
 
 def worker(backend, out):
     os.environ["KERAS_BACKEND"] = backend
-    import keras
-    import numpy as np
-
+    import models
     import tb_devicecost
     from tb_devicecost import reader
 
     results = []
     for batch in (32, 8192):
-        model = keras.Sequential(
-            [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
-        )
-        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        rng = np.random.default_rng(0)
-        x = rng.random((batch * 60, 100), dtype=np.float32)
-        y = rng.integers(0, 10, batch * 60)
+        model = models.build("mlp")
+        x, y = models.data("mlp", batch * 60)
         run_dir = os.path.join(out, "traced", f"{backend}_mlp_b{batch}", "gpu")
         model.fit(x, y, batch_size=batch, epochs=1, verbose=0,
                   callbacks=[tb_devicecost.DeviceCostCallback(run_dir, profile_steps=(20, 25))])

@@ -18,8 +18,7 @@ import argparse
 import os
 import sys
 
-import keras
-import numpy as np
+import models
 
 import tb_devicecost
 from tb_devicecost import analysis
@@ -27,14 +26,6 @@ from tb_devicecost import reader
 
 FIVE = (16, 64, 256, 1024, 4096)
 DENSE = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-
-
-def build_model():
-    model = keras.Sequential(
-        [keras.Input((100,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
-    )
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
 
 
 def sweep_of(directory):
@@ -47,13 +38,11 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    x = rng.random((16384, 100), dtype=np.float32)
-    y = rng.integers(0, 10, 16384)
+    x, y = models.data("mlp", 16384)
     results = {}
     for name, batch_sizes in (("five", FIVE), ("dense", DENSE)):
         directory = os.path.join(args.out, name)
-        tb_devicecost.sweep(build_model, x, y, batch_sizes=batch_sizes,
+        tb_devicecost.sweep(lambda: models.build("mlp"), x, y, batch_sizes=batch_sizes,
                             log_dir=directory, steps=args.steps, your_batch_size=32)
         sweep = results[name] = sweep_of(directory)
         print(f"{name}: {sweep['message']}")
