@@ -296,57 +296,44 @@ def splice(readme_path, tour, start=START, end=END):
 def take_screenshots(logdir, images, device="cpu0"):
     """Screenshots of the tab on the demo's runs, one per scenario, plus the
     overview, a run detail and a comparison for the README's top."""
-    from playwright.sync_api import sync_playwright
-
-    from tb_devicecost import serve
-
-    os.makedirs(images, exist_ok=True)
-    process, base = serve.start_tensorboard(logdir, 6106)
-    views = {"overview": ""}
+    views = {"overview": ("", None)}
     for section in SECTIONS:
         kind, variants = section["screenshot"]
         name = lambda v: f"{section['scenario']}/{v}-{device}/train"  # noqa: E731
         if kind == "compare":
-            views[f"tour_{section['scenario']}"] = "view=compare&runs=" + ",".join(
-                _encode(name(v)) for v in variants
-            )
+            state = "view=compare&runs=" + ",".join(_encode(name(v)) for v in variants)
         else:
-            views[f"tour_{section['scenario']}"] = "view=detail&run=" + _encode(name(variants))
-    try:
-        with sync_playwright() as playwright:
-            browser = serve.launch_chromium(playwright)
-            page = browser.new_page(viewport={"width": 1400, "height": 1500})
-            page.goto(base + "/#devicecost")
-            frame = page.frame_locator('iframe[src*="name=devicecost"]')
-            frame.locator(".dc-run-row").first.wait_for(timeout=60_000)
-            for file_name, state in views.items():
-                frame.locator("body").evaluate("(body, hash) => { location.hash = hash; }", state)
-                page.wait_for_timeout(1500)
-                page.screenshot(path=os.path.join(images, f"{file_name}.png"))
-            browser.close()
-    finally:
-        serve.stop_tensorboard(process)
+            state = "view=detail&run=" + _encode(name(variants))
+        views[f"tour_{section['scenario']}"] = (state, None)
+    _screenshot_views(logdir, images, views, height=1500)
 
 
 def take_gpu_screenshots(logdir, images):
     """The H100 section's screenshots: the small-batch GPU run's detail, its
     comparison with the CPU run, and the sweep on the overview."""
-    from playwright.sync_api import sync_playwright
-
-    from tb_devicecost import serve
-
-    os.makedirs(images, exist_ok=True)
     gpu, cpu = "small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"
     views = {
         "h100_detail": ("view=detail&run=" + _encode(gpu), None),
         "h100_compare": ("view=compare&runs=" + ",".join(_encode(r) for r in (gpu, cpu)), None),
         "h100_sweep": ("", ".dc-sweep-message"),
     }
+    _screenshot_views(logdir, images, views, height=1300)
+
+
+def _screenshot_views(logdir, images, views, height):
+    """Serves `logdir` and saves `<images>/<name>.png` of each view of the
+    tab: `views` maps a name to `(the tab's hash, a selector to scroll into
+    view or None)`."""
+    from playwright.sync_api import sync_playwright
+
+    from tb_devicecost import serve
+
+    os.makedirs(images, exist_ok=True)
     process, base = serve.start_tensorboard(logdir, 6106)
     try:
         with sync_playwright() as playwright:
             browser = serve.launch_chromium(playwright)
-            page = browser.new_page(viewport={"width": 1400, "height": 1300})
+            page = browser.new_page(viewport={"width": 1400, "height": height})
             page.goto(base + "/#devicecost")
             frame = page.frame_locator('iframe[src*="name=devicecost"]')
             frame.locator(".dc-run-row").first.wait_for(timeout=60_000)
