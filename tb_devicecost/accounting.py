@@ -126,6 +126,10 @@ class StepAccounting:
         self._span_total = 0.0
         self._measurement_total = 0.0
         self._retraces = None
+        # Steps timed under asynchronous dispatch whose pace the device set
+        # (it was still busy with the step before when they were
+        # dispatched), and those whose pace the training thread set.
+        self._pace = [0, 0]
         # Called with the error instead of warning, when set: the owner of
         # several recorders (the callback) warns once and stops them all.
         self.on_failure = None
@@ -464,6 +468,13 @@ class StepAccounting:
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
 
+    def count_pace(self, device_paced):
+        """Counts which side set the pace of steps just added (a bool
+        array, or one bool), under asynchronous dispatch."""
+        device = int(np.count_nonzero(device_paced))
+        self._pace[0] += device
+        self._pace[1] += int(np.size(device_paced)) - device
+
     def _flush_rows(self):
         if not self._rows and not self._blocks:
             return
@@ -542,6 +553,11 @@ class StepAccounting:
             "fetch_floor_ms": self._fetch_floor_ms,
             "wall_ms": self._wall_ms(),
             "retraces": self._retraces,
+            "pace": (
+                {"device_steps": self._pace[0], "host_steps": self._pace[1]}
+                if any(self._pace)
+                else None
+            ),
             "updated": time.time(),
         }
 

@@ -2,7 +2,6 @@
 
 import atexit
 import collections
-import inspect
 import os
 import time
 import warnings
@@ -11,13 +10,16 @@ import weakref
 import keras
 
 from tb_devicecost import accounting
-from tb_devicecost import async_steps
-from tb_devicecost import backends
 from tb_devicecost import fetch_floor
 from tb_devicecost import metadata
 from tb_devicecost import placement
 from tb_devicecost import profiling
 from tb_devicecost import run_info
+from tb_devicecost.backends import asynchronous as async_steps
+from tb_devicecost.backends import devices as backends
+from tb_devicecost.backends import jax as jax_backend
+from tb_devicecost.backends import keras_loop
+from tb_devicecost.backends import torch as torch_backend
 
 # The fetch floor is sampled while training, under the same load as the
 # real fetches: a few samples after the first fetched batch, then one every
@@ -193,8 +195,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._async = {}
         self._compiles = None
         self._fetch_started = None
-        self._batch_begun_at = None
         self._pending_excluded = 0.0
+        # Clock reads where Keras's loop calls its callback list (so the
+        # order of the user's callbacks does not matter), and whether that
+        # list runs the batch-end hooks on a worker thread, per role.
+        self._loop = None
+        self._hooks_on_worker = {}
+        self._fetched_at = None
+        self._torch_completions = None
         # Whether the model's variables live on an accelerator (after the
         # first step): where the step runs.
         self._accelerated = False
@@ -237,11 +245,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._pending_batch = None
             self._iterations = None
             self._steps_to_probe = 0
+            self._install_loop_clock()
             if backend != "tensorflow":
                 self._begin_async_fit()
                 return
-            self._traces.begin_fit(self._train, _sibling_callbacks())
-            self._epoch_iterator = _caller_local("epoch_iterator", _epoch_iterator_class())
+            self._traces.begin_fit(self._train, keras_loop.sibling_callbacks())
+            self._epoch_iterator = keras_loop.caller_local(
+                "epoch_iterator", keras_loop.epoch_iterator_class()
+            )
             self._wrap("train_function", self._train, "train")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
@@ -249,33 +260,99 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         # PyTorch: the first fetch of an epoch starts with the epoch's
         # iterator, outside any step (as on TensorFlow).
-        self._fetch_started = None
+        if self._loop is None:
+            self._fetch_started = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._batch_begin = batch
-        if self._backend == "torch":
-            self._batch_begun_at = time.perf_counter()
+        if self._loop is None:
+            self._batch_begin = batch
+            if self._backend == "torch":
+                self._fetched_at = time.perf_counter()
 
     def on_train_batch_end(self, batch, logs=None):
-        # The hot path: Keras has just copied the step's logs to the host,
-        # so the step's device work is complete.
-        steps = self._async.get("train")
-        if steps is not None:
-            # A worker thread on JAX and PyTorch: only a clock read.
-            steps.completed(batch)
-            window = self._traces.window
-            if window is not None:
-                # The step's completion marker, while a window is traced.
-                window.completed(batch)
-            return
-        if self._in_fit:
-            self._train.end_compute()
-            if self._traces.window is not None:
-                self._traces.window.after_step()
+        # The hot path. With the loop clock installed, the step's clock
+        # reads happened around the callback list; here only the fetch
+        # floor's samples (TensorFlow).
+        if self._loop is None:
+            self._results("train", batch, time.perf_counter(), in_hook=True)
+        elif self._in_fit and "train" not in self._async:
             if self._pending_batch is not None or self._steps_to_probe == 1:
                 self._probe_between_steps()
             elif self._steps_to_probe > 1:
                 self._steps_to_probe -= 1
+
+    # Clock reads around Keras's callback list (`backends/keras_loop.py`).
+
+    def _install_loop_clock(self):
+        if self._loop is not None:
+            self._loop.uninstall()
+            self._loop = None
+        callbacks = keras_loop.callback_list()
+        if callbacks is None:
+            return  # Called outside Keras's loop: our own hooks read the clock.
+        self._loop = keras_loop.LoopClock(callbacks, self)
+        self._loop.install()
+        self._hooks_on_worker = {
+            role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
+        }
+
+    def _uninstall_loop_clock(self):
+        if self._loop is not None:
+            self._loop.uninstall()
+            self._loop = None
+
+    def loop_batch_begin(self, role, batch, now):
+        self._batch_begin = batch
+        steps = self._async.get("train" if role == "train" else self._test_role)
+        if steps is not None:
+            # PyTorch's loop fetched the batch just before.
+            self._fetched_at = now
+            steps.poll(now)
+
+    def loop_results(self, role, batch, now):
+        self._results(role, batch, now, in_hook=False)
+
+    def loop_batch_end(self, role, now):
+        # PyTorch's loop fetches the next batch after this.
+        self._fetch_started = now
+
+    def loop_epoch_begin(self, role, now):
+        self._fetch_started = now
+
+    def _results(self, role, batch, now, in_hook):
+        """The step's logs are Python numbers: its work is complete."""
+        role = "train" if role == "train" else self._test_role
+        if role is None:
+            return
+        steps = self._async.get(role)
+        if steps is not None:
+            # On a worker thread when every callback is async-safe.
+            steps.completed(
+                batch, now, exact=not in_hook and not self._hooks_on_worker.get(
+                    "train" if role == "train" else "test", True
+                )
+            )
+            window = self._traces.window if role == "train" else None
+            if window is not None:
+                # The step's completion marker, while a window is traced.
+                window.completed(batch)
+            return
+        if role == "train":
+            if not self._in_fit:
+                return
+            self._train.end_compute(now=now)
+            if self._traces.window is not None:
+                self._traces.window.after_step()
+            if in_hook:
+                if self._pending_batch is not None or self._steps_to_probe == 1:
+                    self._probe_between_steps()
+                elif self._steps_to_probe > 1:
+                    self._steps_to_probe -= 1
+            return
+        recorder = self._recorder_for(role)
+        recorder.end_compute(now=now)
+        if in_hook and self._pending_batch is not None:
+            self._probe_between_steps(recorder, role)
 
     def on_test_begin(self, logs=None):
         if not self._enabled:
@@ -296,6 +373,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._create_recorders()
                 self._register_exit_handler()
                 recorder, role = self._evaluation, "evaluation"
+                self._install_loop_clock()
                 self._backend = keras.backend.backend()
                 self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
@@ -309,29 +387,25 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._fetch_started = None
                 self._wrap_async("test_function", role)
                 return
-            self._test_epoch_iterator = _caller_local(
-                "epoch_iterator", _epoch_iterator_class()
+            self._test_epoch_iterator = keras_loop.caller_local(
+                "epoch_iterator", keras_loop.epoch_iterator_class()
             )
             self._wrap("test_function", recorder, role)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
     def on_test_batch_begin(self, batch, logs=None):
-        self._batch_begin = batch
-        if self._backend == "torch":
-            self._batch_begun_at = time.perf_counter()
+        if self._loop is None:
+            self._batch_begin = batch
+            if self._backend == "torch":
+                self._fetched_at = time.perf_counter()
 
     def on_test_batch_end(self, batch, logs=None):
         role = self._test_role
-        steps = self._async.get(role)
-        if steps is not None:
-            steps.completed(batch)
-            return
-        if role is not None:
-            recorder = self._recorder_for(role)
-            recorder.end_compute()
-            if self._pending_batch is not None:
-                self._probe_between_steps(recorder, role)
+        if self._loop is None:
+            self._results("test", batch, time.perf_counter(), in_hook=True)
+        elif role is not None and role not in self._async and self._pending_batch is not None:
+            self._probe_between_steps(self._recorder_for(role), role)
 
     def on_test_end(self, logs=None):
         role, self._test_role = self._test_role, None
@@ -347,6 +421,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             recorder.end_span()
             self._unwrap("test_function")
             if role == "evaluation":
+                self._uninstall_loop_clock()
                 recorder.end_session(status="complete")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
@@ -638,7 +713,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
     # Asynchronous dispatch: the JAX and PyTorch backends.
 
     def _begin_async_fit(self):
-        self._traces.begin_fit(self._train, _sibling_callbacks(), backend=self._backend)
+        self._traces.begin_fit(self._train, keras_loop.sibling_callbacks(), backend=self._backend)
         if self._backend == "jax" and self._compiles is None:
             self._compiles = backends.CompileEvents()
         self._async = {"train": async_steps.AsyncSteps(self._train)}
@@ -656,7 +731,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
         if self._backend == "jax":
 
-            proxy = async_steps.TimedIterator(clock)
+            proxy = async_steps.TimedIterator(clock, steps.poll)
 
             def timed_jax(state, iterator):
                 window = callback._traces.window if role == "train" else None
@@ -688,9 +763,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
                         callback._batch_begin + callback._spe - 1,
                         proxy.start,
                         proxy.fetched,
-                        proxy.count,
-                        placement.batch_size(proxy.first),
-                        callback._take_excluded(),
+                        steps=proxy.count,
+                        batch_size=placement.batch_size(proxy.first),
+                        excluded=callback._take_excluded(),
+                        probe=jax_backend.completion_probe(result[0]),
                     )
                 if first and proxy.first is not None:
                     # The input state was donated to the step: read the new one.
@@ -703,9 +779,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
             wrapper = timed_jax
         else:
 
+            completions = torch_backend.Completions(clock)
+
             def timed_torch(data):
-                fetched = callback._batch_begun_at or clock()
+                dispatch = clock()
+                fetched = callback._fetched_at or dispatch
                 start = callback._fetch_started or fetched
+                start = min(start, fetched)
                 window = callback._traces.window if role == "train" else None
                 if window is not None:
                     transition = callback._before_traced_step(steps.upcoming_step)
@@ -715,30 +795,36 @@ class DeviceCostCallback(keras.callbacks.Callback):
                         began, ended, previous = transition
                         wait = fetched - max(start, start if previous is None else previous)
                         start, fetched = ended - max(0.0, wait), ended
+                        dispatch = max(dispatch, ended)
                     window = callback._traces.window
                 batch = data[0] if isinstance(data, list) and data else data
-                steps.dispatched(
-                    callback._batch_begin,
-                    start,
-                    fetched,
-                    1,
-                    placement.batch_size(batch),
-                    callback._take_excluded(),
-                )
                 marker = None
+                traced = steps.upcoming_step
                 if window is not None:
-                    # `dispatched` above counted this step already.
-                    marker = window.step_marker(steps.upcoming_step - 1)
+                    marker = window.step_marker(traced)
                 try:
                     result = original(data)
                 finally:
                     if marker is not None:
                         window.close_marker(marker)
+                timer, done = completions.source(result, clock())
+                steps.dispatched(
+                    callback._batch_begin,
+                    start,
+                    fetched,
+                    dispatch,
+                    batch_size=placement.batch_size(batch),
+                    excluded=callback._take_excluded(),
+                    timer=timer,
+                    done=done,
+                )
                 if callback._needs_batch.get(role, False):
                     callback._after_first_async_step(role, batch, None)
                 if window is not None:
-                    window.dispatched(callback._batch_begin, steps.upcoming_step - 1)
-                callback._fetch_started = clock()
+                    window.dispatched(callback._batch_begin, traced)
+                callback._fetched_at = None
+                if callback._loop is None:
+                    callback._fetch_started = clock()
                 return result
 
             wrapper = timed_torch
@@ -855,6 +941,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._test_role = None
         self._unwrap("train_function")
         self._unwrap("test_function")
+        self._uninstall_loop_clock()
         for recorder in (self._train, self._validation):
             if recorder is not None:
                 recorder.end_span()
@@ -890,6 +977,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         try:
             self._unwrap("train_function")
             self._unwrap("test_function")
+            self._uninstall_loop_clock()
             # Never leave a profiler running behind the user's back.
             self._traces.stop()
             for recorder in (self._train, self._validation, self._evaluation):
@@ -911,24 +999,6 @@ def _close_at_exit(reference):
     callback = reference()
     if callback is not None and callback._in_fit:
         callback._end_fit(status="interrupted")
-
-
-def _sibling_callbacks():
-    """The callbacks of the `fit` being run, found from the call stack.
-
-    Keras gives a callback no handle on its siblings; the `CallbackList`
-    calling `on_train_begin` is on the stack. Returns `[]` when not found.
-    """
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            candidate = frame.f_locals.get("self")
-            if isinstance(candidate, keras.callbacks.CallbackList):
-                return list(candidate.callbacks)
-            frame = frame.f_back
-    finally:
-        del frame
-    return []
 
 
 # The step functions that Keras has already called (and so traced) itself.
@@ -1067,29 +1137,3 @@ class _TracingCounter:
 
     def note_step(self, step):
         self.steps.append(step)
-
-
-
-
-def _epoch_iterator_class():
-    from keras.src.trainers import epoch_iterator
-
-    return epoch_iterator.EpochIterator
-
-
-def _caller_local(name, kind):
-    """The local variable `name` of type `kind` in a calling frame, or None.
-
-    Keras hands a callback neither the epoch iterator nor the number of
-    batches of an evaluation; `fit` and `evaluate` hold it as a local.
-    """
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            candidate = frame.f_locals.get(name)
-            if isinstance(candidate, kind):
-                return candidate
-            frame = frame.f_back
-    finally:
-        del frame
-    return None

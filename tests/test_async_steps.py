@@ -10,7 +10,7 @@ import pytest
 
 from tb_devicecost import accounting
 from tb_devicecost import reader
-from tb_devicecost.async_steps import AsyncSteps
+from tb_devicecost.backends.asynchronous import AsyncSteps
 
 
 def record(tmp_path, steps, completion_order=None):

@@ -1,0 +1,303 @@
+"""Step timing under asynchronous dispatch (the JAX and PyTorch backends).
+
+On JAX, and on PyTorch with CUDA, a step function returns as soon as its
+work is queued; the device finishes it later. Two clocks meet here:
+
+- **the training thread's**, exact and needing no device: when each step's
+  fetch began (`start`) and ended (`fetched`), and when its dispatch began
+  (`dispatch`: after the fetch on JAX, after the batch-begin hooks on
+  PyTorch);
+- **the device's completion** of each step (`done`), read without waiting
+  for the device and without needing Python's GIL where the backend
+  allows it: a CUDA event recorded after the step (its GPU timestamp,
+  `backends/torch.py`); on JAX, the training thread asking the step's
+  outputs `is_ready()` at its own clock reads (a completion lies between
+  the last read that found it pending and the first that found it ready);
+  the step's end on the training thread itself where the step is
+  synchronous (PyTorch on the CPU, or a callback that is not async-safe).
+  Keras's worker thread, which converts the logs, gives one more upper
+  bound; it may be late by as long as another thread holds the GIL, so it
+  is never the only one where a better exists.
+
+With `previous` the completion of the step before (or `start` after a
+boundary), a step covers `[previous, done]`; the device can start it at
+`dispatch` at the earliest:
+
+    compute        = done - max(dispatch, previous)
+    data_wait      = the part of the fetch [start, fetched] after previous
+    host_overhead  = the rest: the device idle while Python ran the loop
+
+When the device was still busy with the step before as the next was
+dispatched (`previous >= dispatch`), the device set the pace: the step is
+all compute, and the fetch and the loop overlapped it. Otherwise the
+training thread set the pace, and its fetch and loop are the device's idle
+time. The parts add up to the time between completions, so the steps' sum
+is the fit's steady wall time.
+"""
+
+import collections
+import time
+
+import numpy as np
+
+# Fields of a dispatched step, in `_pending` (lists, filled in as the step's
+# completion becomes known).
+_KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
+_PROBE, _TIMER, _EXACT, _LOWER, _UPPER = range(7, 12)
+# Completion bounds this close are a measurement; wider ones are placed by
+# the step's duration where it was measured that closely (`_place`).
+_TIGHT_S = 0.2e-3
+# Closely measured steps needed in a group to update that duration.
+_MIN_TIGHT = 3
+
+
+class AsyncSteps:
+    """Turns the two clocks' readings into rows, in step order.
+
+    The per-step work on the training thread is one list appended; the
+    worker's is a clock read stored in a dict (atomic under the GIL). The
+    arithmetic runs on the training thread, on groups of about a thousand
+    completed steps at once, so numpy's cost per call is paid once a group.
+
+    Args:
+        accounting: The `StepAccounting` the rows go to.
+        clock: Function returning seconds from a monotonic clock. Defaults
+            to `time.perf_counter`.
+    """
+
+    # Dispatched steps gathered before the completed ones become rows.
+    _GROUP = 1024
+
+    def __init__(self, accounting, clock=time.perf_counter):
+        self.accounting = accounting
+        self.clock = clock
+        self._pending = collections.deque()
+        # Steps whose completion the training thread still polls for.
+        self._unready = collections.deque()
+        self._done = {}
+        self._previous = None
+        # The device's duration of one step where its completion was
+        # measured closely (seconds), carried from group to group.
+        self._duration = None
+        # The global step the next dispatched step will have, counted as
+        # steps are dispatched (rows are written only once they complete).
+        self.upcoming_step = accounting.upcoming_step()
+
+    def dispatched(
+        self,
+        key,
+        start,
+        fetched,
+        dispatch=None,
+        steps=1,
+        batch_size=None,
+        excluded=0.0,
+        probe=None,
+        timer=None,
+        done=None,
+    ):
+        """Training thread: a step (or an execution of `steps`) was dispatched.
+
+        Args:
+            key: What `completed` names it by (Keras's batch index).
+            start, fetched: When its fetch began and ended.
+            dispatch: When its dispatch began (defaults to `fetched`).
+            probe: A function saying, without waiting, whether the step is
+                complete (JAX's `Array.is_ready`), polled by `poll`.
+            timer: A function returning when the step completed, or `None`
+                while it has not (a CUDA event's timestamp).
+            done: When the step completed, where that is known at dispatch
+                (a synchronous step).
+        """
+        self.upcoming_step += steps
+        entry = [
+            key, start, fetched, fetched if dispatch is None else dispatch, steps,
+            batch_size, excluded, probe, timer, done, None, None,
+        ]
+        self._pending.append(entry)
+        if probe is not None:
+            self._unready.append(entry)
+        if len(self._pending) >= self._GROUP:
+            # Only the training thread drains: the worker never waits for it.
+            self._drain(final=False)
+
+    def poll(self, now):
+        """Training thread, at one of its clock reads: asks the oldest
+        pending steps whether they are complete (no waiting)."""
+        unready = self._unready
+        while unready:
+            entry = unready[0]
+            if not entry[_PROBE]():
+                entry[_LOWER] = now
+                return
+            entry[_UPPER] = now
+            unready.popleft()
+
+    def completed(self, key, now, exact=False):
+        """The step's logs are Python numbers (Keras's worker thread, or the
+        training thread when `exact`: it waited for the step itself).
+        Only a clock read: a worker holds the GIL as briefly as it can."""
+        self._done[key] = (now, exact)
+
+    def boundary(self):
+        """Training thread, once Keras has waited for its worker: writes
+        every completed step and starts the next one afresh (an epoch or
+        the fit ends, validation starts)."""
+        self._drain(final=True)
+        self._pending.clear()
+        self._unready.clear()
+        self._done.clear()
+        self._previous = None
+
+    def _completion(self, entry):
+        """`(lower, upper)` bounds of the entry's completion, or `None`
+        while nothing says it is complete."""
+        if entry[_EXACT] is not None:
+            return entry[_EXACT], entry[_EXACT]
+        if entry[_TIMER] is not None:
+            at = entry[_TIMER]()
+            if at is not None:
+                return at, at
+        reported = self._done.get(entry[_KEY])
+        if reported is not None and reported[1]:
+            return reported[0], reported[0]
+        upper = entry[_UPPER]
+        if reported is not None:
+            upper = reported[0] if upper is None else min(upper, reported[0])
+        if upper is None:
+            return None
+        return max(entry[_DISPATCH], entry[_LOWER] or entry[_DISPATCH]), upper
+
+    def _drain(self, final):
+        """Rows for the completed steps at the head of the queue."""
+        pending, done = self._pending, self._done
+        ready = []
+        while pending:
+            bounds = self._completion(pending[0])
+            if bounds is None and not final:
+                break
+            entry = pending.popleft()
+            done.pop(entry[_KEY], None)
+            if bounds is None:
+                continue  # Never completed (the step raised): no row.
+            if self._unready and self._unready[0] is entry:
+                self._unready.popleft()
+            if entry[_STEPS] != 1:
+                # An execution of several steps: written on its own.
+                self._write(ready)
+                ready = []
+                self._write([(entry, bounds)])
+                continue
+            ready.append((entry, bounds))
+        self._write(ready)
+
+    def _write(self, ready):
+        if not ready:
+            return
+        entries = [entry for entry, _ in ready]
+        start, fetched, dispatch, batch, excluded = (
+            np.array([entry[field] for entry in entries], dtype=np.float64)
+            for field in (_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED)
+        )
+        lower, upper = (
+            np.array(column, dtype=np.float64) for column in zip(*(b for _, b in ready))
+        )
+        first = start[0] if self._previous is None else self._previous
+        # The device completes steps in order: a step's completion is no
+        # earlier than the one before, and no later than any after it.
+        measured = upper
+        upper = np.minimum.accumulate(upper[::-1])[::-1]
+        lower = np.minimum(np.maximum.accumulate(np.maximum(lower, first)), upper)
+        # A bound that came from a later step is not a reading of this one.
+        done = self._place(dispatch, lower, upper, first, inherited=upper < measured)
+        previous = np.concatenate(([first], done[:-1]))
+        begun = np.maximum(dispatch, previous)
+        compute = done - begun
+        data_wait = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
+        host = np.maximum(0.0, done - previous - compute - data_wait)
+        # Our own measurements are left out of the host time they ran in,
+        # as far as they overlapped it (the device may have been busy).
+        excluded = np.minimum(excluded, host)
+        host -= excluded
+        device_paced = previous >= dispatch
+        self._previous = float(done[-1])
+        steps = [entry[_STEPS] for entry in entries]
+        if len(entries) == 1 and steps[0] != 1:
+            self.accounting.add_step(
+                previous[0], data_wait[0], compute[0], host[0], entries[0][_BATCH],
+                steps[0], excluded[0],
+            )
+            self.accounting.count_pace(device_paced)
+            return
+        self.accounting.add_steps(previous, data_wait, compute, host, batch, excluded)
+        self.accounting.count_pace(device_paced)
+
+
+    def _place(self, dispatch, lower, upper, first, inherited):
+        """Each completion within its bounds `[lower, upper]`.
+
+        Where the bounds are tight (the training thread polled just before
+        and after, or the step was timed by the device) the completion is
+        known. Where they are wide, it is because nobody could look in
+        between: the training thread was busy with Python that held the
+        GIL (a fetch) while the step completed. Such a step ran for as long
+        as the same step did where it was measured closely: its completion
+        is placed that long after it could begin, within its bounds.
+        """
+        tight = (upper - lower <= _TIGHT_S) & ~inherited
+        done = upper.copy()
+        if tight.all():
+            return done
+        previous = np.concatenate(([first], upper[:-1]))
+        durations = (upper - np.maximum(dispatch, previous))[tight]
+        if durations.size >= _MIN_TIGHT:
+            self._duration = float(np.median(durations))
+        if self._duration is None:
+            return done  # Nothing measured closely yet: the upper bounds.
+        duration = self._duration
+        for index in np.flatnonzero(~tight).tolist():
+            last = done[index - 1] if index else first
+            placed = max(dispatch[index], last) + duration
+            done[index] = min(max(placed, lower[index]), upper[index])
+        return np.maximum.accumulate(done)
+
+
+class TimedIterator:
+    """Hands Keras's JAX step the batches of `iterator`, timing each fetch.
+
+    Keras's JAX `train_function(state, iterator)` calls `next()` itself;
+    this proxy lets it, so the step is dispatched exactly as without it.
+    Each clock read is also a moment to poll for completed steps.
+    """
+
+    def __init__(self, clock, poll=None):
+        self._clock = clock
+        self._poll = poll
+        self.reset(None)
+
+    def reset(self, iterator):
+        """Starts a call of the step function on `iterator` (one proxy
+        serves every call, so a step allocates nothing here)."""
+        self._iterator = iterator
+        self.start = None
+        self.fetched = None
+        self.count = 0
+        self.first = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        started = self._clock()
+        if self._poll is not None:
+            self._poll(started)
+        if self.start is None:
+            self.start = started
+        batch = next(self._iterator)
+        self.fetched = self._clock()
+        if self._poll is not None:
+            self._poll(self.fetched)
+        if self.count == 0:
+            self.first = batch
+        self.count += 1
+        return batch

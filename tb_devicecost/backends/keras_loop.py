@@ -1,0 +1,187 @@
+"""Where Keras's own loop is: every use of Keras internals, in one module.
+
+A callback's hooks run in the order of the user's callback list, so a
+clock read in our own `on_train_batch_end` counts every callback listed
+before ours as part of the step. The step's boundaries are therefore read
+where Keras's loop calls its `CallbackList`, around all the callbacks:
+
+    loop ─► CallbackList.on_train_batch_begin ─► [user hooks] ─► train_function
+         ─► CallbackList.on_train_batch_end ─► (worker thread when every
+             callback is async-safe) pythonify_logs ─► [user hooks]
+
+`LoopClock` wraps those methods on the one `CallbackList` instance of a
+`fit` (or `evaluate`), never on the class, and puts them back at the end.
+Keras hands a callback neither that list nor the epoch iterator: both are
+found in the calling frames (`keras/src/trainers/*` and
+`keras/src/backend/*/trainer.py` hold them as locals).
+"""
+
+import inspect
+import time
+
+from keras.src.callbacks.callback_list import CallbackList
+from keras.src.utils import python_utils
+
+# Roles of a step and the `CallbackList` methods around its batches.
+_BATCH_METHODS = {
+    "train": ("on_train_batch_begin", "on_train_batch_end", "_on_train_batch_end"),
+    "test": ("on_test_batch_begin", "on_test_batch_end", "_on_test_batch_end"),
+}
+
+
+def callback_list():
+    """The `CallbackList` of the `fit` or `evaluate` being run, or `None`."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, CallbackList):
+                return candidate
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+def sibling_callbacks():
+    """The callbacks of the `fit` being run (`[]` when not found)."""
+    found = callback_list()
+    return list(found.callbacks) if found is not None else []
+
+
+def epoch_iterator_class():
+    from keras.src.trainers import epoch_iterator
+
+    return epoch_iterator.EpochIterator
+
+
+def caller_local(name, kind):
+    """The local variable `name` of type `kind` in a calling frame, or None.
+
+    Keras hands a callback neither the epoch iterator nor the number of
+    batches of an evaluation; `fit` and `evaluate` hold it as a local.
+    """
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            candidate = frame.f_locals.get(name)
+            if isinstance(candidate, kind):
+                return candidate
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+def hooks_on_worker(callbacks, role):
+    """Whether Keras runs `role`'s batch-end hooks on a worker thread (every
+    callback async-safe, on a backend that allows it)."""
+    attribute = "_async_train" if role == "train" else "_async_test"
+    return bool(getattr(callbacks, attribute, False))
+
+
+class LoopClock:
+    """Clock reads around Keras's batch hooks, whatever the callbacks' order.
+
+    `listener` receives, per role (`"train"` or `"test"`) and with
+    `time.perf_counter` readings:
+
+    - `loop_batch_begin(role, batch, now)`: the loop asks for the batch
+      hooks, before any of them (on PyTorch, the batch was fetched just
+      before);
+    - `loop_results(role, batch, now)`: the step's logs are Python numbers,
+      before any batch-end hook (the main thread, or Keras's worker thread);
+    - `loop_batch_end(role, now)`: every batch-end hook has run, or been
+      handed to the worker (main thread);
+    - `loop_epoch_begin(now)`: the epoch's hooks ran; its first fetch
+      follows (the same after `on_test_begin`, with role `"test"`).
+
+    Args:
+        callbacks: The `CallbackList` of the fit or evaluation.
+        listener: The object told of each reading.
+        clock: Function returning seconds. Defaults to `time.perf_counter`.
+    """
+
+    def __init__(self, callbacks, listener, clock=time.perf_counter):
+        self.callbacks = callbacks
+        self._listener = listener
+        self._clock = clock
+        self._installed = []
+
+    def install(self, roles=("train", "test")):
+        """Wraps the list's batch methods of `roles` (once each)."""
+        for role in roles:
+            begin, end, end_inner = _BATCH_METHODS[role]
+            if begin in self._installed:
+                continue
+            self._wrap(begin, self._begin_wrapper(role))
+            self._wrap(end, self._end_wrapper(role))
+            self._wrap(end_inner, self._results_wrapper(role))
+        if "on_epoch_begin" not in self._installed:
+            self._wrap("on_epoch_begin", self._after_wrapper(None))
+            self._wrap("on_test_begin", self._after_wrapper("test"))
+
+    def uninstall(self):
+        """Puts Keras's own methods back."""
+        for name in self._installed:
+            self.callbacks.__dict__.pop(name, None)
+        self._installed = []
+
+    def _wrap(self, name, make):
+        original = getattr(self.callbacks, name)
+        setattr(self.callbacks, name, make(original))
+        self._installed.append(name)
+
+    def _begin_wrapper(self, role):
+        clock, listener = self._clock, self._listener
+
+        def make(original):
+            def on_batch_begin(batch, logs=None):
+                listener.loop_batch_begin(role, batch, clock())
+                return original(batch, logs)
+
+            return on_batch_begin
+
+        return make
+
+    def _end_wrapper(self, role):
+        clock, listener = self._clock, self._listener
+
+        def make(original):
+            def on_batch_end(batch, logs=None):
+                try:
+                    return original(batch, logs)
+                finally:
+                    listener.loop_batch_end(role, clock())
+
+            return on_batch_end
+
+        return make
+
+    def _results_wrapper(self, role):
+        clock, listener = self._clock, self._listener
+
+        def make(original):
+            def results(batch, logs=None):
+                # Keras converts the logs first (that waits for the step);
+                # converting floats again in `original` is a no-op.
+                logs = python_utils.pythonify_logs(logs)
+                listener.loop_results(role, batch, clock())
+                return original(batch, logs)
+
+            return results
+
+        return make
+
+    def _after_wrapper(self, role):
+        clock, listener = self._clock, self._listener
+
+        def make(original):
+            def after(*args, **kwargs):
+                result = original(*args, **kwargs)
+                listener.loop_epoch_begin(role, clock())
+                return result
+
+            return after
+
+        return make

@@ -1,0 +1,207 @@
+"""Fits with injected, known costs on one Keras backend, in a process of its own.
+
+`python truth_fits.py BACKEND LOGDIR [CASE ...]` trains each case below with
+`DeviceCostCallback` into `LOGDIR/<case>` and prints one JSON object: per
+case, what was injected (milliseconds per step of data wait and of host
+overhead) and, for the cases whose compute matters, the step time of the
+same model timed by a clock outside the fit, without the callback. The
+tests (`test_timing_truth.py`) compare what the callback recorded with it.
+
+Injected costs are of two kinds: sleeping (which releases Python's GIL) and
+pure-Python work (which holds it, as real Python input pipelines do). The
+same script runs on a GPU machine (`tests/data/h100_truth`), where the
+devices are whatever the backend finds.
+"""
+
+import json
+import os
+import sys
+import time
+
+BACKEND, LOGDIR = sys.argv[1], sys.argv[2]
+CASES = sys.argv[3:]
+os.environ["KERAS_BACKEND"] = BACKEND
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tb_devicecost  # noqa: E402
+
+if BACKEND == "torch":
+    import torch
+
+    # PyTorch's CPU thread pool spins; one thread keeps steps steady on a
+    # small shared machine.
+    torch.set_num_threads(1)
+
+STEPS = 30
+BATCH = 32
+INPUT_MS = 15.0
+PYTHON_MS = 10.0
+HOST_MS = 10.0
+
+
+def python_work(milliseconds):
+    """Pure-Python work: holds the GIL (but for the interpreter's switches)."""
+    end = time.perf_counter() + milliseconds / 1e3
+    count = 0
+    while time.perf_counter() < end:
+        count += 1
+    return count
+
+
+def arrays(samples, features=100):
+    rng = np.random.default_rng(0)
+    return (
+        rng.random((samples, features), dtype=np.float32),
+        rng.integers(0, 10, samples),
+    )
+
+
+def mlp(hidden=64, features=100, layers=1):
+    stack = [keras.Input((features,))]
+    stack += [keras.layers.Dense(hidden, activation="relu") for _ in range(layers)]
+    stack.append(keras.layers.Dense(10))
+    model = keras.Sequential(stack)
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+class Batches(keras.utils.PyDataset):
+    """Batches of `batch_size`, each costing `sleep_ms` of sleep and `python_ms` of
+    Python work to make."""
+
+    def __init__(self, x, y, sleep_ms=0.0, python_ms=0.0, batch_size=BATCH, **kwargs):
+        super().__init__(**kwargs)
+        self.x, self.y, self.batch_size = x, y, batch_size
+        self.sleep_ms, self.python_ms = sleep_ms, python_ms
+
+    def __len__(self):
+        return len(self.x) // self.batch_size
+
+    def __getitem__(self, index):
+        if self.sleep_ms:
+            time.sleep(self.sleep_ms / 1e3)
+        if self.python_ms:
+            python_work(self.python_ms)
+        part = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        return self.x[part], self.y[part]
+
+
+class Busy(keras.callbacks.Callback):
+    """A user's callback spending `milliseconds` of Python work per step."""
+
+    def __init__(self, milliseconds, at="end"):
+        super().__init__()
+        self.milliseconds, self.at = milliseconds, at
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.at == "begin":
+            python_work(self.milliseconds)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.at == "end":
+            python_work(self.milliseconds)
+
+
+def callback(case):
+    return tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, case))
+
+
+def outside_step_ms(model, x, y, batch_size, steps):
+    """The step time of `model` on arrays, by a clock outside a fit without
+    the callback: the median of three timed one-epoch fits, after one."""
+    samples = batch_size * steps
+    model.fit(x[:samples], y[:samples], batch_size=batch_size, epochs=1, verbose=0)
+    times = []
+    for _ in range(3):
+        began = time.perf_counter()
+        model.fit(x[:samples], y[:samples], batch_size=batch_size, epochs=1, verbose=0)
+        times.append((time.perf_counter() - began) * 1e3 / steps)
+    return float(np.median(times))
+
+
+def heavy():
+    """A model whose CPU step is a few milliseconds (compute is known)."""
+    return mlp(hidden=512, features=256, layers=2)
+
+
+def main():
+    x, y = arrays(BATCH * (STEPS + 1))
+    xh, yh = arrays(256 * (STEPS + 1), features=256)
+    facts = {"backend": keras.backend.backend(), "cases": {}}
+    wanted = set(CASES) if CASES else None
+
+    def case(name, data_ms=0.0, host_ms=0.0, **extra):
+        if wanted is not None and name not in wanted:
+            return False
+        facts["cases"][name] = dict(data_ms=data_ms, host_ms=host_ms, **extra)
+        return True
+
+    if case("sleep_input", data_ms=INPUT_MS):
+        mlp().fit(Batches(x, y, sleep_ms=INPUT_MS), epochs=1, verbose=0, callbacks=[callback("sleep_input")])
+    if case("python_input", data_ms=PYTHON_MS):
+        mlp().fit(Batches(x, y, python_ms=PYTHON_MS), epochs=1, verbose=0, callbacks=[callback("python_input")])
+    if case("python_input_threads", data_ms=PYTHON_MS, threads=True):
+        # Three threads make batches, one at a time under the GIL.
+        data = Batches(x, y, python_ms=PYTHON_MS, workers=3, use_multiprocessing=False)
+        mlp().fit(data, epochs=1, verbose=0, callbacks=[callback("python_input_threads")])
+    if case("generator", data_ms=PYTHON_MS):
+        def batches():
+            for index in range(STEPS + 1):
+                python_work(PYTHON_MS)
+                part = slice(index * BATCH, (index + 1) * BATCH)
+                yield x[part], y[part]
+
+        mlp().fit(batches(), steps_per_epoch=STEPS + 1, epochs=1, verbose=0, callbacks=[callback("generator")])
+    if BACKEND == "tensorflow" and case("py_function", data_ms=PYTHON_MS):
+        import tensorflow as tf
+
+        def work(features, labels):
+            python_work(PYTHON_MS)
+            return features, labels
+
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .batch(BATCH)
+            .map(lambda a, b: tf.py_function(work, [a, b], [tf.float32, tf.int64]))
+        )
+        mlp().fit(dataset, epochs=1, verbose=0, callbacks=[callback("py_function")])
+    if BACKEND == "torch" and case("dataloader", data_ms=PYTHON_MS):
+        class Slow(torch.utils.data.Dataset):
+            def __len__(self):
+                return STEPS + 1
+
+            def __getitem__(self, index):
+                python_work(PYTHON_MS)
+                part = slice(index * BATCH, (index + 1) * BATCH)
+                return torch.from_numpy(x[part]), torch.from_numpy(y[part])
+
+        loader = torch.utils.data.DataLoader(Slow(), batch_size=None)
+        mlp().fit(loader, epochs=1, verbose=0, callbacks=[callback("dataloader")])
+    for name, before, at in (
+        ("callback_before", True, "end"),
+        ("callback_after", False, "end"),
+        ("batch_begin_callback", True, "begin"),
+    ):
+        if case(name, host_ms=HOST_MS):
+            busy, ours = Busy(HOST_MS, at), callback(name)
+            callbacks = [busy, ours] if before else [ours, busy]
+            mlp().fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=callbacks)
+    if case("compute"):
+        model = heavy()
+        facts["cases"]["compute"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
+        began = time.perf_counter()
+        model.fit(xh, yh, batch_size=256, epochs=1, verbose=0, callbacks=[callback("compute")])
+        facts["cases"]["compute"]["fit_s"] = time.perf_counter() - began
+    if case("mix", data_ms=8.0, host_ms=4.0):
+        model = heavy()
+        facts["cases"]["mix"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
+        mixed = Batches(xh, yh, sleep_ms=8.0, batch_size=256)
+        model.fit(mixed, epochs=1, verbose=0, callbacks=[callback("mix"), Busy(4.0)])
+    print(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main()
