@@ -234,6 +234,11 @@ class StepNumbers:
     fetch_floor_ms: float = None
     wall: Wall = Wall()
     retraces: Retraces = dataclasses.field(default_factory=Retraces)
+    # Steps under asynchronous dispatch whose pace the device set (it was
+    # still busy with the step before at dispatch) and those the training
+    # thread set; `None` when not recorded (TensorFlow, older data).
+    device_paced_steps: int = None
+    host_paced_steps: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -556,6 +561,8 @@ def _numbers_from_aggregate(aggregate, problems):
         fetch_floor_ms=_as_number(aggregate.get("fetch_floor_ms")),
         wall=_wall(aggregate.get("wall_ms")),
         retraces=_retraces(aggregate.get("retraces")),
+        device_paced_steps=_as_count(_as_dict(aggregate.get("pace")).get("device_steps")),
+        host_paced_steps=_as_count(_as_dict(aggregate.get("pace")).get("host_steps")),
     )
 
 

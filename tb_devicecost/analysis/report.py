@@ -128,7 +128,11 @@ def analyze_run(record):
         "ready_fetch_ms": ready_ms,
         "starved_data_wait_ms": starved_ms,
         "input_share": _ratio(starved_ms, step_mean),
+        "input_share_without_longest_wait": _share_without_longest(
+            stats["data_wait"], stats["step"], steady * per_record, ready_ms
+        ),
         "fetch_in_graph": run.fetch_in_graph,
+        "pace": _pace(numbers),
         "warmup_ms": warmup_ms,
         "warmups": numbers.warmup_count,
         "warmup_steps": numbers.warmup_steps,
@@ -152,6 +156,31 @@ def analyze_run(record):
     result["steady_verdict"] = steady_verdict
     result["findings"] = findings
     return _json_ready(result)
+
+
+def _pace(numbers):
+    """Which side set the pace of the steps timed under asynchronous
+    dispatch: `{"set_by", "device_steps", "host_steps"}`, or `None`."""
+    device, host = numbers.device_paced_steps, numbers.host_paced_steps
+    if device is None or host is None or device + host == 0:
+        return None
+    return {
+        "set_by": "device" if device >= host else "training_thread",
+        "device_steps": device,
+        "host_steps": host,
+    }
+
+
+def _share_without_longest(wait, step, count, ready_ms):
+    """The input share with the step that waited longest left out (`None`
+    below three steps): a verdict that rests on one wait is a stall."""
+    if count < 3 or wait.mean is None or wait.max is None or not step.mean:
+        return None
+    others_wait = (wait.mean * count - wait.max) / (count - 1)
+    # The step left out: its wait, and the other parts of a mean step.
+    others_step = (step.mean * count - wait.max - (step.mean - wait.mean)) / (count - 1)
+    starved = max(0.0, others_wait - (ready_ms or 0.0))
+    return _ratio(starved, others_step) if others_step > 0 else None
 
 
 def _trace_window(window):

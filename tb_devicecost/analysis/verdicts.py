@@ -45,6 +45,14 @@ LATENCY_HIGH_BUSY = 0.2
 # factor of the floor (or below it), the p50 wait is the run's own cost of a
 # ready batch.
 FETCH_FLOOR_MAX_FACTOR = 4.0
+# Handing over a ready batch never costs less than this (ms): xprof's rule
+# of thumb, a fetch that returns within 50 microseconds is no bottleneck. A
+# floor measured lower (a Python handover of arrays already in memory) is
+# raised to it, so a few tens of microseconds of loop are not a verdict.
+MIN_READY_FETCH_MS = 0.05
+# A share this close to a verdict's threshold (relative) is `borderline`:
+# run-to-run noise moves it across, so it makes a finding, not the verdict.
+BORDERLINE = 0.15
 # Without a measured floor (validation and custom-loop runs, older data) the
 # wait cannot be split into handover and starvation, so it is judged
 # conservatively: only a HIGH share whose p50 wait is at least this long (above
@@ -110,8 +118,9 @@ def split_data_wait(mean, p50, fetch_floor, fetch_in_graph):
         return None, None
     if fetch_in_graph:
         return None, 0.0
-    if not fetch_floor:
+    if fetch_floor is None:
         return None, mean
+    fetch_floor = max(fetch_floor, MIN_READY_FETCH_MS)
     ready = fetch_floor
     if p50 is not None and p50 <= FETCH_FLOOR_MAX_FACTOR * fetch_floor:
         ready = p50
@@ -130,6 +139,11 @@ def _severity(share, high, moderate):
     if share >= moderate - _EPSILON:
         return "moderate"
     return None
+
+
+def borderline(share, high):
+    """Whether `share` is within `BORDERLINE` (relative) of `high`."""
+    return share is not None and abs(share - high) < BORDERLINE * high
 
 
 def _finding(finding_id, severity, message, fix, expected=None):
@@ -179,6 +193,17 @@ def judge(run):
     input_share = run["input_share"]
     host_share = run["shares"]["host_overhead"]
     input_severity = _severity(input_share, INPUT_HIGH, INPUT_MODERATE)
+    host_severity = _severity(host_share, HOST_HIGH, HOST_MODERATE)
+    # Near its threshold a share is a finding, never the verdict: the same
+    # fit lands on either side from run to run.
+    near = {
+        "input_bound": borderline(input_share, INPUT_HIGH),
+        "host_overhead_bound": borderline(host_share, HOST_HIGH),
+    }
+    if near["input_bound"] and input_severity == "high":
+        input_severity = "moderate"
+    if near["host_overhead_bound"] and host_severity == "high":
+        host_severity = "moderate"
     wait = run["data_wait_ms"]
     unjudged = None
     if input_severity and run["ready_fetch_ms"] is None and not run["fetch_in_graph"]:
@@ -191,12 +216,17 @@ def judge(run):
         input_severity
         and run["ready_fetch_ms"]
         and wait["p90"] is not None
-        and wait["p90"] <= STALL_P90_FACTOR * run["ready_fetch_ms"]
+        and (
+            wait["p90"] <= STALL_P90_FACTOR * run["ready_fetch_ms"]
+            or (
+                run["input_share_without_longest_wait"] is not None
+                and run["input_share_without_longest_wait"] < INPUT_MODERATE
+            )
+        )
     ):
-        # Nine steps in ten got a ready batch: a few long waits, not a slow
-        # pipeline.
+        # Nine steps in ten got a ready batch, or the share rests on one
+        # wait: a few long waits, not a slow pipeline.
         stalls, input_severity = input_severity, None
-    host_severity = _severity(host_share, HOST_HIGH, HOST_MODERATE)
     busy = run["device_busy_fraction"]
     on_accelerator = record.is_accelerator(run["device"])
 
@@ -236,6 +266,9 @@ def judge(run):
     elif warmup_share is not None and warmup_share >= WARMUP_FINDING - _EPSILON:
         findings["warmup"] = _warmup_finding(run, "warmup", "moderate")
 
+    for finding_id, close in near.items():
+        if close and finding_id in findings:
+            findings[finding_id]["borderline"] = True
     ordered = [findings.pop(verdict)] if verdict in findings else []
     rest = list(findings.values()) + _run_findings(run)
     rest.sort(key=lambda finding: SEVERITIES.index(finding["severity"]))
@@ -245,6 +278,8 @@ def judge(run):
 def _ready_cost(run):
     """The p50-based cost of a ready batch before it is clamped to the mean."""
     p50, floor = run["data_wait_ms"]["p50"], run["fetch_floor_ms"]
+    if floor is not None:
+        floor = max(floor, MIN_READY_FETCH_MS)
     if p50 is not None and floor and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
         return p50
     return floor
