@@ -490,14 +490,20 @@ class DeviceCostCallback(keras.callbacks.Callback):
         """
         tracing = self._tracing[_function_of(role)]
         step = _BatchStep(original)
+        # A wrapper serves one dataset (one fit, or one evaluation): whether
+        # Keras traced the step for its element spec is asked once.
+        keras_traced = False
 
         def timed_step_function(iterator):
+            nonlocal keras_traced
             if not recorder.enabled:
                 return original(iterator)
             if role == "train" and self._traces.window is not None:
                 self._traces.before_step(recorder)
-            if original not in _TRACED_BY_KERAS:
-                return self._first_call(original, iterator, recorder, role)
+            if not keras_traced:
+                if not _traced_by_keras(original, iterator):
+                    return self._first_call(original, iterator, recorder, role)
+                keras_traced = True
             recorder.begin_step()
             try:
                 data = next(iterator)
@@ -550,7 +556,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._on_exception(error)
             raise
         finally:
-            _TRACED_BY_KERAS.add(original)
+            _note_traced_by_keras(original, iterator)
             self._warm_again[role] = True
             self._tracing[_function_of(role)].reset()
         return result
@@ -560,7 +566,10 @@ class DeviceCostCallback(keras.callbacks.Callback):
         one record per execution, its data wait inside compute, written as
         the steps the execution ran."""
 
+        noted = False
+
         def timed_execution_function(iterator):
+            nonlocal noted
             if not recorder.enabled:
                 return original(iterator)
             if role == "train" and self._traces.window is not None:
@@ -573,7 +582,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 recorder.abort_step()
                 self._on_exception(error)
                 raise
-            _TRACED_BY_KERAS.add(original)
+            if not noted:
+                noted = True
+                _note_traced_by_keras(original, iterator)
             recorder.set_steps(self._executed_steps(role, begin))
             return result
 
@@ -1001,10 +1012,38 @@ def _close_at_exit(reference):
         callback._end_fit(status="interrupted")
 
 
-# The step functions that Keras has already called (and so traced) itself.
-# Module-wide: a new callback on a model whose function was traced before
-# fetches eagerly from its first step.
-_TRACED_BY_KERAS = weakref.WeakSet()
+# The step functions that Keras has already called (and so traced) itself,
+# each with the element specs of the iterators it was called on. Module-wide:
+# a new callback on a model whose function Keras traced for the same data
+# fetches eagerly from its first step. Data of another element spec (a later
+# fit on dicts instead of lists, other dtypes or shapes) goes to Keras first
+# again: fetched eagerly, its first batch would make TensorFlow trace the step
+# for that batch's static shape, which Keras never does (a per-output loss is
+# weighed by the batch's static size, a partial batch then retraces).
+_TRACED_BY_KERAS = weakref.WeakKeyDictionary()
+
+
+def _element_spec(iterator):
+    return getattr(iterator, "element_spec", None)
+
+
+def _traced_by_keras(function, iterator):
+    """Whether Keras called `function` on an iterator of this one's spec."""
+    try:
+        return _element_spec(iterator) in _TRACED_BY_KERAS.get(function, ())
+    except Exception:  # pylint: disable=broad-except
+        return False  # Specs that do not compare: Keras's path is safe.
+
+
+def _note_traced_by_keras(function, iterator):
+    specs = _TRACED_BY_KERAS.setdefault(function, [])
+    spec = _element_spec(iterator)
+    try:
+        if spec in specs:
+            return
+    except Exception:  # pylint: disable=broad-except
+        return
+    specs.append(spec)
 
 
 def _function_of(role):

@@ -16,7 +16,9 @@ import pytest
 import tensorflow as tf
 
 import tb_devicecost
+from support import run_backend_script
 from tb_devicecost import reader
+from unchanged_fits import guide_fits, guide_model, same_with_and_without
 
 SEED = 1234
 
@@ -128,6 +130,37 @@ def test_two_output_functional_model(tmp_path):
     _assert_identical(
         _train_twice(build, lambda: dict(x=x, y=targets, batch_size=32), tmp_path)
     )
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["callback_per_fit", "one_callback"])
+def test_three_fits_in_a_row_of_the_guides_two_output_model(tmp_path, reuse):
+    """Issue 21, item 6: the keras.io guide fits its two-input, two-output
+    model on lists, then dicts, then a shuffled `tf.data.Dataset` of dicts.
+    The later fits reuse the model's step function on data of another
+    element spec: fetched eagerly, their first batch traced the step for a
+    static batch size, and the per-output losses in `history` were weighed
+    by it (in the issue, `class_output_loss` 22.18 without the callback,
+    22.68 with)."""
+    assert same_with_and_without(guide_model, guide_fits, str(tmp_path), reuse=reuse) == {
+        "weights": True,
+        "history": True,
+        "traces": True,
+        "trace_count": 4,
+    }
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_backend_agnostic_clients_on_jax_and_pytorch(tmp_path, backend):
+    """The clients above that need no TensorFlow (`unchanged_fits.py`),
+    each backend in a process of its own."""
+    facts, _ = run_backend_script("unchanged_fits.py", backend, tmp_path)
+    assert facts["backend"] == backend
+    assert facts["clients"]["guide_three_fits"]["trace_count"] > 0
+    differs = {
+        name: [part for part in ("weights", "history", "traces") if not same[part]]
+        for name, same in facts["clients"].items()
+    }
+    assert {name: parts for name, parts in differs.items() if parts} == {}
 
 
 def test_small_conv_net(tmp_path):
