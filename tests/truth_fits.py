@@ -110,16 +110,19 @@ def callback(case):
 
 
 def outside_step_ms(model, x, y, batch_size, steps):
-    """The step time of `model` on arrays, by a clock outside a fit without
-    the callback: the median of three timed one-epoch fits, after one."""
-    samples = batch_size * steps
-    model.fit(x[:samples], y[:samples], batch_size=batch_size, epochs=1, verbose=0)
-    times = []
-    for _ in range(3):
+    """The step time of `model` on arrays, by a clock outside fits without
+    the callback: the slope between fits of `steps` and `2 * steps` steps
+    (their fixed costs cancel), the median of three pairs, after a warm-up
+    fit."""
+    def timed(count):
+        samples = batch_size * count
         began = time.perf_counter()
         model.fit(x[:samples], y[:samples], batch_size=batch_size, epochs=1, verbose=0)
-        times.append((time.perf_counter() - began) * 1e3 / steps)
-    return float(np.median(times))
+        return time.perf_counter() - began
+
+    timed(steps)
+    slopes = [(timed(2 * steps) - timed(steps)) * 1e3 / steps for _ in range(3)]
+    return float(np.median(slopes))
 
 
 def heavy():
@@ -129,7 +132,7 @@ def heavy():
 
 def main():
     x, y = arrays(BATCH * (STEPS + 1))
-    xh, yh = arrays(256 * (STEPS + 1), features=256)
+    xh, yh = arrays(256 * (2 * STEPS + 1), features=256)
     facts = {"backend": keras.backend.backend(), "cases": {}}
     wanted = set(CASES) if CASES else None
 
@@ -143,10 +146,6 @@ def main():
         mlp().fit(Batches(x, y, sleep_ms=INPUT_MS), epochs=1, verbose=0, callbacks=[callback("sleep_input")])
     if case("python_input", data_ms=PYTHON_MS):
         mlp().fit(Batches(x, y, python_ms=PYTHON_MS), epochs=1, verbose=0, callbacks=[callback("python_input")])
-    if case("python_input_threads", data_ms=PYTHON_MS, threads=True):
-        # Three threads make batches, one at a time under the GIL.
-        data = Batches(x, y, python_ms=PYTHON_MS, workers=3, use_multiprocessing=False)
-        mlp().fit(data, epochs=1, verbose=0, callbacks=[callback("python_input_threads")])
     if case("generator", data_ms=PYTHON_MS):
         def batches():
             for index in range(STEPS + 1):
@@ -162,11 +161,13 @@ def main():
             python_work(PYTHON_MS)
             return features, labels
 
-        dataset = (
-            tf.data.Dataset.from_tensor_slices((x, y))
-            .batch(BATCH)
-            .map(lambda a, b: tf.py_function(work, [a, b], [tf.float32, tf.int64]))
-        )
+        def traced(a, b):
+            a, b = tf.py_function(work, [a, b], [tf.float32, tf.int64])
+            a.set_shape([None, x.shape[1]])
+            b.set_shape([None])
+            return a, b
+
+        dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).map(traced)
         mlp().fit(dataset, epochs=1, verbose=0, callbacks=[callback("py_function")])
     if BACKEND == "torch" and case("dataloader", data_ms=PYTHON_MS):
         class Slow(torch.utils.data.Dataset):
@@ -193,12 +194,13 @@ def main():
         model = heavy()
         facts["cases"]["compute"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
         began = time.perf_counter()
-        model.fit(xh, yh, batch_size=256, epochs=1, verbose=0, callbacks=[callback("compute")])
+        model.fit(xh[:256 * STEPS], yh[:256 * STEPS], batch_size=256, epochs=1, verbose=0,
+                  callbacks=[callback("compute")])
         facts["cases"]["compute"]["fit_s"] = time.perf_counter() - began
     if case("mix", data_ms=8.0, host_ms=4.0):
         model = heavy()
         facts["cases"]["mix"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
-        mixed = Batches(xh, yh, sleep_ms=8.0, batch_size=256)
+        mixed = Batches(xh[:256 * STEPS], yh[:256 * STEPS], sleep_ms=8.0, batch_size=256)
         model.fit(mixed, epochs=1, verbose=0, callbacks=[callback("mix"), Busy(4.0)])
     print(json.dumps(facts))
 
