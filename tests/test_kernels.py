@@ -136,3 +136,55 @@ def test_a_pytorch_nccl_kernel_is_communication():
     assert step["device_memory_ms"] == pytest.approx(0.5)
     assert step["collectives"] == 1
     assert step["devices"]["/device:GPU:0"]["communication_ms"] == pytest.approx(8)
+
+
+# The traces recorded on an H100 (tests/data/h100_traced), digested again.
+
+
+def _recorded_traces():
+    import glob
+    import os
+
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "h100_traced")
+    found = []
+    for path in sorted(glob.glob(os.path.join(data, "*", "gpu", "train", "plugins", "*", "*", "*"))):
+        if path.endswith(".xplane.pb"):
+            found.append((path, trace.digest_xspace(trace.load_xspace(path), asynchronous=True)))
+        elif path.endswith(".pt.trace.json.gz"):
+            found.append((path, torch_trace.digest(torch_trace.load(path))))
+    return found
+
+
+def test_recorded_single_gpu_traces_split_without_communication():
+    found = _recorded_traces()
+    assert len(found) == 4
+    for path, digest in found:
+        summary = digest["summary"]
+        assert summary["device_communication_fraction"] == 0, path
+        parts = ("device_busy_fraction", "device_memory_fraction", "device_idle_fraction")
+        assert sum(summary[key] for key in parts) == pytest.approx(1.0), path
+        [device] = digest["devices"]
+        assert device["compute_fraction"] == pytest.approx(summary["device_busy_fraction"])
+    # Batch 8192 copies 3.3 MB of input per step: memory time shows.
+    large = [digest for path, digest in found if "b8192" in path]
+    assert all(digest["summary"]["device_memory_fraction"] > 0 for digest in large)
+
+
+def test_the_run_object_carries_the_split_per_device():
+    from tb_devicecost.analysis import record as record_module
+
+    window = {
+        "summary": {"device_busy_fraction": 0.1, "device_communication_fraction": 0.85,
+                    "device_memory_fraction": 0.0, "device_idle_fraction": 0.05},
+        "devices": [{"device": "/device:GPU:0", "compute_fraction": 0.1,
+                     "communication_fraction": 0.85, "memory_fraction": 0.0, "idle_fraction": 0.05}],
+        "device_busy_fraction": 0.1, "has_device_plane": True,
+    }
+    old = {"summary": {"device_busy_fraction": 0.9}, "has_device_plane": True}
+    run = record_module.read_run({"run": "r", "trace": {"windows": [window]}})
+    assert run.device_split == pytest.approx(
+        {"compute": 0.1, "communication": 0.85, "memory": 0.0, "idle": 0.05})
+    assert run.device_figures[0]["device"] == "/device:GPU:0"
+    assert run.device_busy_fraction == pytest.approx(0.1)
+    # A window digested before the split has none to give.
+    assert record_module.read_run({"run": "r", "trace": {"windows": [old]}}).device_split is None

@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from tb_devicecost import vocabulary
+from tb_devicecost.analysis import device_split
 
 # The parts of a fit's wall time besides its total (`wall_ms`).
 WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
@@ -295,6 +296,11 @@ class TraceWindow:
     ours: dict = dataclasses.field(default_factory=dict)
     steps: list = dataclasses.field(default_factory=list)
     device_busy_fraction: float = None
+    # The device's time split (`device_split.window_split`): `{compute,
+    # communication, memory, idle}` fractions, or `None` in windows
+    # digested before the split; and one figure per device.
+    split: dict = None
+    devices: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,6 +326,9 @@ class RunData:
     problems: list
     # The sweep the run belongs to (`SweepMark`), or `None`.
     sweep: object = None
+    # The windows' device split and per-device figures (`device_split`).
+    device_split: dict = None
+    device_figures: list = dataclasses.field(default_factory=list)
 
 
 def read_run(record):
@@ -357,6 +366,7 @@ def read_run(record):
             "Where the step ran was not recorded (no op or variable placement): "
             f"the device shown, {placement.device}, is only a visible one."
         )
+    split, figures = device_split.run_split(windows)
     return RunData(
         run=str(_field(record, "run", "")),
         numbers=numbers,
@@ -371,6 +381,8 @@ def read_run(record):
         device_busy_fraction=_device_busy_fraction(windows),
         problems=problems,
         sweep=_sweep_mark(info.get("sweep"), str(_field(record, "run", ""))),
+        device_split=split,
+        device_figures=figures,
     )
 
 
@@ -813,6 +825,7 @@ def _trace_window(window):
     busy = _as_number(window.get("device_busy_fraction"))
     if busy is None:
         busy = _as_number(summary.get("device_busy_fraction"))
+    split, devices = device_split.window_split(window)
     return TraceWindow(
         start_step=_as_count(window.get("start_step")),
         stop_step=_as_count(window.get("stop_step")),
@@ -834,6 +847,8 @@ def _trace_window(window):
         },
         steps=steps,
         device_busy_fraction=busy,
+        split=split,
+        devices=devices,
     )
 
 

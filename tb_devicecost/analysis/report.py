@@ -140,6 +140,10 @@ def analyze_run(record):
         "retraces": numbers.retraces.as_dict(),
         "samples_per_s": samples_per_s,
         "device_busy_fraction": run.device_busy_fraction,
+        # Compute, communication (collectives), memory copies and idle, as
+        # shares of the traced steps, and per device (docs/CLI.md).
+        "device_split": run.device_split,
+        "device_figures": run.device_figures,
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
@@ -197,6 +201,8 @@ def _trace_window(window):
         "trace_bytes": window.trace_bytes,
         "error": window.error,
         "has_device_plane": window.has_device_plane,
+        "split": window.split,
+        "devices": window.devices,
         "summary": window.summary,
         "ours": window.ours,
         "steps": window.steps,
