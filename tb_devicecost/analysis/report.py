@@ -296,9 +296,11 @@ def build_report(records, baseline=None, unread=None):
         else:
             runs.append(result)
     # The processes of a distributed fit side by side; the straggler's
-    # finding joins each of its processes' findings.
+    # finding joins each of its processes' findings, and a process mostly
+    # waiting for it is `waiting_for_others`.
     worker_groups = workers.build_workers(records, runs)
     workers.attach_findings(worker_groups, runs)
+    workers.mark_waiting(worker_groups, runs)
     skipped.extend(
         {"run": str(item["run"]), "reason": str(item["reason"])} for item in unread or ()
     )

@@ -71,8 +71,11 @@ STALLS_MODERATE = 10
 LATENCY_MAX_BATCH_GROWTH = 32
 
 SEVERITIES = ("high", "moderate", "info")
-# In the order they are chosen (docs/VERDICTS.md, "Verdicts").
+# In the order they are chosen (docs/VERDICTS.md, "Verdicts"); a process of a
+# distributed job mostly waiting for another is `waiting_for_others`, which
+# the job's analysis sets (`waiting`).
 VERDICTS = (
+    "waiting_for_others",
     "warmup_dominated",
     "input_bound",
     "host_overhead_bound",
