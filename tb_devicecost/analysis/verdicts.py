@@ -487,8 +487,11 @@ def _busy_evidence(run):
         f"{fmt_share(LATENCY_DEVICE_BUSY)})"
     )
     if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
+        # Windows digested since the split count compute kernels only
+        # (collectives and copies apart); older ones kernels and copies.
+        what = "compute kernels" if run.get("device_split") else "kernels and copies"
         text += (
-            f": {fmt_ms(trace['busy_ms'])} ms of kernels and copies in the "
+            f": {fmt_ms(trace['busy_ms'])} ms of {what} in the "
             f"{fmt_ms(trace['traced_step_ms'])} ms mean traced step"
         )
     kernels = trace.get("kernels")
