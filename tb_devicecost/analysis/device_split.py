@@ -76,3 +76,20 @@ def run_split(windows):
         for name, entries in sorted(by_device.items())
     ]
     return split, devices
+
+
+def busy_note(trace):
+    """The trace document's `device_busy` (why the default window was not
+    traced yet: `trace_budget`), as plain data, or `None`."""
+    note = trace.get("device_busy")
+    if not isinstance(note, dict):
+        return None
+    reason = note.get("reason")
+    return {
+        "state": note.get("state") if isinstance(note.get("state"), str) else None,
+        "reason": reason[:1000] if isinstance(reason, str) else None,
+        "budget_share": _number(note.get("budget_share")),
+        "window_cost_s": _number(note.get("window_cost_s")),
+        "opens_after_s": _number(note.get("opens_after_s")),
+        "run_s": _number(note.get("run_s")),
+    }

@@ -329,6 +329,9 @@ class RunData:
     # The windows' device split and per-device figures (`device_split`).
     device_split: dict = None
     device_figures: list = dataclasses.field(default_factory=list)
+    # Why the default device-busy window was not traced yet (the trace
+    # document's `device_busy`), or `None`.
+    device_busy_window: dict = None
 
 
 def read_run(record):
@@ -383,6 +386,7 @@ def read_run(record):
         sweep=_sweep_mark(info.get("sweep"), str(_field(record, "run", ""))),
         device_split=split,
         device_figures=figures,
+        device_busy_window=device_split.busy_note(_as_dict(_field(record, "trace"))),
     )
 
 

@@ -144,6 +144,8 @@ def analyze_run(record):
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,
         "device_figures": run.device_figures,
+        # Why the default device-busy window was not traced (too short a run).
+        "device_busy_window": run.device_busy_window,
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,

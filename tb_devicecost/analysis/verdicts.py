@@ -548,6 +548,10 @@ def _compute_finding(run, input_severity=None, unjudged=None):
             " A device trace would tell whether the accelerator is busy or "
             "waiting on kernel launches (latency_bound)."
         )
+        note = run.get("device_busy_window") or {}
+        if note.get("reason"):
+            # The default window was not traced: say why (trace_budget).
+            fix += " " + note["reason"]
     return _finding("compute_bound", "info", message, fix)
 
 
