@@ -2,12 +2,15 @@
 `benchmarks/gpu_distributed.py` on `nvidia-h100-x2` and `nvidia-h100-x4`
 machines (issue 22), read again by today's analysis.
 
-Each recorded directory (`tests/data/h100x2`, `tests/data/h100x4`) holds the
-benchmark's `results.json` and its recorded runs (`runs/<case>/process_<i>/
-train`). These tests skip only when a directory is absent (the job has not
-been run on that machine yet); anything else missing fails them.
+Each recorded directory (`tests/data/h100x2`, `tests/data/h100x4`) holds
+one or more outputs of the benchmark (its `--out` directory, e.g. one per
+model: `mlp/`, `cnn/`), each a `results.json` beside its recorded runs
+(`runs/<case>/process_<i>/train`). These tests skip only when a machine's
+directory is absent (the job has not been run on that machine yet);
+anything else missing fails them.
 """
 
+import glob
 import importlib.util
 import json
 import os
@@ -43,6 +46,8 @@ def test_the_result_line_is_found_by_its_content():
 
 
 def _recorded(machine):
+    """`[(directory, results)]`: every benchmark output under the machine's
+    directory."""
     directory = os.path.join(DATA, machine)
     if not os.path.isdir(directory):
         pytest.skip(
@@ -50,8 +55,12 @@ def _recorded(machine):
             f"run on an nvidia-{machine.replace('x', '-x')} machine yet (docs/SCALE.md gives "
             "the command)"
         )
-    with open(os.path.join(directory, "results.json"), encoding="utf-8") as handle:
-        return directory, json.load(handle)
+    outputs = []
+    for path in sorted(glob.glob(os.path.join(directory, "**", "results.json"), recursive=True)):
+        with open(path, encoding="utf-8") as handle:
+            outputs.append((os.path.dirname(path), json.load(handle)))
+    assert outputs, f"tests/data/{machine} holds no results.json"
+    return outputs
 
 
 def _job(directory, case):
@@ -65,16 +74,22 @@ def _job(directory, case):
 
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_the_recorded_job_ran_one_process_per_gpu(machine):
-    _, results = _recorded(machine)
-    assert results["on_gpus"] is True
-    assert results["processes"] == MACHINES[machine]
-    assert {case["case"] for case in results["cases"]} >= {"mlp_balanced", "mlp_slowed"}
+    cases = set()
+    for _, results in _recorded(machine):
+        assert results["on_gpus"] is True
+        assert results["processes"] == MACHINES[machine]
+        cases |= {case["case"] for case in results["cases"]}
+    assert cases >= {"mlp_balanced", "mlp_slowed"}
 
 
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_the_slowed_process_is_named_and_the_others_wait_for_it(machine):
-    directory, results = _recorded(machine)
     slowed = MACHINES[machine] - 1
+    for directory, results in _recorded(machine):
+        _check_slowed(directory, results, slowed)
+
+
+def _check_slowed(directory, results, slowed):
     for case in (c["case"] for c in results["cases"] if c["delay_ms"]):
         job, runs = _job(directory, case)
         assert job["straggler_index"] == slowed, case
@@ -91,7 +106,11 @@ def test_the_slowed_process_is_named_and_the_others_wait_for_it(machine):
 
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_balanced_processes_have_no_straggler_and_the_same_device_busy(machine):
-    directory, results = _recorded(machine)
+    for directory, results in _recorded(machine):
+        _check_balanced(directory, results)
+
+
+def _check_balanced(directory, results):
     for case in (c["case"] for c in results["cases"] if not c["delay_ms"]):
         job, runs = _job(directory, case)
         assert job["straggler"] is None, case
@@ -103,8 +122,8 @@ def test_balanced_processes_have_no_straggler_and_the_same_device_busy(machine):
 
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_the_callback_costs_at_most_3_percent_with_its_defaults(machine):
-    _, results = _recorded(machine)
-    for kind, overhead in results["overhead"].items():
-        assert len(overhead["rounds"]) >= 5, kind
-        assert overhead["steps"] >= 300, kind
-        assert overhead["ratio"] <= 1.03, (kind, overhead["rounds"])
+    for _, results in _recorded(machine):
+        for kind, overhead in results["overhead"].items():
+            assert len(overhead["rounds"]) >= 5, kind
+            assert overhead["steps"] >= 300, kind
+            assert overhead["ratio"] <= 1.03, (kind, overhead["rounds"])
