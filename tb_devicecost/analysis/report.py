@@ -156,6 +156,8 @@ def analyze_run(record):
     verdict, steady_verdict, findings = verdicts.judge(result)
     result["verdict"] = verdict
     result["steady_verdict"] = steady_verdict
+    # Set by the job's analysis on a process `waiting_for_others` (`waiting`).
+    result["own_verdict"] = None
     result["findings"] = findings
     return _json_ready(result)
 
