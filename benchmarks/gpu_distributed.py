@@ -1,28 +1,41 @@
-"""A distributed fit recorded per process: the straggler named, and the cost.
+"""A distributed fit recorded per process: each process's verdict, and the cost.
 
 Keras 3 on JAX with `keras.distribution.DataParallel` over one process per
 GPU (`jax.distributed` on 127.0.0.1, each process seeing its own GPU), the
 seeds' MLP (batch 32 per process) and the CNN of `gpu_backends.py` (batch
-128 per process), each once balanced and once with the last process's input
-slowed by 20 ms per batch. The report must name that process as the
-straggler with cause `input_bound` in the slowed case and no straggler in
-the balanced one. The callback's overhead: balanced fits with and without
-it, alternating, the median of the per-round ratios.
+128 per process), 300 steps a fit, each once balanced and once with the
+last process's input slowed by 20 ms per batch. Those recorded fits trace
+steps 10-19 (`device_busy=True`) for each process's device split (compute,
+collectives, copies).
+
+Expected (issue 22): in a slowed job the slowed process is the straggler
+(cause `input_bound`) and every other process is `waiting_for_others`; in
+a balanced job there is no straggler and the processes' device busy
+(compute) is within 20% of each other. The callback's cost: fits with the
+callback's defaults and without it, alternating, the ratio of the slowest
+process's fit times per round, the median over the rounds (at least 5);
+target 1.03.
+
+Keras's torch backend cannot run a multi-process `fit` (Keras 3.15: its
+`distribution_lib` is `None` on torch, and its trainer wraps no
+DistributedDataParallel), so this benchmark is JAX only; docs/SCALE.md.
 
 On a machine with fewer than two GPUs the same job runs as two CPU
-processes (gloo collectives), the MLP only, so the script itself is checked
-anywhere.
+processes (gloo collectives), the MLP only and 60 steps a fit, so the
+script itself is checked anywhere.
 
-Target: the straggler named in every slowed case and none in the balanced
-ones; the callback's ratio at most 1.03 on every GPU case.
+Usage:
+    python benchmarks/gpu_distributed.py --out DIR [--processes N] [--rounds 5]
 
-Usage: python benchmarks/gpu_distributed.py --out DIR [--rounds 5]
-Prints a line per case, then the overhead summary with its target last.
+Writes `DIR/results.json` (`RESULT_FILE`) and the recorded runs under
+`DIR/runs/<case>/process_<i>/train`; prints a line per case and per
+process, then the summary with its targets last.
 """
 
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -30,15 +43,23 @@ import sys
 import time
 
 BATCHES = {"mlp": 32, "cnn": 128}
-STEPS = {"mlp": 300, "cnn": 150}
+STEPS = {"mlp": 300, "cnn": 300}
 CPU_STEPS = {"mlp": 60}
 # The slowed process's delay per batch.
 DELAY_MS = 20.0
-TARGET = 1.03
+TARGET_RATIO = 1.03
+# Balanced processes' device busy (compute) within this share of each other.
+BUSY_SPREAD = 0.20
+RESULT_FILE = "results.json"
+RESULT_KEY = "fit_s"
 
 
-def child(index, count, port, logdir, delay_ms, kind, steps, record):
-    """One process of the job: prints `{"fit_s": ...}` last."""
+def child(index, count, port, logdir, delay_ms, kind, steps, mode):
+    """One process of the job: prints `{"fit_s": ...}` once its fit is done.
+
+    `mode`: `none` (no callback), `default` (the callback's defaults) or
+    `traced` (`device_busy=True`: steps 10-19 traced).
+    """
     import jax
 
     # Asking JAX for its backend would start it before `initialize`.
@@ -78,10 +99,30 @@ def child(index, count, port, logdir, delay_ms, kind, steps, record):
 
     model = models.build(kind)
     model.fit(Batches(), epochs=1, verbose=0)  # compile outside the timing
-    callbacks = [tb_devicecost.DeviceCostCallback(logdir)] if record else []
+    callbacks = []
+    if mode == "default":
+        callbacks = [tb_devicecost.DeviceCostCallback(logdir)]
+    elif mode == "traced":
+        callbacks = [tb_devicecost.DeviceCostCallback(logdir, device_busy=True)]
     started = time.perf_counter()
     model.fit(Batches(), epochs=1, verbose=0, callbacks=callbacks)
-    print(json.dumps({"fit_s": time.perf_counter() - started}), flush=True)
+    print(json.dumps({RESULT_KEY: time.perf_counter() - started}), flush=True)
+
+
+def result_of(text):
+    """The fit time a child printed, found by content: JAX's distributed
+    shutdown writes warnings after it. `None` when no line holds it."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if not (line.startswith("{") and RESULT_KEY in line):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get(RESULT_KEY), (int, float)):
+            return float(value[RESULT_KEY])
+    return None
 
 
 def _free_port():
@@ -98,27 +139,27 @@ def _gpus():
     return sum(line.startswith("GPU ") for line in listing.stdout.splitlines())
 
 
-def run_job(out, name, kind, delay_ms, record, gpus, timeout=600):
-    """All processes of one job; returns their fit times (seconds)."""
-    count = gpus if gpus >= 2 else 2
-    steps = STEPS[kind] if gpus >= 2 else CPU_STEPS[kind]
+def run_job(out, name, kind, delay_ms, mode, count, on_gpus, logdir, timeout=600):
+    """All `count` processes of one job; returns their fit times (seconds)."""
+    steps = STEPS[kind] if on_gpus else CPU_STEPS[kind]
     port = _free_port()
-    logdir = os.path.join(out, "runs", name)
+    logs_dir = os.path.join(out, "logs")
+    os.makedirs(logs_dir, exist_ok=True)
     processes, logs = [], []
     try:
         for index in range(count):
             env = dict(os.environ, KERAS_BACKEND="jax", PYTHONUNBUFFERED="1")
-            if gpus >= 2:
+            if on_gpus:
                 env["CUDA_VISIBLE_DEVICES"] = str(index)
             else:
                 env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="")
             # Files, not pipes: a full pipe would stop a process inside a
             # collective, and every other process with it.
-            log = open(os.path.join(out, f"{name}_{index}.log"), "w", encoding="utf-8")
+            log = open(os.path.join(logs_dir, f"{name}_{index}.log"), "w", encoding="utf-8")
             logs.append(log)
             processes.append(subprocess.Popen(
                 [sys.executable, __file__, "--child", str(index), str(count), str(port),
-                 logdir, str(delay_ms), kind, str(steps), str(int(record))],
+                 logdir, str(delay_ms), kind, str(steps), mode],
                 stdout=log, stderr=subprocess.STDOUT, env=env,
             ))
         deadline = time.monotonic() + timeout
@@ -133,79 +174,184 @@ def run_job(out, name, kind, delay_ms, record, gpus, timeout=600):
             log.close()
     times = []
     for index, process in enumerate(processes):
-        path = os.path.join(out, f"{name}_{index}.log")
+        path = os.path.join(logs_dir, f"{name}_{index}.log")
         with open(path, encoding="utf-8") as log:
-            lines = log.read().strip().splitlines()
-        if process.returncode != 0 or not lines:
+            fit_s = result_of(log.read())
+        if process.returncode != 0 or fit_s is None:
             raise SystemExit(f"{name}: process {index} failed (exit {process.returncode}); see {path}")
-        times.append(json.loads(lines[-1])["fit_s"])
-    return times, logdir
+        times.append(fit_s)
+    return times
 
 
-def workers_of(logdir):
+def job_report(logdir):
+    """The job's group in the report, and each process's run object."""
     from tb_devicecost import analysis
     from tb_devicecost import reader
 
     records = reader.read_runs(reader.local_provider(logdir))
     report = analysis.build_report(records)
     [job] = report["workers"]
-    # Each process's device busy share, from its device-busy trace window
-    # (GPUs only: a CPU run traces none).
-    busy = {
-        entry["process_index"]: entry["device_busy_fraction"] for entry in job["runs"]
+    runs = {run["run"]: run for run in report["runs"]}
+    return job, runs
+
+
+def case_result(name, kind, delay_ms, count, job, runs, on_gpus=True):
+    """One recorded case: per process its verdict and device split, and
+    whether the job reads as expected.
+
+    On the CPU fallback the others' wait for the slowed process is partly
+    covered by their own step (asynchronous dispatch overlaps the fetch):
+    they need not be `waiting_for_others` there, only the straggler named.
+    """
+    processes = []
+    for entry in job["runs"]:
+        run = runs.get(entry["run"]) or {}
+        processes.append({
+            "process_index": entry["process_index"],
+            "run": entry["run"],
+            "verdict": run.get("verdict"),
+            "steady_verdict": run.get("steady_verdict"),
+            "own_verdict": run.get("own_verdict"),
+            "step_ms_p50": (entry.get("step_ms") or {}).get("p50"),
+            "wait_ms_p50": (entry.get("wait_ms") or {}).get("p50"),
+            "wait_share": entry.get("wait_share"),
+            "device_busy_fraction": run.get("device_busy_fraction"),
+            "device_split": run.get("device_split"),
+            "device_figures": run.get("device_figures"),
+        })
+    slowed = count - 1
+    busy = [p["device_busy_fraction"] for p in processes if p["device_busy_fraction"] is not None]
+    spread = (max(busy) - min(busy)) / max(busy) if len(busy) == count and max(busy) > 0 else None
+    if delay_ms:
+        waiting = all(p["steady_verdict"] == "waiting_for_others"
+                      for p in processes if p["process_index"] != slowed)
+        expected = (
+            job["straggler_index"] == slowed and job["cause"] == "input_bound"
+            and (waiting or not on_gpus)
+        )
+    else:
+        # Busy shares are compared only where the processes were traced (GPUs).
+        expected = job["straggler"] is None and (spread is None or spread <= BUSY_SPREAD)
+    return {
+        "case": name,
+        "kind": kind,
+        "delay_ms": delay_ms,
+        "slowed_process": slowed if delay_ms else None,
+        "straggler_index": job["straggler_index"],
+        "cause": job["cause"],
+        "straggler_share": job["straggler_share"],
+        "skew_ms": job["skew_ms"],
+        "aligned_steps": job["aligned_steps"],
+        "device_busy_spread": spread,
+        "processes": processes,
+        "as_expected": bool(expected),
     }
-    return job, busy
+
+
+def _print_case(case):
+    print(
+        f"{case['case']}: straggler {case['straggler_index']} cause {case['cause']} "
+        f"share {case['straggler_share']} skew p50 {case['skew_ms']['p50']} ms; "
+        f"busy spread {case['device_busy_spread']}: "
+        f"{'as expected' if case['as_expected'] else 'NOT as expected'}",
+        flush=True,
+    )
+    for process in case["processes"]:
+        split = process["device_split"] or {}
+        print(
+            f"  process {process['process_index']}: {process['steady_verdict']} "
+            f"(own {process['own_verdict']}), wait share {process['wait_share']}, "
+            f"device compute {split.get('compute')} collectives {split.get('communication')} "
+            f"copies {split.get('memory')}",
+            flush=True,
+        )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="processes, one per GPU (default: every GPU here, else 2 on the CPU)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--kinds", default=None, help="comma-separated: mlp,cnn")
     parser.add_argument("--child", nargs=8)
     args = parser.parse_args()
     if args.child:
-        index, count, port, logdir, delay, kind, steps, record = args.child
-        child(int(index), int(count), int(port), logdir, float(delay), kind, int(steps), record == "1")
+        index, count, port, logdir, delay, kind, steps, mode = args.child
+        child(int(index), int(count), int(port), logdir, float(delay), kind, int(steps), mode)
         return
     if not args.out:
         parser.error("--out is required")
-    os.makedirs(args.out, exist_ok=True)
     gpus = _gpus()
-    where = f"{gpus} GPUs, one process each" if gpus >= 2 else "2 CPU processes (fewer than 2 GPUs here)"
-    print(f"Job: {where}")
-    results = []
+    on_gpus = gpus >= 2
+    count = args.processes or (gpus if on_gpus else 2)
+    if on_gpus and count > gpus:
+        parser.error(f"--processes {count} needs {count} GPUs; this machine has {gpus}")
+    if count < 2:
+        parser.error(f"--processes must be at least 2. Received: {count}")
+    os.makedirs(args.out, exist_ok=True)
+    where = f"{count} processes, one GPU each" if on_gpus else f"{count} CPU processes (gloo)"
+    print(f"Job: {where}", flush=True)
     # On CPUs the CNN's step (about a second here) overlaps any delay
     # shorter than itself, so no process holds the others back: the
     # fallback runs the MLP only.
-    kinds = ("mlp", "cnn") if gpus >= 2 else ("mlp",)
+    kinds = args.kinds.split(",") if args.kinds else (["mlp", "cnn"] if on_gpus else ["mlp"])
+    cases = []
     for kind in kinds:
         for delay in (0.0, DELAY_MS):
             name = f"{kind}_{'slowed' if delay else 'balanced'}"
-            _, logdir = run_job(args.out, name, kind, delay, True, gpus)
-            job, busy = workers_of(logdir)
-            named = job["straggler"]
-            ok = (named is not None and job["cause"] == "input_bound") if delay else named is None
-            results.append(ok)
-            print(
-                f"{name}: straggler {named} cause {job['cause']} share "
-                f"{job['straggler_share']} skew p50/p90 {job['skew_ms']} ms; "
-                f"device busy {busy}: {'as expected' if ok else 'NOT as expected'}",
-                flush=True,
-            )
-    ratios = {}
+            logdir = os.path.join(args.out, "runs", name)
+            shutil.rmtree(logdir, ignore_errors=True)
+            run_job(args.out, name, kind, delay, "traced", count, on_gpus, logdir)
+            job, runs = job_report(logdir)
+            cases.append(case_result(name, kind, delay, count, job, runs, on_gpus))
+            _print_case(cases[-1])
+    overhead = {}
+    scratch = os.path.join(args.out, "scratch")
     for kind in kinds:
-        per_round = []
+        per_round, without_s, with_s = [], [], []
         for index in range(args.rounds):
-            without, _ = run_job(args.out, f"{kind}_without_{index}", kind, 0.0, False, gpus)
-            with_callback, _ = run_job(args.out, f"{kind}_with_{index}", kind, 0.0, True, gpus)
+            # Alternating, so that a drift of the machine's pace hits both.
+            without = run_job(args.out, f"{kind}_without_{index}", kind, 0.0, "none", count,
+                              on_gpus, scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
+            with_callback = run_job(args.out, f"{kind}_with_{index}", kind, 0.0, "default",
+                                    count, on_gpus, scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
             # The job's pace is its slowest process's.
+            without_s.append(max(without))
+            with_s.append(max(with_callback))
             per_round.append(max(with_callback) / max(without))
-        ratios[kind] = statistics.median(per_round)
-        print(f"{kind}: with/without {ratios[kind]:.3f} (rounds {', '.join(f'{r:.3f}' for r in per_round)})")
-    worst = max(ratios.values())
+        overhead[kind] = {
+            "ratio": statistics.median(per_round),
+            "rounds": per_round,
+            "without_s": without_s,
+            "with_s": with_s,
+            "steps": STEPS[kind] if on_gpus else CPU_STEPS[kind],
+        }
+        print(f"{kind}: with/without {overhead[kind]['ratio']:.3f} "
+              f"(rounds {', '.join(f'{r:.3f}' for r in per_round)})", flush=True)
+    worst = max(entry["ratio"] for entry in overhead.values())
+    result = {
+        "command": [os.path.basename(sys.argv[0])] + sys.argv[1:],
+        "backend": "jax",
+        "on_gpus": on_gpus,
+        "gpus": gpus,
+        "processes": count,
+        "delay_ms": DELAY_MS,
+        "rounds": args.rounds,
+        "cases": cases,
+        "overhead": overhead,
+        "targets": {"ratio": TARGET_RATIO, "busy_spread": BUSY_SPREAD},
+        "worst_ratio": worst,
+        "cases_as_expected": sum(case["as_expected"] for case in cases),
+    }
+    with open(os.path.join(args.out, RESULT_FILE), "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=1, allow_nan=False)
     print(
-        f"stragglers as expected in {sum(results)} of {len(results)} cases; "
-        f"worst callback ratio with/without {worst:.3f} (target <= {TARGET})"
+        f"cases as expected: {result['cases_as_expected']} of {len(cases)}; "
+        f"worst callback ratio with/without {worst:.3f} (target <= {TARGET_RATIO})",
+        flush=True,
     )
 
 

@@ -85,13 +85,19 @@ class DeviceCostCallback(keras.callbacks.Callback):
             second profiler. Opening the trace in the Profile tab needs
             the `profile` extra (xprof). Defaults to `None` (no trace).
         device_busy: Whether to measure how busy the device is during a
-            step, from a short trace: `"auto"` traces 10 steps, 10 steps
-            into the first fit long enough, when the step runs on an
-            accelerator (GPU, TPU); `True` on any device; `False` never.
-            The trace is digested into the run's `devicecost/trace`
-            document and its files are deleted; tracing costs about a
-            second once per run, kept out of the recorded steps
-            (docs/PERFORMANCE.md). It is skipped when `profile_steps` or
+            step (compute, collectives and copies apart), from a short
+            trace: `"auto"` traces it when the step runs on an accelerator
+            (GPU, TPU), once per run and only when the run can carry it:
+            the trace costs 0.1-0.4 s once (docs/PERFORMANCE.md), so it
+            opens once the run has trained 100 times that (about 9 s on
+            JAX and TensorFlow, 23 s on PyTorch), at a power-of-two step,
+            keeping its expected cost under 1% of the run's wall time; a
+            shorter run is not traced, and its trace document says so.
+            `True` traces 10 steps, 10 steps into the first fit long
+            enough, on any device; `False` never traces. The trace is
+            digested into the run's `devicecost/trace` document and its
+            files are deleted; its cost is kept out of the recorded steps.
+            It is skipped when `profile_steps` or
             `keras.callbacks.TensorBoard(profile_batch=...)` trace the run.
             Defaults to `"auto"`.
 

@@ -244,9 +244,9 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         by_name = {record.run: record for record in again}
         return [by_name.get(record.run, record) for record in records]
 
-    def _straggler_finding(self, ctx, experiment, record):
-        """The `straggler` finding of the job `record`'s process belongs
-        to, as the report attaches it (`None` when there is none)."""
+    def _job_group(self, ctx, experiment, record):
+        """The group object of the job `record`'s process belongs to, as
+        the report builds it (`None` when there is none)."""
         if workers.process_of(record) is None:
             return None
         scan = reader.scan_if_local(self._logdir)
@@ -258,15 +258,19 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         )
         analysed = [analysis.analyze_record(member)[0] for member in members]
         groups = workers.build_workers(members, [run for run in analysed if run])
-        return groups[0]["finding"] if groups else None
+        return groups[0] if groups else None
 
     def run_impl(self, ctx, experiment, run):
         result, record = self._analysed(
             ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
         )[run]
-        finding = self._straggler_finding(ctx, experiment, record)
+        group = self._job_group(ctx, experiment, record)
+        finding = group["finding"] if group else None
         if finding is not None:
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
+        if group:
+            # A process mostly waiting for the straggler, as the report says.
+            workers.mark_waiting([analysis.json_ready(group)], [result])
         result["profile"] = self._profile_links(run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)

@@ -39,16 +39,17 @@ import warnings
 from tb_devicecost import metadata
 from tb_devicecost import torch_trace
 from tb_devicecost import trace as trace_module
+from tb_devicecost import trace_budget
 
 SOURCE_DEVICECOST = "tb_devicecost"
 SOURCE_KERAS_TENSORBOARD = "keras.callbacks.TensorBoard"
 PURPOSE_PROFILE_STEPS = "profile_steps"
 PURPOSE_DEVICE_BUSY = "device_busy"
 PURPOSE_KERAS_TENSORBOARD = "keras_tensorboard"
-# The default window of a run whose step runs on an accelerator: this many
-# steps, starting this many steps into the fit (past its warm-up). Enough
-# steps to see the device's busy share per step; few enough that tracing
-# them costs a second or two once per run.
+# The default window of a run whose step runs on an accelerator: at most
+# this many steps, starting at least this many steps into the fit (past its
+# warm-up), and only once the run has trained long enough to carry its cost
+# (`trace_budget`: at most 1% of the run's wall time).
 DEVICE_BUSY_OFFSET = 10
 DEVICE_BUSY_STEPS = 10
 FORMAT_XPLANE = "xplane"
@@ -487,10 +488,13 @@ class TraceSchedule:
     trace is used instead of starting a second profiler.
 
     When the step runs on an accelerator and nothing else traces the run,
-    it traces `DEVICE_BUSY_STEPS` steps of its own, `DEVICE_BUSY_OFFSET`
-    steps into a fit (once per run), for the device's busy share: the
-    evidence of a `latency_bound` verdict. That trace is digested and its
-    files deleted.
+    it traces up to `DEVICE_BUSY_STEPS` steps of its own (once per run),
+    for the device's busy share: the evidence of a `latency_bound` verdict.
+    That trace is digested and its files deleted. With `device_busy="auto"`
+    the window opens only once its expected cost is at most 1% of the
+    run's wall time so far (`trace_budget.BusyBudget`), and a run too short
+    for that is not traced: the trace document says so (`device_busy`).
+    With `True` it opens `DEVICE_BUSY_OFFSET` steps into the fit.
 
     Args:
         profile_steps: `(start, stop)` global steps to trace, or `None`.
@@ -510,6 +514,11 @@ class TraceSchedule:
         self._entries = []
         self._own_window_done = False
         self._said_external = False
+        # The default window's budget (`"auto"` only), and what the trace
+        # document says of a window not opened yet.
+        self._budget = None
+        self._busy_note = None
+        self._note_changed = False
 
     def begin_fit(self, accounting, callbacks, backend="tensorflow"):
         """Chooses the window of the fit that starts now, if any.
@@ -544,6 +553,35 @@ class TraceSchedule:
             self.window = self._busy_window(first_step, accounting.run_dir, backend)
             if self.window is not None:
                 self._prepare(accounting)
+                if self.device_busy == "auto" and self._budget is None:
+                    self._budget = trace_budget.BusyBudget(
+                        backend, first_step + DEVICE_BUSY_OFFSET, DEVICE_BUSY_STEPS
+                    )
+                    self._budget.started(accounting.upcoming_step(), time.perf_counter())
+
+    def _budget_allows(self, step):
+        """Whether the pending window may open before `step` (the step it
+        would start at). A default window the run cannot carry yet moves
+        to the step its budget names (`trace_budget`); one that opens is
+        cut to the budget's step count."""
+        window = self.window
+        if (
+            self._budget is None
+            or window.purpose != PURPOSE_DEVICE_BUSY
+            or window.state != "pending"
+        ):
+            return True
+        plan = self._budget.plan(step, time.perf_counter())
+        if plan is None:
+            window.start, window.stop = step + 1, step + 1 + (window.stop - window.start)
+            allowed = False
+        else:
+            start, stop = plan
+            allowed = start <= step
+            window.start, window.stop = (step, step + stop - start) if allowed else plan
+        if self._fit is not None:
+            self._fit[0].watch_steps(range(window.start, window.stop))
+        return allowed
 
     def _busy_window(self, first_step, run_dir, backend):
         wanted = self.device_busy is True or (
@@ -589,8 +627,14 @@ class TraceSchedule:
         """Starts or stops the profiler before a step, outside its time."""
         started = time.perf_counter()
         window = self.window
+        step = accounting.upcoming_step()
         try:
-            window.before_step(accounting.upcoming_step())
+            if window.state == "pending" and step >= window.start and not (
+                self._budget_allows(step)
+            ):
+                accounting.exclude(time.perf_counter() - started)
+                return
+            window.before_step(step)
         except Exception as error:  # pylint: disable=broad-except
             window.error = f"Tracing failed: {type(error).__name__}: {error}"
             window.state = "done"
@@ -621,6 +665,8 @@ class TraceSchedule:
         lead = 1 if window.backend == "torch" else 0
         opening = window.state == "pending" and step + lead >= window.start
         closing = window.state == "active" and step >= window.stop
+        if opening and not self._budget_allows(step + lead):
+            return None
         if not (opening or closing):
             return None
         began = time.perf_counter()
@@ -643,12 +689,21 @@ class TraceSchedule:
         """Ends the fit's window, if one is open. A window that the fit
         did not reach waits for the next fit."""
         window, self.window = self.window, None
-        self._fit = None
-        if window is None or window.state == "pending":
+        fit, self._fit = self._fit, None
+        if window is not None and window.state == "pending":
+            if window.purpose == PURPOSE_DEVICE_BUSY and self._budget is not None:
+                # Too short a run so far: say so, with the figures.
+                if fit is not None:
+                    self._budget.plan(fit[0].upcoming_step(), time.perf_counter())
+                self._busy_note = self._budget.note()
+                self._note_changed = True
+            return
+        if window is None:
             return
         window.finish()
         if window.purpose == PURPOSE_DEVICE_BUSY:
             self._busy_done = True
+            self._busy_note, self._note_changed = None, True
         elif window.owns_profiler:
             self._own_window_done = True
         self._finished.append(window)
@@ -660,9 +715,11 @@ class TraceSchedule:
             window.finish()
 
     def digest(self, accounting):
-        """Writes finished windows' digests into `devicecost/trace`."""
-        if not self._finished:
+        """Writes finished windows' digests into `devicecost/trace`, and
+        what it says of a default window not opened yet (`device_busy`)."""
+        if not self._finished and not self._note_changed:
             return
+        self._note_changed = False
         windows, self._finished = self._finished, []
         ours = {entry["step"]: entry for entry in accounting.watched_steps()}
         for window in windows:
@@ -682,7 +739,10 @@ class TraceSchedule:
             ]
             self._entries.append(entry)
         del self._entries[:-_MAX_WINDOWS]
-        accounting.write_document(metadata.TAG_TRACE, {"windows": list(self._entries)})
+        document = {"windows": list(self._entries)}
+        if self._busy_note is not None:
+            document["device_busy"] = dict(self._busy_note)
+        accounting.write_document(metadata.TAG_TRACE, document)
 
 
 def _delete_capture(entry):

@@ -12,7 +12,9 @@ traced step's dispatch is marked `ProfilerStep#<global step>` (the name
 The trace is read into the same model as a JAX trace
 (`tb_devicecost.trace.Timeline`) and cut into steps the same way
 (`tb_devicecost.trace.digest_timeline`): host-side numbers from the CPU
-events, and with CUDA activity the device's busy and idle time, kernels
+events, and with CUDA activity the device's time split into compute,
+communication (NCCL and gloo collectives) and copies, per device
+(`tb_devicecost.kernels`: by the event's category, then its name), kernels
 (count, mean duration) and host-to-device / device-to-host copies (time,
 bytes) from the `kernel`, `gpu_memcpy` and `gpu_memset` events, matched to
 the `cuda_runtime` / `cuda_driver` calls that queued them by their
@@ -27,6 +29,7 @@ import socket
 import time
 
 from tb_devicecost import captures
+from tb_devicecost import kernels
 from tb_devicecost import trace as trace_module
 
 MARKER_PREFIX = "ProfilerStep#"
@@ -122,15 +125,16 @@ def timeline(events):
             if correlation is not None:
                 result.launches.setdefault(correlation, start)
         elif category in _DEVICE_CATEGORIES:
-            kind = "kernel" if category == "kernel" else trace_module.device_kind(name)
+            group = kernels.group_of(name, category=category)
+            kind = kernels.device_kind(name, group)
             if category == "gpu_memset":
                 kind = "other_copy"
             size = args.get("bytes", 0) if kind in ("h2d", "d2h") else 0
+            device = f"/device:GPU:{args.get('device', event.get('pid'))}"
             result.device.append(
-                (kind, start, end, int(size or 0), args.get("correlation"))
+                (kind, start, end, int(size or 0), args.get("correlation"), device)
             )
-            device = args.get("device", event.get("pid"))
-            devices.add(f"/device:GPU:{device}")
+            devices.add(device)
     result.device_planes = sorted(devices)
     return result
 

@@ -15,8 +15,10 @@ measure:
 - `other_ms`: the rest of the step;
 - `pipeline_busy_ms`: time any `tf.data` thread was working during the step;
 
-and, where device planes exist (GPUs), `device_busy_ms` (kernels and copies
-on any stream), `device_idle_ms`, the kernel count and mean duration, and
+and, where device planes exist (GPUs), the device's time split into
+`device_busy_ms` (compute kernels), `device_communication_ms`
+(collectives), `device_memory_ms` (copies) and `device_idle_ms`, per
+device too (`devices`), the kernel count and mean duration, and
 host-to-device / device-to-host copy time and bytes.
 
 JAX (and PyTorch, `tb_devicecost.torch_trace`) dispatch a step
@@ -28,18 +30,20 @@ that is later, until its own completion, which a second marker
 (`devicecost_done`, on the thread where Keras reads the step's results)
 records.
 
-Reading an `.xplane.pb` needs the XSpace protobuf schema: TensorFlow's
-`xplane_pb2` when TensorFlow is already imported, otherwise a copy of the
-schema built here on the `protobuf` package (a dependency of TensorBoard),
-so that JAX and PyTorch processes never import TensorFlow to read a trace.
+Device time is split into compute, communication (collectives) and memory
+copies, per device (`tb_devicecost.kernels`). Reading an `.xplane.pb` needs
+the XSpace protobuf schema (`tb_devicecost.xspace_schema`).
 """
 
 import bisect
 import os
 import re
-import sys
 
 from tb_devicecost import captures
+from tb_devicecost import kernels
+from tb_devicecost.xspace_schema import TraceError  # noqa: F401 (re-exported)
+from tb_devicecost.xspace_schema import load_xspace  # noqa: F401 (re-exported)
+from tb_devicecost.xspace_schema import xspace_class  # noqa: F401 (re-exported)
 
 MARKER_NAME = "train"
 # Under asynchronous dispatch: the step's fetch, and its completion (the
@@ -51,172 +55,12 @@ _CORRELATION_STAT = "correlation_id"
 _INPUT_EVENT = re.compile(r"^(Iterator::|IteratorGetNext|IteratorGetNextOp|EagerLocalExecute: IteratorGetNext)")
 _STEP_FUNCTION_EVENT = re.compile(r"^EagerLocalExecute: (?!IteratorGetNext)")
 _DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU|XPU)", re.IGNORECASE)
-_HOST_TO_DEVICE = re.compile(r"memcpy.*(h2d|htod)|(h2d|htod).*memcpy|MemcpyH2D", re.IGNORECASE)
-_DEVICE_TO_HOST = re.compile(r"memcpy.*(d2h|dtoh)|(d2h|dtoh).*memcpy|MemcpyD2H", re.IGNORECASE)
 _BYTES = re.compile(r"(?:num_bytes|bytes|size)\D{0,3}(\d+)", re.IGNORECASE)
 _PS_PER_MS = 1e9
 
 # How a digest cut the trace into steps (the window's `step_cut`).
 CUT_MARKER = "marker"
 CUT_DISPATCH_TO_COMPLETION = "dispatch_to_completion"
-
-
-class TraceError(ValueError):
-    """A trace that cannot be read; the message says why."""
-
-
-def _tensorflow_xspace():
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    return xplane_pb2.XSpace
-
-
-_BUILTIN_XSPACE = []
-
-
-def _builtin_xspace():
-    """The XSpace message class, from a copy of `xplane.proto` (the fields'
-    names and numbers of TensorFlow's, under a package of our own in a
-    private descriptor pool)."""
-    if _BUILTIN_XSPACE:
-        return _BUILTIN_XSPACE[0]
-    from google.protobuf import descriptor_pb2
-    from google.protobuf import descriptor_pool
-    from google.protobuf import message_factory
-
-    field_type = descriptor_pb2.FieldDescriptorProto
-    package = "tb_devicecost.xplane"
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="tb_devicecost/xplane.proto", package=package, syntax="proto3"
-    )
-
-    def message(name, fields, oneofs=(), nested=()):
-        described = proto.message_type.add(name=name)
-        for oneof in oneofs:
-            described.oneof_decl.add(name=oneof)
-        for entry in nested:
-            described.nested_type.add().CopyFrom(entry)
-        for field_name, number, kind, *rest in fields:
-            field = described.field.add(name=field_name, number=number, type=kind)
-            field.label = field_type.LABEL_OPTIONAL
-            for option in rest:
-                if option == "repeated":
-                    field.label = field_type.LABEL_REPEATED
-                elif isinstance(option, int):
-                    field.oneof_index = option
-                else:
-                    field.type_name = f".{package}.{option}"
-        return described
-
-    def map_entry(name, value_type):
-        entry = descriptor_pb2.DescriptorProto(name=name)
-        entry.options.map_entry = True
-        entry.field.add(name="key", number=1, type=field_type.TYPE_INT64, label=field_type.LABEL_OPTIONAL)
-        entry.field.add(
-            name="value", number=2, type=field_type.TYPE_MESSAGE,
-            label=field_type.LABEL_OPTIONAL, type_name=f".{package}.{value_type}",
-        )
-        return entry
-
-    int64, uint64 = field_type.TYPE_INT64, field_type.TYPE_UINT64
-    string, raw, sub = field_type.TYPE_STRING, field_type.TYPE_BYTES, field_type.TYPE_MESSAGE
-    message("XSpace", [
-        ("planes", 1, sub, "XPlane", "repeated"), ("errors", 2, string, "repeated"),
-        ("warnings", 3, string, "repeated"), ("hostnames", 4, string, "repeated"),
-    ])
-    message(
-        "XPlane",
-        [
-            ("id", 1, int64), ("name", 2, string), ("lines", 3, sub, "XLine", "repeated"),
-            ("event_metadata", 4, sub, "XPlane.EventMetadataEntry", "repeated"),
-            ("stat_metadata", 5, sub, "XPlane.StatMetadataEntry", "repeated"),
-            ("stats", 6, sub, "XStat", "repeated"),
-        ],
-        nested=[map_entry("EventMetadataEntry", "XEventMetadata"), map_entry("StatMetadataEntry", "XStatMetadata")],
-    )
-    message("XLine", [
-        ("id", 1, int64), ("display_id", 10, int64), ("name", 2, string),
-        ("display_name", 11, string), ("timestamp_ns", 3, int64), ("duration_ps", 9, int64),
-        ("events", 4, sub, "XEvent", "repeated"),
-    ])
-    message(
-        "XEvent",
-        [
-            ("metadata_id", 1, int64), ("offset_ps", 2, int64, 0), ("num_occurrences", 5, int64, 0),
-            ("duration_ps", 3, int64), ("stats", 4, sub, "XStat", "repeated"),
-        ],
-        oneofs=["data"],
-    )
-    message(
-        "XStat",
-        [
-            ("metadata_id", 1, int64), ("double_value", 2, field_type.TYPE_DOUBLE, 0),
-            ("uint64_value", 3, uint64, 0), ("int64_value", 4, int64, 0),
-            ("str_value", 5, string, 0), ("bytes_value", 6, raw, 0), ("ref_value", 7, uint64, 0),
-        ],
-        oneofs=["value"],
-    )
-    message("XEventMetadata", [
-        ("id", 1, int64), ("name", 2, string), ("display_name", 4, string),
-        ("metadata", 3, raw), ("stats", 5, sub, "XStat", "repeated"), ("child_id", 6, int64, "repeated"),
-    ])
-    message("XStatMetadata", [("id", 1, int64), ("name", 2, string), ("description", 3, string)])
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    xspace = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.XSpace"))
-    _BUILTIN_XSPACE.append(xspace)
-    return xspace
-
-
-def xspace_class():
-    """The XSpace message class: TensorFlow's when TensorFlow is imported,
-    else our copy of the schema, else TensorFlow's imported now.
-
-    Raises:
-        TraceError: when none can be had; the message says what is missing.
-    """
-    if "tensorflow" in sys.modules:
-        try:
-            return _tensorflow_xspace()
-        except ImportError:
-            pass
-    try:
-        return _builtin_xspace()
-    except Exception as builtin_error:  # pylint: disable=broad-except
-        try:
-            return _tensorflow_xspace()
-        except ImportError as error:
-            raise TraceError(
-                "Reading this profiler trace needs the XSpace protobuf schema: "
-                "TensorFlow's xplane_pb2 failed to import "
-                f"({error}) and our own copy of the schema could not be built "
-                f"on the installed protobuf package ({type(builtin_error).__name__}: "
-                f"{builtin_error}). The trace is kept for TensorBoard's Profile tab; "
-                "install TensorFlow or a recent protobuf to digest it."
-            )
-
-
-def load_xspace(path):
-    """Parses an `.xplane.pb` file.
-
-    Raises:
-        TraceError: when no XSpace schema is available (`xspace_class`) or
-            the file cannot be read or parsed.
-    """
-    xspace_type = xspace_class()
-    try:
-        with open(path, "rb") as trace_file:
-            contents = trace_file.read()
-    except OSError as error:
-        raise TraceError(f"Cannot read trace {path!r}: {error}")
-    xspace = xspace_type()
-    try:
-        xspace.ParseFromString(contents)
-    except Exception as error:  # protobuf raises DecodeError or RuntimeError
-        raise TraceError(f"Trace {path!r} is not a valid XSpace: {error}")
-    if not xspace.planes:
-        raise TraceError(f"Trace {path!r} holds no planes (empty or truncated).")
-    return xspace
 
 
 def _events(plane, line):
@@ -239,24 +83,7 @@ def _step_entry(step, length, input_wait, compute):
     }
 
 
-def _union_ps(intervals, window_start, window_end):
-    """Length of the union of intervals clipped to the window."""
-    clipped = sorted(
-        (max(start, window_start), min(end, window_end))
-        for start, end in intervals
-        if end > window_start and start < window_end
-    )
-    total, current_start, current_end = 0, None, None
-    for start, end in clipped:
-        if current_end is None or start > current_end:
-            if current_end is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
-        else:
-            current_end = max(current_end, end)
-    if current_end is not None:
-        total += current_end - current_start
-    return total
+_union_ps = kernels.union_ps
 
 
 class _Intervals:
@@ -339,21 +166,17 @@ def _copy_bytes(plane, event):
     return 0
 
 
-def device_kind(name):
-    """`kernel`, `h2d`, `d2h` or `other_copy` for a device event's name."""
-    if _HOST_TO_DEVICE.search(name):
-        return "h2d"
-    if _DEVICE_TO_HOST.search(name):
-        return "d2h"
-    lowered = name.lower()
-    if "memcpy" in lowered or "memset" in lowered:
-        return "other_copy"
-    return "kernel"
+device_kind = kernels.device_kind
 
 
 def _device_activity(xspace):
     """Kernels and copies of every device plane's streams:
-    `(kind, start, end, bytes, correlation_id or None)`."""
+    `(kind, start, end, bytes, correlation_id or None, device)`.
+
+    The kind (`kernels.device_kind`) takes the trace's own word where it
+    has one: copies carry `memcpy_details` / `memset_details`, and XLA
+    names a collective's op in `hlo_op`.
+    """
     activity = []
     for plane in xspace.planes:
         if not _DEVICE_PLANE.match(plane.name):
@@ -363,11 +186,24 @@ def _device_activity(xspace):
             if not line.name.lower().startswith("stream"):
                 continue
             for name, start, end, event in _events(plane, line):
-                kind = device_kind(name)
+                stats = dict(_stat_value(plane, stat) for stat in event.stats)
+                op = stats.get("hlo_op")
+                group = kernels.group_of(
+                    name, op=op if isinstance(op, str) else None, stats=stats
+                )
+                kind = device_kind(name, group)
                 size = _copy_bytes(plane, event) if kind in ("h2d", "d2h") else 0
-                correlation = _event_stat(plane, event, _CORRELATION_STAT)
-                activity.append((kind, start, end, size, correlation))
+                activity.append(
+                    (kind, start, end, size, stats.get(_CORRELATION_STAT), plane.name)
+                )
     return activity
+
+
+def _active_devices(activity):
+    """The devices with any activity in the trace, sorted: a process's
+    figures are means over these (a device it never used is no part of
+    its work)."""
+    return sorted({item[5] for item in activity if len(item) > 5 and item[5] is not None})
 
 
 def digest_xspace(xspace, steps=None, asynchronous=False):
@@ -404,9 +240,9 @@ def digest_xspace(xspace, steps=None, asynchronous=False):
                 )
     pipeline = _Intervals(pipeline)
     # Device activity items: (start, end, kind, bytes).
-    device = _Intervals(
-        (start, end, kind, size) for kind, start, end, size, _ in _device_activity(xspace)
-    )
+    activity = _device_activity(xspace)
+    device = _Intervals(_device_item(item) for item in activity)
+    active = _active_devices(activity)
     device_planes = sorted(
         plane.name for plane in xspace.planes if _DEVICE_PLANE.match(plane.name)
     )
@@ -431,46 +267,24 @@ def digest_xspace(xspace, steps=None, asynchronous=False):
             _union_ps(pipeline.overlapping(start, end), start, end) / _PS_PER_MS
         )
         if device_planes:
-            entry.update(_device_step(device.overlapping(start, end), start, end))
+            entry.update(
+                kernels.device_step(device.overlapping(start, end), start, end, devices=active)
+            )
         digested.append(entry)
     return {
         "steps": digested,
         "summary": summarize(digested),
         "has_device_plane": bool(device_planes),
         "device_planes": device_planes,
+        "devices": kernels.split_summary(digested).get("devices", []),
         "step_cut": CUT_MARKER,
     }
 
 
-def _device_step(in_step, start, end, launched=None):
-    """Device fields of one step.
-
-    Busy and idle time are the union of the `(start, end, kind, bytes)`
-    items `in_step` inside `[start, end]`; kernels and copies are counted
-    from `launched` (items of the same form attributed to the step by
-    correlation id) when given, else from `in_step`.
-    """
-
-    counted = in_step if launched is None else launched
-
-    def kind_ms(kind):
-        intervals = [(s, e) for s, e, k, _ in counted if k == kind]
-        if launched is None:
-            return _union_ps(intervals, start, end) / _PS_PER_MS
-        return _union_ps(intervals, float("-inf"), float("inf")) / _PS_PER_MS
-
-    busy = _union_ps([(s, e) for s, e, _, _ in in_step], start, end)
-    kernels = [e - s for s, e, kind, _ in counted if kind == "kernel"]
-    return {
-        "device_busy_ms": busy / _PS_PER_MS,
-        "device_idle_ms": (end - start - busy) / _PS_PER_MS,
-        "kernels": len(kernels),
-        "kernel_mean_us": sum(kernels) / len(kernels) / 1e6 if kernels else None,
-        "h2d_ms": kind_ms("h2d"),
-        "h2d_bytes": sum(size for _, _, kind, size in counted if kind == "h2d"),
-        "d2h_ms": kind_ms("d2h"),
-        "d2h_bytes": sum(size for _, _, kind, size in counted if kind == "d2h"),
-    }
+def _device_item(activity):
+    """A `Timeline.device` entry as `(start, end, kind, bytes, device)`."""
+    kind, start, end, size = activity[:4]
+    return (start, end, kind, size, activity[5] if len(activity) > 5 else None)
 
 
 # Traces of asynchronous dispatch (JAX, PyTorch): one model for both formats.
@@ -492,8 +306,10 @@ class Timeline:
         launches: `{correlation_id: time}`: host calls that queued device
             work (kernel launches, copies), by the id the device event
             carries.
-        device: `[(kind, start, end, bytes, correlation_id or None)]`:
-            kernels and copies on the device (`device_kind`).
+        device: `[(kind, start, end, bytes, correlation_id or None,
+            device)]`: kernels and copies on the device (`device_kind`:
+            a collective's kernel is `collective`), and the device that ran
+            each (optional: without it every event is one device's).
         device_planes: names of the devices seen.
     """
 
@@ -601,13 +417,15 @@ def digest_timeline(timeline, steps=None):
     # those whose launch lies in a step's marker, by step.
     device_items = []
     launched_in_marker = {}
-    for kind, start, end, size, correlation in timeline.device:
+    for activity in timeline.device:
+        correlation = activity[4]
+        item = _device_item(activity)
         launch = timeline.launches.get(correlation) if correlation is not None else None
         owner = marker_holding(launch) if launch is not None else None
         if owner is not None:
-            launched_in_marker.setdefault(owner, []).append((start, end, kind, size))
+            launched_in_marker.setdefault(owner, []).append(item)
         else:
-            device_items.append((start, end, kind, size, launch))
+            device_items.append((item, launch))
 
     spans = {}
     for step in sorted(markers):
@@ -625,7 +443,7 @@ def digest_timeline(timeline, steps=None):
         host_start = min([start] + [s for s, _ in fetch_items])
         done = timeline.completions.get(step)
         if done is None:
-            done = max([end] + [e for _, e, _, _ in launched_in_marker.get(step, [])])
+            done = max([end] + [item[1] for item in launched_in_marker.get(step, [])])
         done = max(done, end)
         begin = host_start
         before = spans.get(step - 1)
@@ -644,18 +462,20 @@ def digest_timeline(timeline, steps=None):
     step_spans = _Intervals((begin, done, step) for step, (begin, done, *_) in spans.items())
     dispatches = sorted((start, step) for step, (start, _, _) in markers.items())
     dispatch_starts = [start for start, _ in dispatches]
-    for start, end, kind, size, launch in device_items:
+    for item, launch in device_items:
+        start, _, kind = item[:3]
         owner = None
         if launch is not None and kind == "h2d":
             index = bisect.bisect_right(dispatch_starts, launch) - 1
             owner = dispatches[index][1] if index >= 0 else None
         if owner is None:
             moment = start if launch is None else launch
-            holding = [item[2] for item in step_spans.overlapping(moment, moment + 1)]
+            holding = [span[2] for span in step_spans.overlapping(moment, moment + 1)]
             owner = min(holding) if holding else None
         if owner is not None:
-            launched.setdefault(owner, []).append((start, end, kind, size))
-    device = _Intervals((start, end, kind, size) for kind, start, end, size, _ in timeline.device)
+            launched.setdefault(owner, []).append(item)
+    device = _Intervals(_device_item(item) for item in timeline.device)
+    active = _active_devices(timeline.device)
     has_device = bool(timeline.device_planes or timeline.device)
 
     digested = []
@@ -671,34 +491,35 @@ def digest_timeline(timeline, steps=None):
         entry = _step_entry(step, length, input_wait, compute)
         entry["dispatch_ms"] = dispatch / _PS_PER_MS
         if has_device:
-            entry.update(
-                _device_step(device.overlapping(begin, done), begin, done, launched.get(step, []))
-            )
+            entry.update(kernels.device_step(
+                device.overlapping(begin, done), begin, done, launched.get(step, []), active
+            ))
         digested.append(entry)
     return {
         "steps": digested,
         "summary": summarize(digested),
         "has_device_plane": has_device,
         "device_planes": list(timeline.device_planes),
+        "devices": kernels.split_summary(digested).get("devices", []),
         "step_cut": CUT_DISPATCH_TO_COMPLETION,
         "completion_markers": sum(1 for step in wanted if step in timeline.completions),
     }
 
 
 def summarize(steps):
-    """Means over the digested steps, and the device-busy fraction."""
+    """Means over the digested steps, and the device's fractions of their
+    time (`kernels.split_summary`): `device_busy_fraction` is compute."""
     if not steps:
         return {}
     summary = {}
     for key in steps[0]:
         if key == "step":
             continue
-        values = [entry[key] for entry in steps if entry.get(key) is not None]
+        values = [entry[key] for entry in steps if isinstance(entry.get(key), (int, float))]
         if values:
             summary[f"mean_{key}"] = sum(values) / len(values)
     total = sum(entry["step_ms"] for entry in steps)
-    if "device_busy_ms" in steps[0] and total > 0:
-        summary["device_busy_fraction"] = sum(e["device_busy_ms"] for e in steps) / total
+    summary.update(kernels.split_summary(steps).get("summary", {}))
     if total > 0:
         summary["input_wait_fraction"] = sum(e["input_wait_ms"] for e in steps) / total
     return summary

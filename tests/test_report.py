@@ -40,7 +40,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         for path in glob.glob(os.path.join(package, "*.py"))
     }
     assert set(modules) == {
-        "__init__", "record", "sweeps", "verdicts", "compare", "workers", "report"}
+        "__init__", "device_split", "record", "sweeps", "verdicts", "compare", "waiting",
+        "workers", "report"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -54,9 +55,10 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
-    # Imports run one way: record <- sweeps <- verdicts <- compare <- workers
-    # <- report.
-    order = ["record", "sweeps", "verdicts", "compare", "workers", "report"]
+    # Imports run one way: device_split <- record <- sweeps <- verdicts <-
+    # compare <- waiting <- workers <- report.
+    order = ["device_split", "record", "sweeps", "verdicts", "compare", "waiting", "workers",
+             "report"]
     for index, name in enumerate(order):
         inside = {module.rsplit(".", 1)[-1] for module in modules[name]
                   if module.startswith("tb_devicecost.analysis.")}

@@ -14,6 +14,7 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost import trace
+from tb_devicecost import xspace_schema
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -28,8 +29,15 @@ def test_gpu_trace_is_cut_into_the_marked_steps():
     assert digest["has_device_plane"] is True
     assert digest["device_planes"] == ["/device:GPU:0"]
     for entry in digest["steps"]:
-        assert entry["device_busy_ms"] + entry["device_idle_ms"] == pytest.approx(entry["step_ms"])
+        # Compute, collectives, copies and idle time split the step.
+        parts = ("device_busy_ms", "device_communication_ms", "device_memory_ms", "device_idle_ms")
+        assert sum(entry[key] for key in parts) == pytest.approx(entry["step_ms"])
         assert entry["kernels"] > 0
+        # One process on one GPU runs no collective.
+        assert entry["device_communication_ms"] == 0 and entry["collectives"] == 0
+    [device] = digest["devices"]
+    assert device["device"] == "/device:GPU:0"
+    assert device["compute_fraction"] == pytest.approx(digest["summary"]["device_busy_fraction"])
 
 
 def test_small_batch_keeps_the_gpu_mostly_idle():
@@ -144,7 +152,7 @@ def test_our_xspace_schema_is_tensorflows():
     # `make test` installs TensorFlow, whose schema ours copies.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    ours = trace._builtin_xspace().DESCRIPTOR.file
+    ours = xspace_schema._builtin_xspace().DESCRIPTOR.file
     theirs = xplane_pb2.DESCRIPTOR
     assert sorted(ours.message_types_by_name) == sorted(theirs.message_types_by_name)
     for name, message in theirs.message_types_by_name.items():
@@ -182,8 +190,8 @@ def test_without_a_schema_the_entry_says_so_and_keeps_the_trace(tmp_path, monkey
     def no_protobuf():
         raise RuntimeError("protobuf is too old")
 
-    monkeypatch.setattr(trace, "_tensorflow_xspace", no_tensorflow)
-    monkeypatch.setattr(trace, "_builtin_xspace", no_protobuf)
+    monkeypatch.setattr(xspace_schema, "_tensorflow_xspace", no_tensorflow)
+    monkeypatch.setattr(xspace_schema, "_builtin_xspace", no_protobuf)
     run_dir = tmp_path / "run"
     capture = run_dir / "plugins" / "profile" / "2026_01_01_00_00_00"
     capture.mkdir(parents=True)
@@ -213,7 +221,9 @@ def test_the_gpu_trace_cut_by_dispatch_and_completion_counts_the_same_work():
         assert ours["step"] == theirs["step"]
         assert ours["kernels"] == theirs["kernels"] > 0
         assert ours["h2d_bytes"] == theirs["h2d_bytes"] >= 8192 * 100 * 4
-        assert ours["device_busy_ms"] + ours["device_idle_ms"] == pytest.approx(ours["step_ms"])
+        assert ours["device_busy_ms"] + ours["device_memory_ms"] + ours["device_idle_ms"] == (
+            pytest.approx(ours["step_ms"])
+        )
 
 
 def pipelined_timeline():
@@ -263,8 +273,11 @@ def test_device_time_by_span_and_kernels_by_the_step_that_launched_them():
     ps = 1e9
     steps = {entry["step"]: entry for entry in trace.digest_timeline(pipelined_timeline())["steps"]}
     first, second = steps[0], steps[1]
-    # Busy: whatever ran within the step's span.
-    assert first["device_busy_ms"] * ps == pytest.approx(21)
+    # By time within the step's span: compute, then the copies that ran
+    # while no kernel did (step 0's input copy ran under its kernel).
+    assert first["device_busy_ms"] * ps == pytest.approx(20)
+    assert first["device_memory_ms"] * ps == pytest.approx(1)
+    assert first["device_idle_ms"] * ps == pytest.approx(9)
     assert second["device_busy_ms"] * ps == pytest.approx(17.5)
     assert second["device_busy_ms"] + second["device_idle_ms"] == pytest.approx(second["step_ms"])
     # Kernels: step 1's kernel ran after step 0's completion but was
@@ -333,7 +346,9 @@ def test_a_pytorch_trace_gives_the_same_fields_as_an_xplane():
     assert step["kernels"] == 2
     assert step["kernel_mean_us"] == pytest.approx(25.0)
     assert (step["h2d_bytes"], step["h2d_ms"]) == (409600, pytest.approx(0.02))
-    assert step["device_busy_ms"] == pytest.approx(0.07)
+    # Busy is compute: the two kernels; the input copy is memory.
+    assert step["device_busy_ms"] == pytest.approx(0.05)
+    assert step["device_memory_ms"] == pytest.approx(0.02)
     assert set(digest["steps"][0]) >= {
         "step_ms", "input_wait_ms", "compute_ms", "other_ms", "device_busy_ms", "device_idle_ms",
         "kernels", "kernel_mean_us", "h2d_ms", "h2d_bytes", "d2h_ms", "d2h_bytes",

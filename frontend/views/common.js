@@ -5,6 +5,7 @@ import {DASH, fmtSpeedup, isNum} from '../format.js';
 
 /** Verdict ids (from the analysis module) and how they read in the UI. */
 export const VERDICTS = {
+  waiting_for_others: {label: 'waiting for others', rank: 1},
   input_bound: {label: 'input-bound', rank: 5},
   host_overhead_bound: {label: 'host-overhead-bound', rank: 4},
   warmup_dominated: {label: 'warm-up dominated', rank: 3},

@@ -536,10 +536,24 @@ function digestTable(w) {
     const busy = num(t, 'mean_device_busy_ms');
     const fraction = num(t, 'device_busy_fraction');
     rows.push(
-      {key: 'device_busy', label: 'Device busy', device: true,
+      {key: 'device_busy', label: 'Device busy (compute)', device: true,
         trace: isNum(fraction)
           ? fmtShare(fraction) + (isNum(busy) ? ' (' + fmtMsUnit(busy) + ')' : '')
           : fmtMsUnit(busy), ours: null},
+    );
+    // Windows digested since the split: collectives and copies apart.
+    if (isNum(num(t, 'device_communication_fraction'))) {
+      rows.push(
+        {key: 'device_communication', label: 'Device in collectives', device: true,
+          title: 'NCCL / gloo collectives: they spin while a peer is late, so they are not counted as busy.',
+          trace: fmtShare(num(t, 'device_communication_fraction')) +
+            ' (' + fmtMsUnit(num(t, 'mean_device_communication_ms')) + ')', ours: null},
+        {key: 'device_memory', label: 'Device in copies', device: true,
+          trace: fmtShare(num(t, 'device_memory_fraction')) +
+            ' (' + fmtMsUnit(num(t, 'mean_device_memory_ms')) + ')', ours: null},
+      );
+    }
+    rows.push(
       {key: 'device_idle', label: 'Device idle', device: true,
         trace: fmtMsUnit(num(t, 'mean_device_idle_ms')), ours: null},
       {key: 'kernels', label: 'Kernels per step', device: true,

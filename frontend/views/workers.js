@@ -94,7 +94,8 @@ function processTable(group, app) {
     el('th', {class: 'dc-num', text: 'Lost to it', title: 'everyone\u2019s waits for this process over all the processes\u2019 step time'}),
     el('th', {text: 'Its steady-state verdict', title: 'its own verdict, warm-up set aside'}),
     el('th', {text: 'Devices it holds'}),
-    el('th', {class: 'dc-num', text: 'Device busy', title: 'share of the traced steps’ time its device was busy (from a trace window)'}),
+    el('th', {class: 'dc-num', text: 'Device busy', title: 'share of the traced steps’ time its device computed (from a trace window): collectives and copies are not counted'}),
+    el('th', {text: 'Device time', title: 'compute, collectives (communication) and copies (memory) as shares of the traced steps, per device it holds'}),
   ]);
   const body = el('tbody');
   for (const entry of Array.isArray(group.runs) ? group.runs : []) {
@@ -116,11 +117,27 @@ function processTable(group, app) {
       el('td', {}, [verdictBadge(entry.steady_verdict || entry.verdict)]),
       el('td', {class: 'dc-devices', text: devicesText(entry.distribution)}),
       el('td', {class: 'dc-num', text: isNum(entry.device_busy_fraction) ? fmtShare(entry.device_busy_fraction) : DASH}),
+      el('td', {class: 'dc-device-split'}, deviceSplit(entry)),
     ]));
   }
   return el('div', {class: 'dc-table-wrap'}, [
     el('table', {class: 'dc-table dc-workers-table'}, [el('thead', {}, [head]), body]),
   ]);
+}
+
+/** Compute, collectives and copies per device (one line each), or a dash. */
+function deviceSplit(entry) {
+  const split = entry.device_split && typeof entry.device_split === 'object' ? entry.device_split : null;
+  if (!split) return [el('span', {text: DASH})];
+  const words = (f) => 'compute ' + fmtShare(f.compute) + ', collectives ' +
+    fmtShare(f.communication) + ', copies ' + fmtShare(f.memory);
+  const devices = Array.isArray(entry.device_figures)
+    ? entry.device_figures.filter((d) => d && typeof d === 'object') : [];
+  if (devices.length > 1) {
+    return devices.map((d) => el('div', {attrs: {'data-device': String(d.device)},
+      text: String(d.device) + ': ' + words(d)}));
+  }
+  return [el('span', {attrs: {'data-communication': String(split.communication)}, text: words(split)})];
 }
 
 function devicesText(distribution) {

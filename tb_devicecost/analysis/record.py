@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from tb_devicecost import vocabulary
+from tb_devicecost.analysis import device_split
 
 # The parts of a fit's wall time besides its total (`wall_ms`).
 WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")
@@ -300,6 +301,11 @@ class TraceWindow:
     ours: dict = dataclasses.field(default_factory=dict)
     steps: list = dataclasses.field(default_factory=list)
     device_busy_fraction: float = None
+    # The device's time split (`device_split.window_split`): `{compute,
+    # communication, memory, idle}` fractions, or `None` in windows
+    # digested before the split; and one figure per device.
+    split: dict = None
+    devices: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +331,12 @@ class RunData:
     problems: list
     # The sweep the run belongs to (`SweepMark`), or `None`.
     sweep: object = None
+    # The windows' device split and per-device figures (`device_split`).
+    device_split: dict = None
+    device_figures: list = dataclasses.field(default_factory=list)
+    # Why the default device-busy window was not traced yet (the trace
+    # document's `device_busy`), or `None`.
+    device_busy_window: dict = None
 
 
 def read_run(record):
@@ -362,6 +374,7 @@ def read_run(record):
             "Where the step ran was not recorded (no op or variable placement): "
             f"the device shown, {placement.device}, is only a visible one."
         )
+    split, figures = device_split.run_split(windows)
     return RunData(
         run=str(_field(record, "run", "")),
         numbers=numbers,
@@ -376,6 +389,9 @@ def read_run(record):
         device_busy_fraction=_device_busy_fraction(windows),
         problems=problems,
         sweep=_sweep_mark(info.get("sweep"), str(_field(record, "run", ""))),
+        device_split=split,
+        device_figures=figures,
+        device_busy_window=device_split.busy_note(_as_dict(_field(record, "trace"))),
     )
 
 
@@ -820,6 +836,7 @@ def _trace_window(window):
     busy = _as_number(window.get("device_busy_fraction"))
     if busy is None:
         busy = _as_number(summary.get("device_busy_fraction"))
+    split, devices = device_split.window_split(window)
     return TraceWindow(
         start_step=_as_count(window.get("start_step")),
         stop_step=_as_count(window.get("stop_step")),
@@ -841,6 +858,8 @@ def _trace_window(window):
         },
         steps=steps,
         device_busy_fraction=busy,
+        split=split,
+        devices=devices,
     )
 
 

@@ -144,6 +144,12 @@ def analyze_run(record):
         "retraces": numbers.retraces.as_dict(),
         "samples_per_s": samples_per_s,
         "device_busy_fraction": run.device_busy_fraction,
+        # Compute, communication (collectives), memory copies and idle, as
+        # shares of the traced steps, and per device (docs/CLI.md).
+        "device_split": run.device_split,
+        "device_figures": run.device_figures,
+        # Why the default device-busy window was not traced (too short a run).
+        "device_busy_window": run.device_busy_window,
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
@@ -154,6 +160,8 @@ def analyze_run(record):
     verdict, steady_verdict, findings = verdicts.judge(result)
     result["verdict"] = verdict
     result["steady_verdict"] = steady_verdict
+    # Set by the job's analysis on a process `waiting_for_others` (`waiting`).
+    result["own_verdict"] = None
     result["findings"] = findings
     return _json_ready(result)
 
@@ -226,6 +234,8 @@ def _trace_window(window):
         "trace_bytes": window.trace_bytes,
         "error": window.error,
         "has_device_plane": window.has_device_plane,
+        "split": window.split,
+        "devices": window.devices,
         "summary": window.summary,
         "ours": window.ours,
         "steps": window.steps,
@@ -319,9 +329,11 @@ def build_report(records, baseline=None, unread=None):
         else:
             runs.append(result)
     # The processes of a distributed fit side by side; the straggler's
-    # finding joins each of its processes' findings.
+    # finding joins each of its processes' findings, and a process mostly
+    # waiting for it is `waiting_for_others`.
     worker_groups = workers.build_workers(records, runs)
     workers.attach_findings(worker_groups, runs)
+    workers.mark_waiting(worker_groups, runs)
     skipped.extend(
         {"run": str(item["run"]), "reason": str(item["reason"])} for item in unread or ()
     )

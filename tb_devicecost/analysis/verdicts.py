@@ -79,8 +79,11 @@ STALLS_MODERATE = 10
 LATENCY_MAX_BATCH_GROWTH = 32
 
 SEVERITIES = ("high", "moderate", "info")
-# In the order they are chosen (docs/VERDICTS.md, "Verdicts").
+# In the order they are chosen (docs/VERDICTS.md, "Verdicts"); a process of a
+# distributed job mostly waiting for another is `waiting_for_others`, which
+# the job's analysis sets (`waiting`).
 VERDICTS = (
+    "waiting_for_others",
     "warmup_dominated",
     "input_bound",
     "host_overhead_bound",
@@ -519,8 +522,11 @@ def _busy_evidence(run):
         f"{fmt_share(LATENCY_DEVICE_BUSY)})"
     )
     if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
+        # Windows digested since the split count compute kernels only
+        # (collectives and copies apart); older ones kernels and copies.
+        what = "compute kernels" if run.get("device_split") else "kernels and copies"
         text += (
-            f": {fmt_ms(trace['busy_ms'])} ms of kernels and copies in the "
+            f": {fmt_ms(trace['busy_ms'])} ms of {what} in the "
             f"{fmt_ms(trace['traced_step_ms'])} ms mean traced step"
         )
     kernels = trace.get("kernels")
@@ -577,6 +583,10 @@ def _compute_finding(run, input_severity=None, unjudged=None):
             " A device trace would tell whether the accelerator is busy or "
             "waiting on kernel launches (latency_bound)."
         )
+        note = run.get("device_busy_window") or {}
+        if note.get("reason"):
+            # The default window was not traced: say why (trace_budget).
+            fix += " " + note["reason"]
     return _finding("compute_bound", "info", message, fix)
 
 

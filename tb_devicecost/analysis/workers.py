@@ -35,6 +35,7 @@ import numpy as np
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import waiting
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
 
@@ -471,6 +472,28 @@ def attach_findings(workers, runs):
             run = by_name.get(entry["run"])
             if run is not None:
                 run["findings"] = list(run.get("findings") or []) + [finding]
+
+
+def mark_waiting(workers, runs):
+    """Each process's device split beside its waits, and the
+    `waiting_for_others` verdict of a process mostly waiting for the
+    straggler (`waiting.waiting_finding`), set on its run object and its
+    entry in the group."""
+    by_name = {run["run"]: run for run in runs}
+    for group in workers:
+        for entry in group["runs"]:
+            run = by_name.get(entry["run"]) or {}
+            entry["device_split"] = run.get("device_split")
+            entry["device_figures"] = run.get("device_figures") or []
+            finding = waiting.waiting_finding(entry, group, run)
+            if finding is None:
+                continue
+            entry["waiting"] = finding
+            entry["own_verdict"] = entry["steady_verdict"]
+            entry["steady_verdict"] = waiting.VERDICT
+            if run:
+                waiting.apply(run, finding)
+                entry["verdict"] = run["verdict"]
 
 
 def without_series(records):

@@ -303,6 +303,7 @@ def _workers_lines(groups):
                 f"{fmt_share(entry['lost_share']):>10} "
                 f"{entry['steady_verdict'] or entry['verdict'] or MISSING}"
             ))
+            lines.extend(_wrap(text, "    ") for text in common.device_split_lines(entry))
         if group["missing_processes"]:
             missing = ", ".join(str(index) for index in group["missing_processes"])
             lines.append(_wrap(f"Not recorded: process {missing}.", "  "))

@@ -168,8 +168,9 @@ def _workers_table(groups):
             f"aligned; skew p50 {fmt_ms_unit(skew['p50'])}, p90 "
             f"{fmt_ms_unit(skew['p90'])}.",
             "",
-            "| Process | Run | Step p50 | Waits p50 | Wait share | Lost to it | Steady-state verdict |",
-            "|---:|---|---:|---:|---:|---:|---|",
+            "| Process | Run | Step p50 | Waits p50 | Wait share | Lost to it | Steady-state verdict "
+            "| Device: compute, collectives, copies |",
+            "|---:|---|---:|---:|---:|---:|---|---|",
         ]
         for entry in group["runs"]:
             straggler = " (straggler)" if entry["run"] == group["straggler"] else ""
@@ -178,7 +179,8 @@ def _workers_table(groups):
                 f"| {fmt_ms_unit((entry['step_ms'] or {}).get('p50'))} "
                 f"| {fmt_ms_unit(entry['wait_ms']['p50'])} "
                 f"| {fmt_share(entry['wait_share'])} | {fmt_share(entry['lost_share'])} "
-                f"| {_md_cell(entry['steady_verdict'] or entry['verdict'] or MISSING)} |"
+                f"| {_md_cell(entry['steady_verdict'] or entry['verdict'] or MISSING)} "
+                f"| {_md_cell('; '.join(common.device_split_lines(entry)) or MISSING)} |"
             )
         lines.append("")
         lines.append(
