@@ -95,7 +95,7 @@ def test_compute_is_the_step_timed_outside(truth):
     run, fact = runs["compute"], facts["cases"]["compute"]
     # The same model, timed by a clock outside fits without the callback;
     # the margin holds on a machine busy with other work.
-    assert 0.5 < run["compute_ms"]["p50"] / fact["outside_step_ms"] < 2.0
+    assert 0.33 < run["compute_ms"]["p50"] / fact["outside_step_ms"] < 3.0
     assert run["shares"]["compute"] > 0.8
     assert run["steady_verdict"] == "compute_bound"
     # The fit's accounted time lies within the fit timed from outside
@@ -110,7 +110,7 @@ def test_a_mix_of_input_host_and_compute(truth):
     run, fact = runs["mix"], facts["cases"]["mix"]
     host = run["host_overhead_ms"]["p50"]
     assert close(host, fact["host_ms"]), run["host_overhead_ms"]
-    assert 0.5 < run["compute_ms"]["p50"] / fact["outside_step_ms"] < 2.0
+    assert 0.33 < run["compute_ms"]["p50"] / fact["outside_step_ms"] < 3.0
     wait = run["data_wait_ms"]["p50"]
     if backend == "tensorflow":
         # Keras prefetches a PyDataset into tf.data: the input's sleep runs

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What tests/data keeps from a borrowed GPU machine, recorded in one command.
+#
+# Run on the device machine from the repository's root, with Keras carried
+# as wheels in .whl/ (the device tool's recipe: keras==3.15.1, namex,
+# optree, google-crc32c for cp312):
+#
+#   bash benchmarks/record_gpu.sh "$OUT" truth distributed2
+#   bash benchmarks/record_gpu.sh "$OUT" distributed4
+#
+# truth: tests/truth_fits.py on JAX and PyTorch, on the GPU (-> h100_truth/);
+# distributedN: benchmarks/gpu_distributed.py with N processes, one GPU
+# each, the MLP (-> h100xN/mlp). Each part lands in OUT as one archive
+# (the device tool brings files back at most two folders down); unpack
+# them under tests/data/.
+set -u
+out=$1; shift
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -4
+for part in "$@"; do
+    root=/tmp/record/$part
+    rm -rf "$root"; mkdir -p "$root"
+    began=$(date +%s)
+    case $part in
+        truth)
+            mkdir -p "$root/h100_truth"
+            for backend in jax torch; do
+                CUDA_VISIBLE_DEVICES=0 python3 tests/truth_fits.py "$backend" \
+                    "$root/h100_truth/$backend" > "$root/h100_truth/$backend.json" \
+                    2> "$out/truth_$backend.log" || echo "truth $backend failed"
+            done
+            ;;
+        distributed*)
+            count=${part#distributed}
+            python3 benchmarks/gpu_distributed.py --out "$root/h100x$count/mlp" \
+                --processes "$count" --kinds mlp --rounds 5 2>&1 | tee "$out/$part.log" | tail -40
+            rm -rf "$root/h100x$count/mlp/logs" "$root/h100x$count/mlp/scratch"
+            ;;
+        *) echo "unknown part: $part"; continue ;;
+    esac
+    echo "$part took $(( $(date +%s) - began )) s"
+    tar czf "$out/$part.tar.gz" -C "$root" .
+done
