@@ -245,10 +245,11 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         return [by_name.get(record.run, record) for record in records]
 
     def _straggler_finding(self, ctx, experiment, record):
-        """The `straggler` finding of the job `record`'s process belongs
-        to, as the report attaches it (`None` when there is none)."""
+        """`(job, finding)`: the job `record`'s process belongs to and its
+        `straggler` finding when `record` is the straggler (said once per
+        job, as the report attaches it), else `None` for either."""
         if workers.process_of(record) is None:
-            return None
+            return None, None
         scan = reader.scan_if_local(self._logdir)
         records, _ = reader.read_logdir(
             self._data_provider, scan, ctx, experiment_id=experiment, series_points=0
@@ -258,13 +259,17 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         )
         analysed = [analysis.analyze_record(member)[0] for member in members]
         groups = workers.build_workers(members, [run for run in analysed if run])
-        return groups[0]["finding"] if groups else None
+        if not groups:
+            return None, None
+        finding = groups[0]["finding"]
+        straggler = finding is not None and groups[0]["straggler"] == record.run
+        return groups[0]["group"], finding if straggler else None
 
     def run_impl(self, ctx, experiment, run):
         result, record = self._analysed(
             ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
         )[run]
-        finding = self._straggler_finding(ctx, experiment, record)
+        result["job"], finding = self._straggler_finding(ctx, experiment, record)
         if finding is not None:
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
         result["profile"] = self._profile_links(run)

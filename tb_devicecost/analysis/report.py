@@ -144,6 +144,8 @@ def analyze_run(record):
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
         "distribution": workers.distribution(record, batch_size),
+        # The distributed job it is one process of (`workers.attach_findings`).
+        "job": None,
         "problems": run.problems,
         "sweep": run.sweep.as_dict() if run.sweep is not None else None,
     }
