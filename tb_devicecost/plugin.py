@@ -26,8 +26,8 @@ from tb_devicecost.analysis import workers
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
-# Run names are paths; anything longer is not one of ours.
-_MAX_RUN_NAME = 1024
+# Run names are paths: the reader's one rule for what is listed and opened.
+_MAX_RUN_NAME = reader.MAX_RUN_NAME
 _MAX_COMPARED_RUNS = 100
 # Every route only reads.
 _METHODS = ("GET", "HEAD")
