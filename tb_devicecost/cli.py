@@ -7,8 +7,10 @@ as a table for the terminal (default), `--json` (the stable machine
 interface, documented in `docs/CLI.md`) or `--markdown`.
 
 Exit status: 0 on success; 2, with a one-line reason on stderr, when LOGDIR
-does not exist, holds no run with our data, or an option is wrong; 1, with
-one line, when a sweep's builder or one of its fits raised.
+does not exist, holds no run with our data, or an option is wrong (a
+sweep's `--log-dir` that is no writable directory is refused before the
+first fit); 1, with one line, when a sweep's builder or one of its fits
+raised; 130, with one line, on Ctrl-C.
 
 This module reads the command line and the log directory and sets the exit
 status; `tb_devicecost.analysis` builds the report and
@@ -157,6 +159,11 @@ def main(argv=None):
     except UsageError as error:
         print(f"{PROG}: error: {common.neutral(common.one_line(error))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C (during a sweep's fits, or a long report): one line, and
+        # the shell's status for SIGINT, never a traceback.
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
 
 
 def _load_records(logdir):
@@ -291,6 +298,7 @@ def _sweep(args):
     make_data = _callable(args.data, "--data")
     batch_sizes = _comma_list(args.batch_sizes, "--batch-sizes", int)
     devices = None if args.devices is None else _comma_list(args.devices, "--devices")
+    _check_log_dir(args.log_dir)
     try:
         data = make_data()
     except Exception as error:  # pylint: disable=broad-except
@@ -319,6 +327,21 @@ def _sweep(args):
     report = analysis.build_report(records, unread=unread)
     _write(console.render_sweeps(report["sweeps"], args.log_dir, ascii_only=not _shows(console.BARS)))
     return 0
+
+
+def _check_log_dir(log_dir):
+    """Before the first fit: `log_dir` is, or can be made, a directory we
+    can write into. Otherwise every fit would run with recording off."""
+    if os.path.exists(log_dir) and not os.path.isdir(log_dir):
+        raise UsageError(f"--log-dir {log_dir!r} is a file, not a directory; pass a "
+                         "directory for the sweep's runs, e.g. logs/sweep")
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--log-dir {log_dir!r} cannot be made a directory "
+                         f"({type(error).__name__}: {error.strerror or error})") from None
+    if not os.access(log_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"--log-dir {log_dir!r} cannot be written to")
 
 
 def _write(text):

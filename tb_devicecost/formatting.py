@@ -44,6 +44,7 @@ only on a terminal that cannot show it.)
 
 import decimal
 import math
+import re
 
 MISSING = "\u2014"
 
@@ -135,3 +136,16 @@ def fmt_speedup(value):
     if value is None:
         return MISSING
     return _round(value, 2) + "x" if value >= 0 else "-" + _round(-value, 2) + "x"
+
+
+# Unicode's bidirectional embeddings, overrides and isolates (U+202A-202E,
+# U+2066-2069): inside a sentence, one in a run name would reorder the rest.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def confined(text):
+    """`text` (a run name, a device: a string from the recorded data) with
+    every bidirectional control written as its escape (`\\u202e`), as the
+    CLI prints it: set inside a sentence, it can no longer reverse the
+    words after it. The analysis writes user strings into its messages so."""
+    return _BIDI_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", str(text))

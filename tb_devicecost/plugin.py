@@ -26,8 +26,8 @@ from tb_devicecost.analysis import workers
 from tb_devicecost import metadata
 from tb_devicecost import reader
 
-# Run names are paths; anything longer is not one of ours.
-_MAX_RUN_NAME = 1024
+# Run names are paths: the reader's one rule for what is listed and opened.
+_MAX_RUN_NAME = reader.MAX_RUN_NAME
 _MAX_COMPARED_RUNS = 100
 # Every route only reads.
 _METHODS = ("GET", "HEAD")
@@ -244,11 +244,13 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         by_name = {record.run: record for record in again}
         return [by_name.get(record.run, record) for record in records]
 
-    def _job_group(self, ctx, experiment, record):
-        """The group object of the job `record`'s process belongs to, as
-        the report builds it (`None` when there is none)."""
+    def _job(self, ctx, experiment, record):
+        """`(group, job, finding)`: the workers group of the job `record`'s
+        process belongs to, the job's name, and its `straggler` finding
+        when `record` is the straggler (said once per job, as the report
+        attaches it); `None` for each when there is no job."""
         if workers.process_of(record) is None:
-            return None
+            return None, None, None
         scan = reader.scan_if_local(self._logdir)
         records, _ = reader.read_logdir(
             self._data_provider, scan, ctx, experiment_id=experiment, series_points=0
@@ -258,14 +260,17 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         )
         analysed = [analysis.analyze_record(member)[0] for member in members]
         groups = workers.build_workers(members, [run for run in analysed if run])
-        return groups[0] if groups else None
+        if not groups:
+            return None, None, None
+        finding = groups[0]["finding"]
+        straggler = finding is not None and groups[0]["straggler"] == record.run
+        return groups[0], groups[0]["group"], finding if straggler else None
 
     def run_impl(self, ctx, experiment, run):
         result, record = self._analysed(
             ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
         )[run]
-        group = self._job_group(ctx, experiment, record)
-        finding = group["finding"] if group else None
+        group, result["job"], finding = self._job(ctx, experiment, record)
         if finding is not None:
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
         if group:

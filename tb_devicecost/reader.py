@@ -24,6 +24,9 @@ import struct
 import numpy as np
 
 from tb_devicecost import captures
+from tb_devicecost import collisions
+from tb_devicecost.captures import find_profile_runs  # noqa: F401 (the plugin's)
+from tb_devicecost.captures import list_profile_captures  # noqa: F401
 from tb_devicecost import metadata
 from tb_devicecost import records as tfrecords
 from tb_devicecost import vocabulary
@@ -40,6 +43,9 @@ NO_DATA_REASON = (
     "Its event files hold no readable tb-devicecost summaries (only other "
     "summaries, or damaged files)."
 )
+# The longest run name that is listed and can be opened (Linux's PATH_MAX):
+# longer ones are skipped with the reason, never listed unopenable.
+MAX_RUN_NAME = 4096
 # Directories a scan looks at before it stops (a link to `/` must not make
 # the report walk the whole machine).
 MAX_SCANNED_DIRECTORIES = 100_000
@@ -319,6 +325,8 @@ def scan_logdir(logdir):
                     scan.note(run, f"The event file {name}: {damage}.")
             if readable:
                 scan.runs[run] = readable
+                for reason in collisions.collided(readable):
+                    scan.note(run, reason)
     return scan
 
 
@@ -609,6 +617,9 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
         **options: `series_points`, `series_fallback` of `read_runs`.
     """
     records = read_runs(provider, ctx, experiment_id=experiment_id, runs=runs, **options)
+    # One rule for what is listed and what can be opened (`MAX_RUN_NAME`).
+    too_long = [record.run for record in records if len(record.run) > MAX_RUN_NAME]
+    records = [record for record in records if len(record.run) <= MAX_RUN_NAME]
     if scan is not None:
         records = [record for record in records if record.run in scan.runs]
         for record in records:
@@ -625,6 +636,10 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
             {"run": run, "reason": NO_DATA_REASON}
             for run in sorted(set(listed) - known)
         ]
+    unread = sorted([item for item in unread if item["run"] not in too_long] + [
+        {"run": run, "reason": f"Its name is {len(run):,} characters, more than the "
+         f"{MAX_RUN_NAME:,} a run name may have (Linux's PATH_MAX)."} for run in too_long],
+        key=lambda item: item["run"])
     if runs is not None:
         unread = [item for item in unread if item["run"] in runs]
     return records, unread
@@ -791,45 +806,3 @@ def _fill_series(run_record, block_data, by_tag, points, problems):
             continue  # Runs written before the flag existed.
         series[key] = rows[:, index]
     run_record.series = series
-
-
-def list_profile_captures(logdir, run):
-    """Profiler captures of `run`: `[{"capture": ts, "host": host}]`.
-
-    Looks in `<logdir>/<run>/plugins/profile/<timestamp>/<host>.xplane.pb`,
-    where the Profile tab finds them. Paths are confined to `logdir`.
-    """
-    if not logdir or run is None:
-        return []
-    root = os.path.realpath(logdir)
-    run_dir = os.path.realpath(os.path.join(root, run))
-    if os.path.commonpath([root, run_dir]) != root:
-        return []
-    return [
-        {"capture": capture, "host": host}
-        for _, capture, host in captures.list_captures(run_dir)
-    ]
-
-
-def find_profile_runs(logdir, max_depth=6):
-    """Runs under `logdir` that hold profiler captures, as run names.
-
-    A run holds captures when `<run>/plugins/profile/<timestamp>/` exists
-    with a trace in it; the search stops `max_depth` levels down.
-    """
-    if not logdir or not os.path.isdir(logdir):
-        return []
-    root = os.path.realpath(logdir)
-    runs = []
-    for directory, subdirectories, _ in os.walk(root):
-        relative = os.path.relpath(directory, root)
-        depth = 0 if relative == "." else relative.count(os.sep) + 1
-        if "plugins" in subdirectories:
-            run = "." if relative == "." else relative.replace(os.sep, "/")
-            if list_profile_captures(logdir, run):
-                runs.append(run)
-        # Never descend into a run's plugin data, nor too deep.
-        subdirectories[:] = [] if depth >= max_depth else sorted(
-            name for name in subdirectories if name != "plugins"
-        )
-    return sorted(runs)

@@ -936,7 +936,7 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
     with process 1 slowed by 20 ms a batch: the tab shows each job's
     processes side by side, the slowed one as the straggler with its cause
     and fix and the report's figures, the other job as keeping pace; the
-    detail of the process that waited carries the same finding."""
+    straggler's detail carries the same finding."""
     import distributed_runs
 
     logdir = str(tmp_path / "logs")
@@ -973,17 +973,17 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
         expect(even_panel.locator(".dc-workers-balanced")).to_have_count(1)
         expect(even_panel.locator(".dc-straggler-box")).to_have_count(0)
         page.screenshot(path=os.path.join(screenshots, "workers.png"))
-        # The process that waited: its detail shows the straggler finding.
-        slow_panel.locator('tr[data-process="0"] .dc-run-link').click()
+        # The straggler's detail shows the finding (said once per job, issue 25).
+        slow_panel.locator('tr[data-process="1"] .dc-run-link').click()
         finding = frame.locator('.dc-finding[data-finding="straggler"]')
         expect(finding).to_have_count(1)
         message = next(item for item in report["runs"]
-                       if item["run"] == "slow/process_0/train")
+                       if item["run"] == "slow/process_1/train")
         expected = next(item for item in message["findings"] if item["id"] == "straggler")
         expect(finding.locator(".dc-finding-message")).to_have_text(expected["message"])
         # Its run info: which process it is, what it holds, how the batch splits.
         info = frame.locator(".dc-kv").filter(has_text="Backend")
-        expect(info).to_contain_text("0 of 2, holding cpu:0")
+        expect(info).to_contain_text("1 of 2, holding cpu:")
         expect(info).to_contain_text("64 in all, 32 per process, 32 per replica")
         assert problems["console_errors"] == []
         assert problems["page_errors"] == []

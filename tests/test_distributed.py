@@ -96,10 +96,12 @@ def test_a_process_slow_to_fetch_is_the_straggler_with_its_cause():
     # On time, every step would take its 2 ms of compute: 6x.
     assert finding["expected"]["step_ms"] == pytest.approx(2.0)
     assert finding["expected"]["speedup"] == pytest.approx(6.0)
-    # Every process's run carries the same finding, where findings are shown.
+    # Said once per job: only the straggler's run carries the finding;
+    # every process's run names its job (issue 25, item 6).
     for run in report["runs"]:
         stragglers = [item for item in run["findings"] if item["id"] == "straggler"]
-        assert stragglers == [finding]
+        assert stragglers == ([finding] if run["run"] == "job/process_2/train" else [])
+        assert run["job"] == "job/train"
     json.dumps(report, allow_nan=False)
 
 
@@ -197,7 +199,7 @@ def test_which_runs_form_a_job():
     records = [
         job_record("x/process_0/train", 0, 3, *good),
         job_record("x/process_1/train", 1, 3, *good),
-        # The index in the name and in the run info disagree: not grouped.
+        # The index in the name and in the run info disagree: not lined up.
         job_record("x/process_7/train", 2, 3, *good),
         # One process alone is not a job.
         dict(job_record("solo/train", 0, 1, *good)),
@@ -205,7 +207,10 @@ def test_which_runs_form_a_job():
     report = analysis.build_report(records)
     groups = by_group(report)
     assert list(groups) == ["x/train"]
-    assert groups["x/train"]["missing_processes"] == [2]
+    # Process 2's run is there, under the wrong directory: named, not
+    # "not recorded" (issue 25, item 4).
+    assert groups["x/train"]["missing_processes"] == []
+    assert [item["run"] for item in groups["x/train"]["unaligned"]] == ["x/process_7/train"]
     assert [entry["run"] for entry in groups["x/train"]["runs"]] == [
         "x/process_0/train", "x/process_1/train"]
     solo = {run["run"]: run for run in report["runs"]}["solo/train"]
@@ -430,3 +435,95 @@ def test_run_info_splits_the_batch_only_under_a_strategy_of_several():
         "logs/a", "process_3")
     # No distributed library initialized in this process.
     assert run_info.process_info()["process_count"] == 1
+
+
+# Hostile layouts (issue 25).
+
+
+@pytest.mark.parametrize("count", [10**6, 10**8, 10**12])
+def test_a_huge_process_count_is_summarised_as_ranges(count):
+    # Item 1: the missing processes are ranges bounded by the runs present,
+    # never `range(count)`.
+    n = 4
+    records = [
+        job_record("huge/process_0/train", 0, count, [0.0] * n, [3.0] * n, [0.0] * n),
+        job_record("huge/process_1/train", 1, count, [0.0] * n, [3.0] * n, [0.0] * n),
+    ]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["process_count"] == count
+    assert group["missing_processes"] == [[2, count - 1]]
+    assert group["missing_count"] == count - 2
+    assert len(json.dumps(report)) < 100_000
+    for text in (console.render(report), markdown.render(report)):
+        assert len(text) < 20_000
+        assert formatting.fmt_count(count - 1) in text
+
+
+def test_runs_that_do_not_fit_their_job_are_named_not_dropped():
+    # Item 4: `process_1` and `process_01` both say process 1; a real
+    # process 2 renamed `process_7`; an index beyond the count.
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [
+        job_record("y/process_0/train", 0, 4, *good),
+        job_record("y/process_01/train", 1, 4, *good),
+        job_record("y/process_1/train", 1, 4, *good),
+        job_record("y/process_7/train", 2, 4, *good),
+        job_record("y/process_9/train", 9, 4, *good),
+    ]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert [entry["run"] for entry in group["runs"]] == ["y/process_0/train", "y/process_1/train"]
+    unaligned = {item["run"]: item for item in group["unaligned"]}
+    assert set(unaligned) == {"y/process_01/train", "y/process_7/train", "y/process_9/train"}
+    assert unaligned["y/process_7/train"]["claimed_index"] == 2
+    assert "y/process_1/train" in unaligned["y/process_01/train"]["reason"]
+    # Only process 3 has no run at all.
+    assert group["missing_processes"] == [[3, 3]]
+    text = console.render(report)
+    for name in unaligned:
+        assert name in text
+    assert "process 2" not in common_missing(text)
+
+
+def common_missing(text):
+    return "\n".join(line for line in text.splitlines() if "Not recorded" in line)
+
+
+def test_no_aligned_steps_never_claims_balance():
+    # Item 4: steps that share no global step: nothing is lined up, so
+    # nothing can be said to keep pace.
+    n = 6
+    records = [
+        job_record("s/process_0/train", 0, 2, [0.0] * n, [3.0] * n, [0.0] * n),
+        job_record("s/process_1/train", 1, 2, [9.0] * n, [3.0] * n, [0.0] * n,
+                   steps=np.arange(100, 100 + n + 1)),
+    ]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["aligned_steps"] == 0 and group["straggler"] is None
+    assert group["problems"] and "no global step" in group["problems"][-1]
+    for text in (console.render(report), markdown.render(report)):
+        assert "keep pace" not in text
+        assert "no steps were lined up" in text
+
+
+def test_a_straggler_of_200_processes_is_said_once():
+    # Item 6: the finding is in the straggler's run only, not 200 times.
+    n, count = 5, 200
+    records = [
+        job_record(f"big/process_{index}/train", index, count,
+                   [8.0 if index == 7 else 0.0] * n, [10.0] * n, [0.0] * n)
+        for index in range(count)
+    ]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["straggler_index"] == 7
+    carrying = [run["run"] for run in report["runs"]
+                if any(item["id"] == "straggler" for item in run["findings"])]
+    assert carrying == ["big/process_7/train"]
+    assert {run["job"] for run in report["runs"]} == {"big/train"}
+    text = console.render(report)
+    assert text.count(group["finding"]["message"][:60]) <= 1
+    assert text.count("holds the other 199 processes back") == 1

@@ -17,7 +17,8 @@ files. For each damaged copy, beside two intact runs:
 - the tab and the report list the same runs and skipped runs (reasons too).
 
 Seeded, and bounded in time (well under two minutes on two cores). The
-counts (tried / survived) are printed at the end.
+counts (tried / survived) are printed at the end. Hostile layouts (issue
+25: `fuzz_layouts.py`) are tried the same way, with their own count.
 """
 
 import contextlib
@@ -567,3 +568,30 @@ def test_damaged_runs_never_crash_the_report_nor_blank_the_tab(pristine, tmp_pat
               f"({elapsed:.0f} s, seed {SEED})")
     assert not failures, "\n".join(failures)
     assert tried >= 80
+
+
+def test_hostile_layouts_never_crash_nor_hide_a_problem(pristine, tmp_path, capsys, monkeypatch):
+    """Issue 25, items 1 to 8 (`fuzz_layouts.py`): each layout beside the
+    intact runs, through `check_case` and the item's own check."""
+    import fuzz_layouts
+
+    tried, failures = 0, []
+    for index, (item, name, build, check) in enumerate(fuzz_layouts.cases()):
+        logdir = str(tmp_path / f"layout{index:02d}")
+        shutil.copytree(str(pristine), logdir, symlinks=True)
+        tried += 1
+        try:
+            build(logdir)
+            check_case(logdir, [], subprocess_too=False)
+            check(*fuzz_layouts.report_and_text(logdir))
+        except Exception as error:  # pylint: disable=broad-except
+            failures.append(f"item {item}, {name}: {type(error).__name__}: {str(error)[:400]}")
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
+    monkeypatch.syspath_prepend(str(tmp_path))  # Item 8's data module.
+    more, failed = fuzz_layouts.cli_failures(tmp_path, run_cli)
+    tried, failures = tried + more, failures + failed
+    with capsys.disabled():
+        print(f"\nfuzz (hostile layouts, issue 25): {tried} tried, "
+              f"{tried - len(failures)} survived")
+    assert not failures, "\n".join(failures)

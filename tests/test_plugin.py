@@ -170,7 +170,7 @@ def test_compare_route_rows_for_each_run(client):
         ("/compare?run=cpu/train&run=cpu/train", 400, "2 to 100 different runs"),
         ("/compare?run=cpu/train&run=ghost", 404, "ghost"),
         ("/compare?run=cpu/train&run=slow/train&baseline=ghost", 400, "must be one of"),
-        ("/run?run=" + "x" * 2000, 400, "at most 1024 characters"),
+        ("/run?run=" + "x" * 5000, 400, "at most 4096 characters"),
     ],
 )
 def test_bad_requests_get_a_clear_4xx(client, path, status, message):
@@ -426,3 +426,23 @@ def test_a_long_run_through_tensorboards_data_server_shows_whole_sampled_blocks(
     assert kept[-1] == 149 and kept[0] < 30 and kept[50] < 100  # spread over the run
     assert series["data_wait_ms"] == (steps % 5).astype(float).tolist()
     assert series["wall_time"] == (1000.0 + steps).tolist()
+
+
+def test_a_long_run_name_that_is_listed_can_be_opened(tmp_path, helpers):
+    # Issue 25, item 5: one rule (`reader.MAX_RUN_NAME`) for what /runs
+    # lists and what /run and /compare open: a 3,748-character run name.
+    info = {"schema": 1, "backend": "tensorflow", "batch_size": 10,
+            "steps_per_record": 1, "fetch_in_graph": False}
+    parts = ["d" * 200] * 18 + ["x" * 124, "train"]
+    long_name = "/".join(parts)
+    assert len(long_name) == 3_748
+    for run_dir in (os.path.join(str(tmp_path), *parts), str(tmp_path / "cpu" / "train")):
+        helpers.write_run(run_dir, aggregate=helpers.make_aggregate(0.1, 0.8, 0.05, batch_size=10),
+                          info=info, placement=helpers.cpu_placement())
+    client = make_client(str(tmp_path))
+    listed = get_json(client, "/runs")
+    assert long_name in {run["run"] for run in listed["runs"]}
+    quoted = urllib.parse.quote(long_name, safe="")
+    assert get_json(client, "/run?run=" + quoted)["run"] == long_name
+    compared = get_json(client, "/compare?run=cpu/train&run=" + quoted)
+    assert {run["run"] for run in compared["runs"]} == {"cpu/train", long_name}

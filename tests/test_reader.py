@@ -500,3 +500,63 @@ def test_a_block_of_the_wrong_shape_is_left_out_and_said(tmp_path, helpers):
     assert records["a/train"].series["step"].tolist() == list(range(10))
     assert any("1 block(s) of steps are not [steps, 6] float tensors" in problem
                for problem in records["a/train"].problems)
+
+
+# Issue 25.
+
+
+def colliding_run(helpers, tmp_path, spans):
+    """A run directory holding one event file of ours per `(opened,
+    last_write, pid)`, as two fits given the same log_dir write them."""
+    run_dir = tmp_path / "logs" / "same" / "train"
+    run_dir.mkdir(parents=True)
+    for index, (opened, last_write, pid) in enumerate(spans):
+        source = good_run(helpers, tmp_path / f"fit{index}" / "train", rows=10 + index)
+        [path] = [os.path.join(source, name) for name in os.listdir(source)]
+        target = run_dir / f"events.out.tfevents.{opened:010d}.host.{pid}.{index:06d}.devicecost"
+        os.replace(path, target)
+        os.utime(target, (last_write, last_write))
+    return str(tmp_path / "logs")
+
+
+def test_two_fits_written_at_once_into_one_run_are_said_to_collide(tmp_path, helpers):
+    # Item 3: two processes, DeviceCostCallback("logs/same"): two event
+    # files open at the same time. The run is kept, with the collision.
+    logdir = colliding_run(helpers, tmp_path, [(1_000, 1_050.5, 111), (1_010, 1_060.5, 222)])
+    records, unread = read(logdir)
+    assert list(records) == ["same/train"] and unread == []
+    [problem] = [text for text in records["same/train"].problems if "at once" in text]
+    assert "111" in problem and "222" in problem
+    report = analysis.build_report(list(records.values()))
+    [run] = report["runs"]
+    assert any("at once" in text for text in run["problems"])
+
+
+def test_fits_one_after_another_into_one_run_do_not_collide(tmp_path, helpers):
+    # Item 3: a rerun after the first fit ended (even within its last
+    # second) is no collision.
+    logdir = colliding_run(helpers, tmp_path, [(1_000, 1_050.5, 111), (1_050, 1_090.0, 222)])
+    records, _ = read(logdir)
+    assert not [text for text in records["same/train"].problems if "at once" in text]
+
+
+def test_one_rule_for_the_length_of_a_run_name(tmp_path, helpers):
+    # Item 5: a 3,748-character run name (a valid path) is read; a name
+    # over `MAX_RUN_NAME` is skipped with the reason, never listed.
+    logdir = tmp_path / "logs"
+    parts = ["d" * 200] * 18 + ["x" * 124, "train"]
+    long_name = "/".join(parts)
+    assert len(long_name) == 3_748
+    good_run(helpers, os.path.join(str(logdir), *parts))
+    records, unread = read(str(logdir))
+    assert list(records) == [long_name] and unread == []
+    assert reader.MAX_RUN_NAME >= 3_748
+    monkeypatched = reader.MAX_RUN_NAME
+    try:
+        reader.MAX_RUN_NAME = 1_000
+        records, unread = read(str(logdir))
+    finally:
+        reader.MAX_RUN_NAME = monkeypatched
+    assert records == {}
+    assert [item["run"] for item in unread] == [long_name]
+    assert "3,748 characters" in unread[0]["reason"]

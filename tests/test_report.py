@@ -41,7 +41,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     }
     assert set(modules) == {
         "__init__", "device_split", "record", "sweeps", "verdicts", "compare", "waiting",
-        "workers", "report"}
+        "jobs", "workers", "report"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -56,9 +56,9 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
     # Imports run one way: device_split <- record <- sweeps <- verdicts <-
-    # compare <- waiting <- workers <- report.
-    order = ["device_split", "record", "sweeps", "verdicts", "compare", "waiting", "workers",
-             "report"]
+    # compare <- waiting <- jobs <- workers <- report.
+    order = ["device_split", "record", "sweeps", "verdicts", "compare", "waiting", "jobs",
+             "workers", "report"]
     for index, name in enumerate(order):
         inside = {module.rsplit(".", 1)[-1] for module in modules[name]
                   if module.startswith("tb_devicecost.analysis.")}
@@ -278,3 +278,43 @@ def test_one_rule_for_every_route_and_the_report(helpers, monkeypatch):
     assert result is None and "ZeroDivisionError: float division by zero" in reason
     report = analysis.build_report([good, bad])
     assert report["skipped"] == [{"run": "bad/train", "reason": reason}]
+
+
+def test_bidirectional_controls_in_run_names_stay_out_of_sentences():
+    # Issue 25, item 7: a run name with U+202E (right-to-left override) is
+    # quoted in the straggler's message and the sweep's notes; there the
+    # control is an escape, so it cannot reverse the words after it. The
+    # run's own name (an identifier) is kept as it is.
+    import sys as _sys
+    _sys.path.insert(0, os.path.dirname(__file__))
+    from test_distributed import job_record
+
+    n = 5
+    prefix = "evil\u202e\u2067x"
+    records = [
+        job_record(f"{prefix}/process_0/train", 0, 2, [0.0] * n, [10.0] * n, [0.0] * n),
+        job_record(f"{prefix}/process_1/train", 1, 2, [8.0] * n, [2.0] * n, [0.0] * n),
+        job_record(f"{prefix}/process_9/train", 9, 2, [0.0] * n, [10.0] * n, [0.0] * n),
+    ]
+    report = analysis.build_report(records)
+    controls = "".join(chr(code) for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+    def sentences(value, key=None):
+        if isinstance(value, dict):
+            for name, item in value.items():
+                yield from sentences(item, name)
+        elif isinstance(value, list):
+            for item in value:
+                yield from sentences(item, key)
+        elif isinstance(value, str) and key in ("message", "fix", "reason", "problems",
+                                                 "explanation", "text", "basis"):
+            yield value
+
+    found = list(sentences(report))
+    [group] = report["workers"]
+    assert group["finding"]["message"] in found and group["problems"]
+    assert "\\u202e" in group["finding"]["message"]
+    for text in found:
+        assert not set(text) & set(controls), text
+    assert {run["run"] for run in report["runs"]} >= {
+        f"{prefix}/process_0/train", f"{prefix}/process_1/train"}

@@ -246,3 +246,32 @@ def test_report_json_holds_the_sweep(tmp_path, capsys):
     code, out, err = run_main(capsys, "report", str(tmp_path), "--markdown")
     assert "### Sweep `sweep`" in out
     assert sweep["message"] in out
+
+
+# Issue 25, item 8: `sweep --log-dir` that cannot hold the runs, and Ctrl-C.
+
+
+@pytest.mark.parametrize("where", ["file", "under_file", "proc"])
+def test_sweep_refuses_a_log_dir_it_cannot_write_before_any_fit(tmp_path, capsys, where):
+    a_file = tmp_path / "plain.txt"
+    a_file.write_text("not a directory")
+    log_dir = {"file": str(a_file), "under_file": str(a_file / "sweep"),
+               "proc": "/proc/nope"}[where]
+    # The data function raises: were it called (the fits started), the
+    # exit would be 1 with its error.
+    code, out, err = run_main(capsys, "sweep", "sweep_models:build", "--data",
+                              "sweep_models:broken_data", "--log-dir", log_dir)
+    assert code == 2, err
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("tb-devicecost: error: --log-dir ") and "broken" not in err
+
+
+def test_ctrl_c_during_a_sweep_stops_with_one_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "interrupted_data.py").write_text(
+        "def data():\n    raise KeyboardInterrupt\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, err = run_main(capsys, "sweep", "sweep_models:build", "--data",
+                              "interrupted_data:data", "--log-dir", str(tmp_path / "s"))
+    assert code == 130
+    assert out == "" and err == "tb-devicecost: interrupted\n"

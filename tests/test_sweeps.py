@@ -258,3 +258,64 @@ def test_a_sweep_name_is_shown_never_acted_on(tmp_path):
     assert "\x1b" not in text
     # The table's figures are the report's, by the one formatting rule.
     assert f"| `CPU:0` | {fmt_ms_unit(sweep['devices']['CPU:0']['fixed_ms'])} | 0.500 µs |" in text
+
+
+@pytest.mark.parametrize("how", ["run_name", "run_info"])
+def test_a_sweep_that_cannot_be_fitted_is_a_sweep_problem(tmp_path, how):
+    # Issue 25, item 2: batch sizes one apart near 1e9 (by name) or 1e15
+    # (in the run info), equal steps: the sums of the least-squares fit
+    # cancel. The sweep says it could not fit the device; every run is
+    # still reported, and a healthy sweep beside it is fitted as before.
+    huge = (999_999_999, 999_999_998) if how == "run_name" else (10**15, 10**15 - 1)
+    for batch in huge:
+        record_run(tmp_path, f"bad/cpu_b{batch}/train" if how == "run_name"
+                   else f"bad/cpu_{batch % 7}/train", 2.0, 4)
+    record_sweep(tmp_path, {"cpu": CPU, "gpu": GPU}, batches=(16, 4096), prefix="good")
+    mark = None
+    if how == "run_info":
+        def mark(run):
+            if not run.startswith("bad/"):
+                return None
+            batch = next(batch for batch in huge if f"cpu_{batch % 7}/" in run)
+            return {"name": "bad", "device": "cpu", "batch_size": batch}
+    report = report_of(tmp_path, mark)
+    assert len(report["runs"]) == 6
+    sweeps = {sweep["name"]: sweep for sweep in report["sweeps"]}
+    assert set(sweeps) == {"bad", "good"}
+    bad = sweeps["bad"]["devices"]["CPU:0"]
+    if bad["fixed_ms"] is None:
+        assert sweeps["bad"]["problems"]
+    else:
+        # Fitted after all: a step that does not grow with the batch.
+        assert bad["fixed_ms"] == pytest.approx(2.0, rel=1e-3)
+        assert bad["per_sample_us"] == pytest.approx(0.0, abs=1e-9)
+    assert sweeps["good"]["crossover_batch"] is not None
+    for render in (console.render, markdown.render):
+        render(report)
+
+
+def test_points_that_cannot_be_fitted_give_no_costs():
+    # Issue 25, item 2: the fit itself never divides by zero.
+    assert sweeps.fit_step_time([(10**15, 2.0), (10**15 - 1, 2.0)]) == (2.0, 0.0)
+    assert sweeps.fit_step_time([(999_999_999, 3.0), (999_999_998, 3.0)]) == (3.0, 0.0)
+    # Batch sizes equal as floats: no fit, not an exception.
+    assert sweeps.fit_step_time([(2**60, 1.0), (2**60 + 1, 1.0)]) == (None, None)
+    fixed, per_sample = sweeps.fit_step_time([(16, 1e-300), (64, 4e-300)])
+    assert fixed is None or (fixed >= 0 and per_sample >= 0)
+
+
+def test_a_sweep_whose_fit_raises_is_a_sweep_problem(tmp_path, monkeypatch):
+    # Issue 25, item 2: whatever the arithmetic raises stays in the sweep.
+    record_sweep(tmp_path, {"cpu": CPU, "gpu": GPU}, batches=(16, 4096))
+
+    def broken(points):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(sweeps, "fit_step_time", broken)
+    report = report_of(tmp_path)
+    assert len(report["runs"]) == 4
+    [sweep] = report["sweeps"]
+    assert sweep["problems"] and "could not be fitted" in sweep["message"]
+    assert sorted(sweep["runs"]) == sorted(run["run"] for run in report["runs"])
+    console.render(report)
+    markdown.render(report)

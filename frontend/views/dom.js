@@ -114,10 +114,24 @@ export function runName(name, options = {}, tag = 'span') {
 
 /** Appends `name` to `node` as unbreakable pieces split after '/' and spaces. */
 export function appendRunName(node, name) {
+  // In a <bdi>: a bidirectional control in the name (U+202E) reorders the
+  // name alone, never the sentence around it.
+  const isolate = node.appendChild(document.createElement('bdi'));
   const pieces = String(name).split(/(?<=[/\s])/);
   pieces.forEach((piece, i) => {
-    if (i > 0) node.appendChild(document.createElement('wbr'));
-    node.appendChild(el('span', {class: 'dc-name-piece', text: piece}));
+    if (i > 0) isolate.appendChild(document.createElement('wbr'));
+    isolate.appendChild(el('span', {class: 'dc-name-piece', text: piece}));
   });
   return node;
+}
+
+/**
+ * A string from the recorded data (a run name, a device) to set inside a
+ * sentence: a <bdi>, so its bidirectional controls stay inside it.
+ * @param {*} text
+ * @param {Object} [options] as for `el`.
+ * @return {HTMLElement}
+ */
+export function isolated(text, options = {}) {
+  return el('bdi', Object.assign({}, options, {text: String(text)}));
 }

@@ -1,7 +1,7 @@
 // Overview: one row per run, the baseline picker, run selection for Compare,
 // and a plain-words summary of the run that needs attention most.
 
-import {el, hashLink, appendRunName} from './dom.js';
+import {el, hashLink, appendRunName, isolated} from './dom.js';
 import {fmtMs, fmtCount, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
@@ -250,11 +250,14 @@ function summary(runs, app) {
   }
   const others = scored.slice(1).filter((s) => s.bad).map((s) => s.run);
   if (others.length) {
-    const shown = others.slice(0, 3).map((r) => String(r.run) + ' (' + verdictLabel(r.verdict) + ')');
-    p.append(el('span', {
-      class: 'dc-muted',
-      text: 'Also worth a look: ' + shown.join(', ') + (others.length > 3 ? ' and ' + (others.length - 3) + ' more' : '') + '.',
-    }));
+    // Each name in its own <bdi>: one name's U+202E cannot reverse the rest.
+    const shown = [];
+    others.slice(0, 3).forEach((r, i) => {
+      shown.push(i ? ', ' : '', isolated(r.run, {class: 'dc-run-name'}), ' (' + verdictLabel(r.verdict) + ')');
+    });
+    p.append(el('span', {class: 'dc-muted'}, [
+      'Also worth a look: ', ...shown, (others.length > 3 ? ' and ' + (others.length - 3) + ' more' : '') + '.',
+    ]));
   }
   return box;
 }

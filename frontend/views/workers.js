@@ -3,10 +3,10 @@
 // the aligned steps, and the straggler with its cause and fix. Mounted under
 // the overview by index.js when the report has process groups.
 
-import {el, hashLink, svg} from './dom.js';
+import {el, hashLink, isolated, svg} from './dom.js';
 import {panel, severityBadge, verdictBadge} from './common.js';
 import {shareBar, componentLegend} from './charts.js';
-import {DASH, fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
+import {DASH, fmtCount, fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
 
 const SKEW_COLOR = '#c62828';
 const SKEW_HEIGHT = 120;
@@ -36,12 +36,13 @@ function groupPanel(group, app) {
     el('span', {class: 'dc-skew-p90', text: fmtMsUnit(skew.p90)}),
     el('span', {text: '.'}),
   ]);
-  const missing = Array.isArray(group.missing_processes) && group.missing_processes.length
-    ? el('p', {class: 'dc-muted', text: 'Not recorded: process ' + group.missing_processes.join(', ') + '.'})
-    : null;
-  return panel('Processes of ' + String(group.group), [
+  const problems = (Array.isArray(group.problems) ? group.problems : []).map((problem) =>
+    el('p', {class: 'dc-workers-problem dc-isolated', text: String(problem)}));
+  return panel('', [
+    el('h3', {class: 'dc-panel-title'}, ['Processes of ', isolated(group.group)]),
     head,
-    missing,
+    missingNote(group),
+    ...problems,
     stragglerBox(group),
     processTable(group, app),
     componentLegend(),
@@ -49,9 +50,29 @@ function groupPanel(group, app) {
   ], 'dc-workers-group');
 }
 
+/**
+ * "Not recorded: processes 2–999,999." from the group's ranges
+ * (`[[first, last]]`, bounded whatever the process count), or null.
+ */
+function missingNote(group) {
+  const ranges = (Array.isArray(group.missing_processes) ? group.missing_processes : [])
+    .filter((range) => Array.isArray(range) && range.length === 2);
+  if (!ranges.length) return null;
+  const parts = ranges.slice(0, 20).map(([first, last]) =>
+    first === last ? fmtCount(first) : fmtCount(first) + '\u2013' + fmtCount(last));
+  if (ranges.length > 20) parts.push('and ' + (ranges.length - 20) + ' more ranges');
+  const word = group.missing_count === 1 ? 'process ' : 'processes ';
+  return el('p', {class: 'dc-muted dc-workers-missing', text: 'Not recorded: ' + word + parts.join(', ') + '.'});
+}
+
 /** The straggler, its cause and fix; or the note that the processes keep pace. */
 function stragglerBox(group) {
   const finding = group.finding && typeof group.finding === 'object' ? group.finding : null;
+  if (!group.aligned_steps) {
+    // Nothing lined up: no claim of balance (the notes above say why).
+    return el('p', {class: 'dc-workers-unaligned', attrs: {'data-straggler': 'unknown'},
+      text: 'No straggler can be named: no steps were lined up.'});
+  }
   if (group.straggler == null || !finding) {
     return el('p', {class: 'dc-workers-balanced', attrs: {'data-straggler': 'none'},
       text: 'No straggler: no process costs the others ' +

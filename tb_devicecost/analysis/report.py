@@ -18,6 +18,7 @@ from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import workers
+from tb_devicecost.formatting import confined
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
 
@@ -154,6 +155,8 @@ def analyze_run(record):
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
         "distribution": workers.distribution(record, batch_size),
+        # The distributed job it is one process of (`workers.attach_findings`).
+        "job": None,
         "problems": run.problems,
         "sweep": run.sweep.as_dict() if run.sweep is not None else None,
     }
@@ -243,20 +246,33 @@ def _trace_window(window):
     }
 
 
-def json_ready(value):
+# Keys whose strings are sentences that may quote the recorded data (a run
+# name, a device): their bidirectional controls are written as escapes.
+_SENTENCES = frozenset({
+    "message", "fix", "reason", "explanation", "problems", "text", "basis",
+    "baseline_reason",
+})
+
+
+def json_ready(value, key=None):
     """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`.
 
     Whatever a run's documents held, what leaves the analysis is JSON that
-    `json.dumps(..., allow_nan=False)` writes.
+    `json.dumps(..., allow_nan=False)` writes; in its sentences (a finding's
+    `message`, a `reason`, ...) a bidirectional control quoted from a run
+    name is an escape (`formatting.confined`), so it cannot reverse the
+    words after it wherever the sentence is shown.
     """
     if isinstance(value, dict):
-        return {str(key): json_ready(item) for key, item in value.items()}
+        return {str(name): json_ready(item, name) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [json_ready(item) for item in value]
+        return [json_ready(item, key) for item in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str) and key in _SENTENCES:
+        return confined(value)
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)

@@ -21,6 +21,8 @@ also read directly from the points when the sweep brackets it (the faster
 device changes once between two adjacent batch sizes measured on both).
 """
 
+import math
+
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
@@ -53,11 +55,31 @@ def find_sweeps(runs):
             continue
         groups.setdefault((mark["prefix"], mark["name"]), []).append((run, mark))
     sweeps = [
-        _sweep(prefix or name, members)
+        _guarded_sweep(prefix or name, members)
         for (prefix, name), members in groups.items()
         if len(members) >= 2
     ]
     return sorted(sweeps, key=lambda sweep: sweep["name"])
+
+
+def _guarded_sweep(name, members):
+    """`_sweep`, or, should its arithmetic fail on hostile figures, the
+    sweep with its runs and that problem: a sweep that cannot be fitted is
+    the sweep's problem, never the report's."""
+    try:
+        return _sweep(name, members)
+    except (ArithmeticError, ValueError, TypeError, KeyError) as error:
+        return {
+            "name": name, "source": members[0][1]["source"],
+            "step_statistic": STEP_STATISTIC,
+            "runs": sorted(run["run"] for run, _ in members), "devices": {},
+            "compared": None, "crossover_batch": None, "crossover_extrapolated": None,
+            "faster_above": None, "faster_below": None, "measured_crossover": None,
+            "your_batch_size": None, "faster_at": None,
+            "message": "This sweep could not be fitted.",
+            "problems": [f"The sweep could not be fitted ({type(error).__name__}: {error}); "
+                         "its runs are reported on their own."],
+        }
 
 
 def fit_step_time(points):
@@ -71,25 +93,62 @@ def fit_step_time(points):
 
     Returns:
         The two costs in milliseconds, or `(None, None)` when the points
-        hold fewer than two distinct batch sizes.
+        hold fewer than two distinct batch sizes or cannot be fitted (see
+        `_fit`).
     """
     if len({batch for batch, _ in points}) < 2:
         return None, None
-    weights = [1.0 / (step * step) for _, step in points]
+    try:
+        fixed, per_sample = _fit([float(batch) for batch, _ in points],
+                                 [float(step) for _, step in points])
+    except (ArithmeticError, ValueError):
+        return None, None
+    if not (math.isfinite(fixed) and math.isfinite(per_sample)):
+        return None, None
+    return fixed, per_sample
+
+
+def _fit(batches, steps):
+    """The weighted least squares of `fit_step_time`. Its sums, or when
+    they cancel (batch sizes one apart near 1e15, each squared beyond a
+    float's 53 bits: a zero determinant) the same fit about the weighted
+    mean batch. The weights are scaled by the shortest step, so that a step
+    of 1e-300 ms does not make them infinite."""
+    shortest = min(steps)
+    weights = [(shortest / step) ** 2 for step in steps]
     s = sum(weights)
-    sx = sum(w * batch for w, (batch, _) in zip(weights, points))
-    sy = sum(w * step for w, (_, step) in zip(weights, points))
-    sxx = sum(w * batch * batch for w, (batch, _) in zip(weights, points))
-    sxy = sum(w * batch * step for w, (batch, step) in zip(weights, points))
+    sx = sum(w * x for w, x in zip(weights, batches))
+    sy = sum(w * y for w, y in zip(weights, steps))
+    sxx = sum(w * x * x for w, x in zip(weights, batches))
+    sxy = sum(w * x * y for w, x, y in zip(weights, batches, steps))
     determinant = s * sxx - sx * sx
-    per_sample = (s * sxy - sx * sy) / determinant
-    fixed = (sy - per_sample * sx) / s
+    if determinant > 0 and math.isfinite(determinant):
+        per_sample = (s * sxy - sx * sy) / determinant
+        fixed = (sy - per_sample * sx) / s
+        if per_sample < 0:
+            # A step no slower at larger batches: all fixed cost.
+            return sy / s, 0.0
+        if fixed < 0:
+            # All per-sample cost: the line through the origin.
+            return 0.0, sxy / sxx
+        if math.isfinite(per_sample) and math.isfinite(fixed):
+            return fixed, per_sample
+    mean_batch = sum(w * x for w, x in zip(weights, batches)) / s
+    mean_step = sum(w * y for w, y in zip(weights, steps)) / s
+    sxx = sum(w * (x - mean_batch) ** 2 for w, x in zip(weights, batches))
+    sxy = sum(w * (x - mean_batch) * (y - mean_step)
+              for w, x, y in zip(weights, batches, steps))
+    if not sxx > 0:
+        raise ZeroDivisionError("the batch sizes do not differ within a float's precision")
+    per_sample = sxy / sxx
+    fixed = mean_step - per_sample * mean_batch
     if per_sample < 0:
         # A step no slower at larger batches: all fixed cost.
-        return sy / s, 0.0
+        return mean_step, 0.0
     if fixed < 0:
         # All per-sample cost: the line through the origin.
-        return 0.0, sxy / sxx
+        return 0.0, (sum(w * x * y for w, x, y in zip(weights, batches, steps))
+                     / sum(w * x * x for w, x in zip(weights, batches)))
     return fixed, per_sample
 
 
@@ -122,6 +181,12 @@ def _sweep(name, members):
     for device in sorted(by_device, key=_device_order):
         points = by_device[device]
         fixed, per_sample = fit_step_time([(p["batch_size"], p["step_ms"]) for p in points])
+        if fixed is None and len({p["batch_size"] for p in points}) >= 2:
+            problems.append(
+                f"{device}'s step time could not be fitted over its batch sizes (too close "
+                "together, or too large, for the arithmetic): it has no fixed and "
+                "per-sample cost, and no crossover with it."
+            )
         devices[device] = {
             "fixed_ms": fixed,
             "per_sample_us": None if per_sample is None else per_sample * 1e3,

@@ -34,10 +34,12 @@ import numpy as np
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
+from tb_devicecost.formatting import confined
 
 # The share of every process's step lost to one process above which it is
 # the straggler (moderate) and the finding is high: the profiler's input
@@ -215,22 +217,32 @@ def _percentiles(values):
     }
 
 
-def analyze_group(group, members, runs):
+def analyze_group(group, members, runs, unaligned=(), count=None):
     """One distributed job's processes, side by side.
 
     Args:
         group: The group's name (`process_of`).
-        members: `[(process_index, record)]` of its runs.
+        members: `[(process_index, record)]` of its runs that are lined up.
         runs: `{run name: run object}` of the analysed runs.
+        unaligned: `[{"run", "process_index", "claimed_index", "reason"}]`:
+            the job's runs that could not be placed (`build_workers`).
+            Defaults to none.
+        count: The job's process count. Defaults to the largest its runs'
+            info gives.
 
     Returns:
         The group object of the report's `"workers"` list (`docs/CLI.md`).
     """
     members = sorted(members, key=lambda member: member[0])
-    count = max(record_module._as_count(record_module._as_dict(
-        record_module._field(record, "info")).get("process_count")) or 0
-        for _, record in members)
-    present = {index for index, _ in members}
+    unaligned = list(unaligned)
+    if count is None:
+        count = max(record_module._as_count(record_module._as_dict(
+            record_module._field(record, "info")).get("process_count")) or 0
+            for _, record in members)
+    # A run not lined up still says which process it holds: that process
+    # is not "not recorded".
+    present = {index for index, _ in members} | {
+        item["claimed_index"] for item in unaligned if item.get("claimed_index") is not None}
     names = [record_module.run_name(record) for _, record in members]
     series = [_series(record) for _, record in members]
     usable = [item for item in series if item is not None and len(item["step"])]
@@ -239,10 +251,17 @@ def analyze_group(group, members, runs):
         aligned = usable[0]["step"]
         for item in usable[1:]:
             aligned = np.intersect1d(aligned, item["step"], assume_unique=True)
+    problems = [f"{confined(item['run'])}: {item['reason']}" for item in unaligned]
+    if aligned is None or not len(aligned):
+        problems.append(jobs.alignment_problem(members, names, series))
+    missing = jobs.missing_ranges(count, present)
     result = {
         "group": group,
         "process_count": count,
-        "missing_processes": sorted(set(range(count)) - present),
+        "missing_processes": missing,
+        "missing_count": sum(last - first + 1 for first, last in missing),
+        "unaligned": unaligned,
+        "problems": problems,
         "aligned_steps": 0 if aligned is None else int(len(aligned)),
         "runs": [],
         "straggler": None,
@@ -369,7 +388,7 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     skew = group["skew_ms"]
     severity = "high" if share >= STRAGGLER_HIGH - 1e-12 else "moderate"
     message = (
-        f"Process {straggler['process_index']} ({straggler['run']}) holds "
+        f"Process {straggler['process_index']} ({confined(straggler['run'])}) holds "
         + ("the other process" if others == 1 else f"the other {others} processes")
         + " back: "
         f"{fmt_share(share)} of all the processes' step time together is spent waiting for "
@@ -444,34 +463,29 @@ def build_workers(records, runs):
         came from a process of a multi-process job.
     """
     by_name = {run["run"]: run for run in runs}
-    groups = {}
-    for record in records:
-        found = process_of(record)
-        if found is None or record_module.run_name(record) not in by_name:
-            continue
-        group, index, _ = found
-        groups.setdefault(group, {})
-        # Two runs claiming one index (a rerun into the same log_dir) keep
-        # the first, by name.
-        groups[group].setdefault(index, record)
+    groups = jobs.group_runs(records, by_name)
     return [
-        analyze_group(group, list(members.items()), by_name)
-        for group, members in sorted(groups.items())
+        analyze_group(group, list(job["members"].items()), by_name,
+                      unaligned=job["unaligned"], count=job["count"])
+        for group, job in sorted(groups.items())
     ]
 
 
 def attach_findings(workers, runs):
-    """Adds each group's `straggler` finding to the findings of its runs,
-    where the report and the tab show findings (the same object in each)."""
+    """Adds each group's `straggler` finding to the findings of the
+    straggler's run only: said once per job (a job of 200 processes would
+    otherwise repeat it 200 times); every other process's run names its
+    job in `job` (the group shows who holds it back)."""
     by_name = {run["run"]: run for run in runs}
     for group in workers:
-        finding = group["finding"]
-        if finding is None:
-            continue
         for entry in group["runs"]:
             run = by_name.get(entry["run"])
             if run is not None:
-                run["findings"] = list(run.get("findings") or []) + [finding]
+                run["job"] = group["group"]
+        finding = group["finding"]
+        run = by_name.get(group["straggler"]) if finding is not None else None
+        if run is not None:
+            run["findings"] = list(run.get("findings") or []) + [finding]
 
 
 def mark_waiting(workers, runs):

@@ -98,3 +98,29 @@ def device_split_lines(entry):
     if len(devices) > 1:
         return [f"{neutral(item.get('device'))}: {words(item)}" for item in devices]
     return [f"device: {words(split)}"]
+
+
+def missing_text(group):
+    """`Not recorded: processes 2–999,999.` for a workers group, from its
+    ranges (bounded, whatever its process count), or `None`."""
+    ranges = group.get("missing_processes") or []
+    if not ranges:
+        return None
+    parts = [
+        formatting.fmt_count(first) if first == last
+        else f"{formatting.fmt_count(first)}\u2013{formatting.fmt_count(last)}"
+        for first, last in ranges[:20]
+    ]
+    if len(ranges) > 20:
+        parts.append(f"and {len(ranges) - 20:,} more ranges")
+    count = group.get("missing_count") or 0
+    word = "process" if count == 1 else "processes"
+    return f"Not recorded: {word} {', '.join(parts)}."
+
+
+def balance_text(group):
+    """What a workers group without a straggler says: that its processes
+    keep pace, only when some steps were lined up; else why none were."""
+    if group.get("aligned_steps"):
+        return "No straggler: the processes keep pace."
+    return "No straggler can be named: no steps were lined up (see the notes)."

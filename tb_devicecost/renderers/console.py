@@ -304,9 +304,11 @@ def _workers_lines(groups):
                 f"{entry['steady_verdict'] or entry['verdict'] or MISSING}"
             ))
             lines.extend(_wrap(text, "    ") for text in common.device_split_lines(entry))
-        if group["missing_processes"]:
-            missing = ", ".join(str(index) for index in group["missing_processes"])
-            lines.append(_wrap(f"Not recorded: process {missing}.", "  "))
+        missing = common.missing_text(group)
+        if missing:
+            lines.append(_wrap(missing, "  "))
+        for problem in group.get("problems") or ():
+            lines.append(_wrap("note: " + problem, "  "))
         if group["straggler"]:
             lines.append(_wrap(
                 f"* straggler: process {group['straggler_index']}, "
@@ -314,7 +316,7 @@ def _workers_lines(groups):
                 f"lost to it, cause {group['cause'] or MISSING} (finding "
                 "`straggler` above)", "  "))
         else:
-            lines.append(_wrap("No straggler: the processes keep pace.", "  "))
+            lines.append(_wrap(common.balance_text(group), "  "))
     return lines
 
 

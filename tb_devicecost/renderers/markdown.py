@@ -183,12 +183,15 @@ def _workers_table(groups):
                 f"| {_md_cell('; '.join(common.device_split_lines(entry)) or MISSING)} |"
             )
         lines.append("")
+        missing = common.missing_text(group)
+        lines += [_md_cell(text) + "  " for text in [missing] if text]
+        lines += [f"- *Note:* {_md_cell(problem)}" for problem in group.get("problems") or ()] + [""] * bool(group.get("problems"))
         lines.append(
             f"Straggler: process {group['straggler_index']}, "
             f"{fmt_share(group['straggler_share'])} of all the processes' step time lost "
             f"to it, cause `{_md_cell(group['cause'] or MISSING)}`."
             if group["straggler"]
-            else "No straggler: the processes keep pace."
+            else common.balance_text(group)
         )
     return lines
 
