@@ -111,6 +111,10 @@ class StepAccounting:
             name: stats.RunningStats() for name in vocabulary.COMPONENTS + ("step",)
         }
         self._warmup = stats.RunningStats()
+        # How long each steady step's fetch took, whether or not the device
+        # was busy meanwhile (the data wait is only the part it was not):
+        # a process's own input work, compared across the processes of a job.
+        self._fetch = stats.RunningStats()
         self._warmup_steps = collections.deque(maxlen=_MAX_MARKED_STEPS)
         self._spike_steps = collections.deque(maxlen=_MAX_MARKED_STEPS)
         self._num_spikes = 0
@@ -136,6 +140,11 @@ class StepAccounting:
 
     # The hot path: three calls per step, a clock read each, one small list
     # and one tuple allocated per step.
+
+    @property
+    def next_is_warmup(self):
+        """Whether the next step added is a warm-up step."""
+        return self._next_is_warmup
 
     @property
     def step_open(self):
@@ -257,6 +266,10 @@ class StepAccounting:
         if steps < 1:
             # An execution that ran no step (the end of the data).
             return
+        if not self._next_is_warmup and steps == 1:
+            # A synchronous step's fetch is all data wait (`AsyncSteps`
+            # adds the full fetches of asynchronous ones).
+            self._fetch.add(np.array([data_wait * 1e3]))
         self._measurement_total += excluded
         wall = data_wait + compute + host
         for index in range(steps):
@@ -468,6 +481,10 @@ class StepAccounting:
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
 
+    def add_fetch_times(self, fetch_ms):
+        """Adds the full durations (ms) of steady steps' fetches."""
+        self._fetch.add(np.asarray(fetch_ms, dtype=np.float64))
+
     def count_pace(self, device_paced):
         """Counts which side set the pace of steps just added (a bool
         array, or one bool), under asynchronous dispatch."""
@@ -553,6 +570,7 @@ class StepAccounting:
             "fetch_floor_ms": self._fetch_floor_ms,
             "wall_ms": self._wall_ms(),
             "retraces": self._retraces,
+            "fetch": self._fetch.summary() if self._fetch.count else None,
             "pace": (
                 {"device_steps": self._pace[0], "host_steps": self._pace[1]}
                 if any(self._pace)

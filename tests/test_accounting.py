@@ -299,7 +299,11 @@ def test_after_a_full_disk_the_run_says_it_was_interrupted_and_why(tmp_path, mon
     from tb_devicecost import writer as writer_module
 
     disk = FullDisk(tmp_path, capacity=12_000)
-    monkeypatch.setattr(writer_module, "_gfile", lambda: disk)
+    def full_disk_file(run_dir, path):
+        disk.makedirs(run_dir)
+        return disk.GFile(path, "wb")
+
+    monkeypatch.setattr(writer_module, "_open", full_disk_file)
     clock = FakeClock()
     recorder = accounting.StepAccounting(tmp_path / "run", flush_steps=256, clock=clock)
     recorder.begin_session({"backend": "test"})

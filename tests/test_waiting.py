@@ -45,7 +45,8 @@ def test_the_processes_that_wait_for_the_straggler_are_waiting_for_others():
         ids = [finding["id"] for finding in run["findings"]]
         assert ids[0] == "waiting_for_others"
         assert "compute_bound" not in ids and "latency_bound" not in ids
-        assert "straggler" in ids
+        # The straggler finding is said once, on the straggler's own run.
+        assert "straggler" not in ids
         finding = run["findings"][0]
         assert finding["waits_for"] == 2
         assert finding["wait_ms"]["p50"] == pytest.approx(20.0)

@@ -233,6 +233,9 @@ class StepNumbers:
     batch_max: int = None
     batch_distinct: int = None
     fetch_floor_ms: float = None
+    # How long the steady steps' fetches took, overlapped or not (`Stats`);
+    # `None` in data recorded before it was.
+    fetch: object = None
     wall: Wall = Wall()
     retraces: Retraces = dataclasses.field(default_factory=Retraces)
     # Steps under asynchronous dispatch whose pace the device set (it was
@@ -575,6 +578,11 @@ def _numbers_from_aggregate(aggregate, problems):
         batch_max=_as_count(batch.get("max")),
         batch_distinct=_as_count(batch.get("distinct")),
         fetch_floor_ms=_as_number(aggregate.get("fetch_floor_ms")),
+        fetch=(
+            _component_stats(aggregate["fetch"])
+            if isinstance(aggregate.get("fetch"), dict)
+            else None
+        ),
         wall=_wall(aggregate.get("wall_ms")),
         retraces=_retraces(aggregate.get("retraces")),
         device_paced_steps=_as_count(_as_dict(aggregate.get("pace")).get("device_steps")),

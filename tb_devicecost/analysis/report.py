@@ -122,6 +122,11 @@ def analyze_run(record):
         "samples_per_step": samples_per_step,
         "step_ms": stats["step"].percentiles(),
         "data_wait_ms": stats["data_wait"].percentiles(),
+        "fetch_ms": (
+            numbers.fetch.per_step(per_record).percentiles()
+            if numbers.fetch is not None
+            else None
+        ),
         "compute_ms": stats["compute"].percentiles(),
         "host_overhead_ms": stats["host_overhead"].percentiles(),
         "shares": shares,

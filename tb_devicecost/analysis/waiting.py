@@ -16,6 +16,7 @@ The straggler keeps its own verdict and its `straggler` finding.
 """
 
 from tb_devicecost.analysis import verdicts
+from tb_devicecost import formatting
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
 
@@ -49,7 +50,7 @@ def waiting_finding(entry, group, run):
     split = run.get("device_split") or {}
     communication = split.get("communication")
     message = (
-        f"Process {entry['process_index']} ({entry['run']}) spends "
+        f"Process {entry['process_index']} ({formatting.confined(entry['run'])}) spends "
         f"{fmt_share(share)} of its step waiting for process {straggler} inside the "
         f"collective (the all-reduce waits for the last process to arrive): "
         f"{fmt_ms(wait['p50'])} ms per step at p50 (p90 {fmt_ms(wait['p90'])} ms)"

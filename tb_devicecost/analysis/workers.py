@@ -344,7 +344,11 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     }
     worst = int(np.argmax(lost))
     share = per_run[worst]["lost_share"]
-    if share is not None and share >= STRAGGLER_MODERATE - 1e-12:
+    if (
+        share is not None
+        and share >= STRAGGLER_MODERATE - 1e-12
+        and _does_more_work(per_run, runs, worst)
+    ):
         straggler = per_run[worst]
         result["straggler"] = straggler["run"]
         result["straggler_index"] = straggler["process_index"]
@@ -363,6 +367,37 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         result["finding"] = _finding(result, straggler, runs.get(straggler["run"]) or {},
                                      saved, total)
     return result
+
+
+def _own_work_ms(run):
+    """A process's own host-side work per step (ms): its full fetch,
+    overlapped with device work or not, and its host overhead; `None` in
+    data recorded without full fetch times."""
+    fetch = (run.get("fetch_ms") or {}).get("mean")
+    host = (run.get("host_overhead_ms") or {}).get("mean")
+    if not isinstance(fetch, (int, float)) or not isinstance(host, (int, float)):
+        return None
+    return fetch + host
+
+
+def _does_more_work(per_run, runs, worst):
+    """Whether the process that arrives last does more of its own work per
+    step than the others, by at least `STRAGGLER_MODERATE` of its step.
+
+    Processes doing the same work settle into a phase where one arrives
+    last, step after step: the others then wait inside the collective, and
+    the last one's fetch is the only one left exposed. That is no
+    straggler; one with a slower input or more host work is. Without full
+    fetch times (older data) the one that arrives last is taken.
+    """
+    own = [_own_work_ms(runs.get(entry["run"]) or {}) for entry in per_run]
+    if any(value is None for value in own) or len(own) < 2:
+        return True
+    others = [value for index, value in enumerate(own) if index != worst]
+    step = ((runs.get(per_run[worst]["run"]) or {}).get("step_ms") or {}).get("mean")
+    if not isinstance(step, (int, float)) or step <= 0:
+        return True
+    return own[worst] - float(np.median(others)) >= STRAGGLER_MODERATE * step
 
 
 def _cause(run, excess_wait_ms, excess_host_ms):

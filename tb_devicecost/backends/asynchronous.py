@@ -221,6 +221,11 @@ class AsyncSteps:
         host -= excluded
         device_paced = previous >= dispatch
         self._previous = float(done[-1])
+        fetch_ms = (fetched - start) * 1e3
+        # The first step after a fit's start is warm-up: its fetch is not.
+        self.accounting.add_fetch_times(
+            fetch_ms[1:] if self.accounting.next_is_warmup else fetch_ms
+        )
         steps = [entry[_STEPS] for entry in entries]
         if len(entries) == 1 and steps[0] != 1:
             self.accounting.add_step(
@@ -231,7 +236,6 @@ class AsyncSteps:
             return
         self.accounting.add_steps(previous, data_wait, compute, host, batch, excluded)
         self.accounting.count_pace(device_paced)
-
 
     def _place(self, dispatch, lower, upper, first, inherited):
         """Each completion within its bounds `[lower, upper]`.
@@ -255,10 +259,13 @@ class AsyncSteps:
         if self._duration is None:
             return done  # Nothing measured closely yet: the upper bounds.
         duration = self._duration
-        for index in np.flatnonzero(~tight).tolist():
-            last = done[index - 1] if index else first
-            placed = max(dispatch[index], last) + duration
-            done[index] = min(max(placed, lower[index]), upper[index])
+        # Each loose completion depends on the one before; two vectorised
+        # passes settle a run of them (a pass in Python per step would
+        # cost the training thread more than the step's other reads).
+        for _ in range(2):
+            previous = np.concatenate(([first], done[:-1]))
+            placed = np.clip(np.maximum(dispatch, previous) + duration, lower, upper)
+            done = np.maximum.accumulate(np.where(tight, upper, placed))
         return np.maximum.accumulate(done)
 
 

@@ -7,6 +7,11 @@ def completion_probe(logs):
     The outputs of one execution become ready together, so any one of the
     step's logs says whether the step is complete; asking does not block.
     """
+    if isinstance(logs, dict) and logs:
+        # The usual case, a flat dict of metrics: no walk.
+        probe = getattr(next(iter(logs.values())), "is_ready", None)
+        if probe is not None:
+            return probe
     for value in _leaves(logs):
         probe = getattr(value, "is_ready", None)
         if probe is not None:

@@ -160,14 +160,19 @@ class LoopClock:
 
     def _results_wrapper(self, role):
         clock, listener = self._clock, self._listener
+        callbacks = self.callbacks
+        hook = _BATCH_METHODS[role][1]
 
         def make(original):
             def results(batch, logs=None):
-                # Keras converts the logs first (that waits for the step);
-                # converting floats again in `original` is a no-op.
+                # What Keras's `_on_{train,test}_batch_end` does, with the
+                # clock read between converting the logs (which waits for
+                # the step) and the first callback: converting them twice
+                # would hold the GIL twice as long on Keras's worker.
                 logs = python_utils.pythonify_logs(logs)
                 listener.loop_results(role, batch, clock())
-                return original(batch, logs)
+                for callback in callbacks.callbacks:
+                    getattr(callback, hook)(batch, logs=logs)
 
             return results
 
