@@ -114,9 +114,10 @@ def _check_balanced(directory, results):
     for case in (c["case"] for c in results["cases"] if not c["delay_ms"]):
         job, runs = _job(directory, case)
         assert job["straggler"] is None, case
-        busy = [run["device_busy_fraction"] for run in runs]
+        busy = [run["device_compute_ms"] for run in runs]
         assert all(value is not None for value in busy), case
         assert (max(busy) - min(busy)) / max(busy) <= 0.20, (case, busy)
+        assert job["device_busy_spread"] <= 0.20, case
         assert all(run["steady_verdict"] != "waiting_for_others" for run in runs), case
 
 

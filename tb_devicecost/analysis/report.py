@@ -150,6 +150,7 @@ def analyze_run(record):
         "retraces": numbers.retraces.as_dict(),
         "samples_per_s": samples_per_s,
         "device_busy_fraction": run.device_busy_fraction,
+        "device_compute_ms": _device_compute_ms(run.trace_windows),
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,
@@ -172,6 +173,24 @@ def analyze_run(record):
     result["own_verdict"] = None
     result["findings"] = findings
     return _json_ready(result)
+
+
+def _device_compute_ms(windows):
+    """The median over traced steps of the device's compute per step (ms),
+    or `None`. A window's first and last steps are left out: the profiler
+    starts and stops inside them, so they hold part of a step, or two."""
+    values = []
+    for window in windows:
+        inner = window.steps[1:-1] if len(window.steps) > 2 else []
+        for step in inner:
+            value = step["trace"].get("device_busy_ms")
+            if isinstance(value, (int, float)) and value >= 0:
+                values.append(value)
+    if not values:
+        return None
+    values.sort()
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def _pace(numbers):

@@ -47,6 +47,11 @@ from tb_devicecost.formatting import confined
 # device computes.
 STRAGGLER_MODERATE = verdicts.INPUT_MODERATE
 STRAGGLER_HIGH = verdicts.INPUT_HIGH
+# A straggler does at least this much more of its own work per step (its
+# whole fetch and host overhead) than the others' median: processes doing
+# the same work differ by 5-15% (measured on 2 and 4 H100s,
+# tests/data/h100x2, h100x4), a slowed one by many times.
+OWN_WORK_EXCESS = 0.5
 # The verdicts that name what makes a process late to a step: its stall.
 _STALL_VERDICTS = ("input_bound", "host_overhead_bound")
 # The fix when the straggler's own findings hold none for its cause.
@@ -304,9 +309,14 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     result["runs"] = per_run
     # Each process's device busy share (from its trace windows) side by
     # side: the devices that waited for another process idle longer.
-    busy = [entry["device_busy_fraction"] for entry in per_run
-            if isinstance(entry["device_busy_fraction"], (int, float))]
-    result["device_busy_spread"] = max(busy) - min(busy) if len(busy) > 1 else None
+    # Each process's device compute per traced step (median, ms) side by
+    # side, as a relative spread: processes doing the same work compute
+    # alike; a share of a step would differ with where each trace cut it.
+    busy = [(runs.get(entry["run"]) or {}).get("device_compute_ms") for entry in per_run]
+    busy = [value for value in busy if isinstance(value, (int, float))]
+    result["device_busy_spread"] = (
+        (max(busy) - min(busy)) / max(busy) if len(busy) > 1 and max(busy) > 0 else None
+    )
     if not result["aligned_steps"]:
         return result
 
@@ -387,8 +397,10 @@ def _does_more_work(per_run, runs, worst):
     Processes doing the same work settle into a phase where one arrives
     last, step after step: the others then wait inside the collective, and
     the last one's fetch is the only one left exposed. That is no
-    straggler; one with a slower input or more host work is. Without full
-    fetch times (older data) the one that arrives last is taken.
+    straggler; one with a slower input or more host work is: by at least
+    `STRAGGLER_MODERATE` of its step and `OWN_WORK_EXCESS` of the others'
+    own work. Without full fetch times (older data) the one that arrives
+    last is taken.
     """
     own = [_own_work_ms(runs.get(entry["run"]) or {}) for entry in per_run]
     if any(value is None for value in own) or len(own) < 2:
@@ -397,7 +409,9 @@ def _does_more_work(per_run, runs, worst):
     step = ((runs.get(per_run[worst]["run"]) or {}).get("step_ms") or {}).get("mean")
     if not isinstance(step, (int, float)) or step <= 0:
         return True
-    return own[worst] - float(np.median(others)) >= STRAGGLER_MODERATE * step
+    typical = float(np.median(others))
+    excess = own[worst] - typical
+    return excess >= STRAGGLER_MODERATE * step and excess >= OWN_WORK_EXCESS * typical
 
 
 def _cause(run, excess_wait_ms, excess_host_ms):
