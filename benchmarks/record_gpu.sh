@@ -35,7 +35,7 @@ for part in "$@"; do
         distributed*)
             count=${part#distributed}
             python3 benchmarks/gpu_distributed.py --out "$root/h100x$count/mlp" \
-                --processes "$count" --kinds mlp --rounds 15 2>&1 | tee "$out/$part.log" | tail -40
+                --processes "$count" --kinds mlp --rounds "${ROUNDS:-15}" 2>&1 | tee "$out/$part.log" | tail -40
             rm -rf "$root/h100x$count/mlp/logs" "$root/h100x$count/mlp/scratch"
             ;;
         *) echo "unknown part: $part"; continue ;;

@@ -14,6 +14,7 @@ import glob
 import importlib.util
 import json
 import os
+import statistics
 
 import pytest
 
@@ -123,8 +124,15 @@ def _check_balanced(directory, results):
 
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_the_callback_costs_at_most_3_percent_with_its_defaults(machine):
+    """Per round the ratio of the slowest process's fit with and without a
+    new callback varies by +-25% on these machines (a 0.4 s fit of a
+    host-bound loop), so the rounds of every recorded output of a model are
+    pooled: their median, over at least 30 rounds."""
+    pooled = {}
     for _, results in _recorded(machine):
         for kind, overhead in results["overhead"].items():
-            assert len(overhead["rounds"]) >= 5, kind
             assert overhead["steps"] >= 300, kind
-            assert overhead["ratio"] <= 1.03, (kind, overhead["rounds"])
+            pooled.setdefault(kind, []).extend(overhead["rounds"])
+    for kind, rounds in pooled.items():
+        assert len(rounds) >= 30, kind
+        assert statistics.median(rounds) <= 1.03, (kind, sorted(rounds))
