@@ -136,3 +136,28 @@ def test_the_callback_costs_at_most_3_percent_with_its_defaults(machine):
     for kind, rounds in pooled.items():
         assert len(rounds) >= 30, kind
         assert statistics.median(rounds) <= 1.03, (kind, sorted(rounds))
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_on_cpus_where_there_are_no_gpus(tmp_path):
+    """The same script on two CPU processes (gloo), as `make test` runs it
+    anywhere: the slowed process is the straggler, the balanced job has
+    none, and the result file holds the callback's rounds."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(BENCHMARK))))
+    completed = subprocess.run(
+        [sys.executable, BENCHMARK, "--out", str(tmp_path), "--rounds", "2"],
+        capture_output=True, text=True, timeout=900, env=env,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    with open(tmp_path / "results.json", encoding="utf-8") as handle:
+        results = json.load(handle)
+    assert results["on_gpus"] is False and results["processes"] == 2
+    cases = {case["case"]: case for case in results["cases"]}
+    assert cases["mlp_slowed"]["straggler_index"] == 1
+    assert cases["mlp_slowed"]["cause"] == "input_bound"
+    assert cases["mlp_balanced"]["straggler_index"] is None
+    assert len(results["overhead"]["mlp"]["rounds"]) == 2
