@@ -37,9 +37,9 @@ if BACKEND == "torch":
 
 STEPS = 30
 BATCH = 32
-INPUT_MS = 15.0
-PYTHON_MS = 10.0
-HOST_MS = 10.0
+INPUT_MS = 30.0
+PYTHON_MS = 20.0
+HOST_MS = 20.0
 
 
 def python_work(milliseconds):
@@ -197,11 +197,11 @@ def main():
         model.fit(xh[:256 * STEPS], yh[:256 * STEPS], batch_size=256, epochs=1, verbose=0,
                   callbacks=[callback("compute")])
         facts["cases"]["compute"]["fit_s"] = time.perf_counter() - began
-    if case("mix", data_ms=8.0, host_ms=4.0):
+    if case("mix", data_ms=16.0, host_ms=8.0):
         model = heavy()
         facts["cases"]["mix"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
-        mixed = Batches(xh[:256 * STEPS], yh[:256 * STEPS], sleep_ms=8.0, batch_size=256)
-        model.fit(mixed, epochs=1, verbose=0, callbacks=[callback("mix"), Busy(4.0)])
+        mixed = Batches(xh[:256 * STEPS], yh[:256 * STEPS], sleep_ms=16.0, batch_size=256)
+        model.fit(mixed, epochs=1, verbose=0, callbacks=[callback("mix"), Busy(8.0)])
     print(json.dumps(facts))
 
 
