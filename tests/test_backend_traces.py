@@ -17,6 +17,9 @@ from support import run_backend_script
 from tb_devicecost import torch_trace
 from tb_devicecost import trace
 
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
 SCRIPT = "backend_trace_fits.py"
 TRACE_GLOB = {
     "jax": os.path.join("plugins", "profile", "*", "*.xplane.pb"),

@@ -9,6 +9,9 @@ import pytest
 
 from support import run_backend_script
 
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
 SCRIPT = "backend_fits.py"
 
 

@@ -24,7 +24,7 @@ from tb_devicecost import serve
 
 import plugin_runs
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -1,3 +1,4 @@
+import pytest
 """The tab under hostile layouts (issue 25), in headless Chromium: beside
 `test_browser.py`, which is over the module size this project keeps."""
 
@@ -7,6 +8,9 @@ from tb_devicecost import serve
 
 from test_browser import _open_tab  # noqa: F401
 from test_browser import browser  # noqa: F401 (the fixture)
+
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
 
 
 def test_the_workers_view_confines_rtl_names_and_names_what_it_cannot_align(browser, tmp_path):

@@ -18,6 +18,9 @@ from tb_devicecost import serve
 
 from demo import scenarios
 
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 

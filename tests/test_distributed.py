@@ -258,6 +258,7 @@ def jax_job(tmp_path_factory):
             "report": analysis.build_report(records)}
 
 
+@pytest.mark.slow
 def test_jax_each_process_records_its_own_run(jax_job):
     records = jax_job["records"]
     assert sorted(records) == [
@@ -287,6 +288,7 @@ def test_jax_each_process_records_its_own_run(jax_job):
             assert runs[name]["devices_used"] == [facts["local_devices"][0].upper()]
 
 
+@pytest.mark.slow
 def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
     report = jax_job["report"]
     group = by_group(report)["slow/train"]
@@ -320,6 +322,7 @@ def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
     assert group["start_spread_ms"]["p50"] is not None
 
 
+@pytest.mark.slow
 def test_jax_without_a_delay_there_is_no_straggler(jax_job):
     report = jax_job["report"]
     group = by_group(report)["even/train"]
@@ -330,6 +333,7 @@ def test_jax_without_a_delay_there_is_no_straggler(jax_job):
             assert "straggler" not in [item["id"] for item in run["findings"]]
 
 
+@pytest.mark.slow
 def test_jax_report_prints_the_processes(jax_job):
     text = console.render(jax_job["report"])
     assert "PROCESSES of slow/train: 2" in text
@@ -337,6 +341,7 @@ def test_jax_report_prints_the_processes(jax_job):
     assert "PROCESSES of even/train: 2" in text
 
 
+@pytest.mark.slow
 def test_torch_ddp_processes_recorded_by_step_recorder(tmp_path):
     logdir = str(tmp_path / "logs")
     facts = distributed_runs.run_job("torch", os.path.join(logdir, "ddp"), delay_ms=DELAY_MS,
@@ -363,6 +368,7 @@ def test_torch_ddp_processes_recorded_by_step_recorder(tmp_path):
     assert runs["ddp/process_0"]["distribution"]["global_batch"] == 64
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_records_replicas_and_the_per_replica_batch(tmp_path):
     logdir = str(tmp_path / "logs")
     facts = distributed_runs.run_single("mirrored", os.path.join(logdir, "mirrored"))

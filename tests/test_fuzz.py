@@ -54,6 +54,9 @@ from tb_devicecost import writer as writer_module
 
 from support import FakeClock
 
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
 SEED = 16
 PREFIX = "/data/plugin/devicecost"
 INTACT = ("cpu/train", "gpu/train")

@@ -71,6 +71,7 @@ def check_marked_sweep(records, steps):
     return report
 
 
+@pytest.mark.slow
 def test_sweep_on_two_tensorflow_cpus(tmp_path):
     x, y = data()
     ran = tb_devicecost.sweep(
@@ -84,6 +85,7 @@ def test_sweep_on_two_tensorflow_cpus(tmp_path):
     check_marked_sweep(read(tmp_path), steps=6)
 
 
+@pytest.mark.slow
 def test_sweep_on_two_jax_host_devices(tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     facts, records = run_backend_script("sweep_fits.py", "jax", tmp_path)
@@ -92,6 +94,7 @@ def test_sweep_on_two_jax_host_devices(tmp_path, monkeypatch):
     assert {run["backend"] for run in report["runs"]} == {"jax"}
 
 
+@pytest.mark.slow
 def test_sweep_on_the_pytorch_cpu(tmp_path):
     facts, records = run_backend_script("sweep_fits.py", "torch", tmp_path)
     assert [(item["device"], item["batch_size"]) for item in facts["ran"]] == PLAN[:2]
@@ -161,6 +164,7 @@ def run_main(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_sweep(tmp_path, capsys):
     logdir = tmp_path / "cli"
     code, out, err = run_main(
@@ -226,6 +230,7 @@ SWEEP_KEYS = {
 }
 
 
+@pytest.mark.slow
 def test_report_json_holds_the_sweep(tmp_path, capsys):
     x, y = data()
     tb_devicecost.sweep(build, x, y, batch_sizes=(8, 64), devices=("cpu:0", "cpu:1"),

@@ -25,6 +25,9 @@ import pytest
 from support import run_backend_script
 from tb_devicecost import analysis
 
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
 SCRIPT = "truth_fits.py"
 # The part an injected cost went into holds at least this share of it at
 # p50; any other part holds less than `LEAK` of it.

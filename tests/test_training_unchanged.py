@@ -150,6 +150,7 @@ def test_three_fits_in_a_row_of_the_guides_two_output_model(tmp_path, reuse):
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.slow
 def test_the_backend_agnostic_clients_on_jax_and_pytorch(tmp_path, backend):
     """The clients above that need no TensorFlow (`unchanged_fits.py`),
     each backend in a process of its own."""
