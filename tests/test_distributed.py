@@ -316,7 +316,8 @@ def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
            for name in ("slow/process_0/train", "slow/process_1/train")}
     assert ids["slow/process_1/train"].count("straggler") == 1
     assert "straggler" not in ids["slow/process_0/train"]
-    assert runs["slow/process_0/train"]["verdict"] == "waiting_for_others"
+    # (Its verdict may be warmup_dominated: a short fit on a busy machine.)
+    assert runs["slow/process_0/train"]["steady_verdict"] == "waiting_for_others"
     # One host: the step starts are compared on its clock.
     assert group["same_host"] is True
     assert group["start_spread_ms"]["p50"] is not None
