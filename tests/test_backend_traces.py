@@ -63,7 +63,11 @@ def test_the_window_holds_the_traced_steps(traced):
     assert "error" not in window
     assert (window["start_step"], window["stop_step"]) == tuple(facts["window"]) == (3, 6)
     assert [entry["step"] for entry in window["steps"]] == [3, 4, 5]
-    assert all(entry["step_ms"] > 0 for entry in window["steps"])
+    # A step's span can be empty: Keras's worker threads may mark a later
+    # step complete before an earlier one (both then end at the earlier
+    # mark; tests/test_trace.py). The window as a whole took time.
+    assert all(entry["step_ms"] >= 0 for entry in window["steps"])
+    assert sum(entry["step_ms"] for entry in window["steps"]) > 0
     assert [entry["step"] for entry in window["recorded_steps"]] == [3, 4, 5]
     # Cut from dispatch to completion, each completion marked in the trace.
     assert window["step_cut"] == trace.CUT_DISPATCH_TO_COMPLETION
@@ -116,9 +120,14 @@ def test_the_profilers_cost_stays_out_of_the_steps(traced):
         series = record.series
         total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
         steady = [value for value, warm in zip(total, series["warmup"]) if not warm]
+        window = window_of(records, run)
         # The profiler's start and stop (a millisecond or more) are
-        # accounted apart, not as a slow step.
-        assert max(steady) < max(20 * statistics.median(steady), 50.0), (run, list(steady))
+        # accounted apart, not as a slow step: the steps where it started
+        # and stopped are no longer than the run's others, whatever else
+        # (another process's load) slowed one step somewhere in the fit.
+        edges = [step for step in (window["start_step"], window["stop_step"])
+                 if step < len(total)]
+        assert max(total[edges]) < max(20 * statistics.median(steady), 50.0), (run, list(steady))
         assert record.aggregate["wall_ms"]["measurement"] > 0
 
 
