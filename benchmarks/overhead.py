@@ -68,14 +68,14 @@ def build_model():
 class EagerFetchOnly(keras.callbacks.Callback):
     """The callback's fetch path without any recording (for the baseline):
     Keras's own first call, then an eager `next()` handed to the trace Keras
-    chose (the callback's own `_BatchStep`), the end of the data to Keras."""
+    chose (the callback's own `BatchStep`), the end of the data to Keras."""
 
     def on_train_begin(self, logs=None):
-        from tb_devicecost.callback import _BatchStep  # the same step path
+        from tb_devicecost.backends.tensorflow import BatchStep  # the same step path
 
         original = self.model.train_function
         self._original = original
-        step = _BatchStep(original)
+        step = BatchStep(original)
         first = [True]
 
         def train_function(iterator):

@@ -1,7 +1,6 @@
 """`DeviceCostCallback`: per-step cost accounting for `model.fit`."""
 
 import atexit
-import collections
 import os
 import time
 import warnings
@@ -11,7 +10,6 @@ import keras
 
 from tb_devicecost import accounting
 from tb_devicecost import fetch_floor
-from tb_devicecost import metadata
 from tb_devicecost import placement
 from tb_devicecost import profiling
 from tb_devicecost import run_info
@@ -19,6 +17,7 @@ from tb_devicecost.backends import asynchronous as async_steps
 from tb_devicecost.backends import devices as backends
 from tb_devicecost.backends import jax as jax_backend
 from tb_devicecost.backends import keras_loop
+from tb_devicecost.backends import tensorflow as tensorflow_backend
 from tb_devicecost.backends import torch as torch_backend
 
 # The fetch floor is sampled while training, under the same load as the
@@ -208,7 +207,6 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._loop = None
         self._hooks_on_worker = {}
         self._fetched_at = None
-        self._torch_completions = None
         # Whether the model's variables live on an accelerator (after the
         # first step): where the step runs.
         self._accelerated = False
@@ -468,7 +466,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
-        self._tracing[attribute] = _TracingCounter(original)
+        self._tracing[attribute] = tensorflow_backend.TracingCounter(original)
         if self._spe > 1:
             wrapper = self._execution_wrapper(original, recorder, role)
         else:
@@ -495,7 +493,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
         without the callback, so whatever that call does it still does.
         """
         tracing = self._tracing[_function_of(role)]
-        step = _BatchStep(original)
+        step = tensorflow_backend.BatchStep(original)
         # A wrapper serves one dataset (one fit, or one evaluation): whether
         # Keras traced the step for its element spec is asked once.
         keras_traced = False
@@ -507,7 +505,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             if role == "train" and self._traces.window is not None:
                 self._traces.before_step(recorder)
             if not keras_traced:
-                if not _traced_by_keras(original, iterator):
+                if not tensorflow_backend.traced_by_keras(original, iterator):
                     return self._first_call(original, iterator, recorder, role)
                 keras_traced = True
             recorder.begin_step()
@@ -562,7 +560,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._on_exception(error)
             raise
         finally:
-            _note_traced_by_keras(original, iterator)
+            tensorflow_backend.note_traced_by_keras(original, iterator)
             self._warm_again[role] = True
             self._tracing[_function_of(role)].reset()
         return result
@@ -590,7 +588,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 raise
             if not noted:
                 noted = True
-                _note_traced_by_keras(original, iterator)
+                tensorflow_backend.note_traced_by_keras(original, iterator)
             recorder.set_steps(self._executed_steps(role, begin))
             return result
 
@@ -1018,167 +1016,6 @@ def _close_at_exit(reference):
         callback._end_fit(status="interrupted")
 
 
-# The step functions that Keras has already called (and so traced) itself,
-# each with the element specs of the iterators it was called on. Module-wide:
-# a new callback on a model whose function Keras traced for the same data
-# fetches eagerly from its first step. Data of another element spec (a later
-# fit on dicts instead of lists, other dtypes or shapes) goes to Keras first
-# again: fetched eagerly, its first batch would make TensorFlow trace the step
-# for that batch's static shape, which Keras never does (a per-output loss is
-# weighed by the batch's static size, a partial batch then retraces).
-_TRACED_BY_KERAS = weakref.WeakKeyDictionary()
-
-
-def _element_spec(iterator):
-    return getattr(iterator, "element_spec", None)
-
-
-def _traced_by_keras(function, iterator):
-    """Whether Keras called `function` on an iterator of this one's spec."""
-    try:
-        return _element_spec(iterator) in _TRACED_BY_KERAS.get(function, ())
-    except Exception:  # pylint: disable=broad-except
-        return False  # Specs that do not compare: Keras's path is safe.
-
-
-def _note_traced_by_keras(function, iterator):
-    specs = _TRACED_BY_KERAS.setdefault(function, [])
-    spec = _element_spec(iterator)
-    try:
-        if spec in specs:
-            return
-    except Exception:  # pylint: disable=broad-except
-        return
-    specs.append(spec)
-
-
 def _function_of(role):
     """The model attribute holding the step function of a run's role."""
     return "train_function" if role == "train" else "test_function"
-
-
-class _BatchStep:
-    """Runs Keras's traced one-step function on a batch, as Keras would.
-
-    `original((batch,))` makes Keras call its `tf.function` on the batch,
-    whose trace (for the dataset's element spec, batch dimension `None`)
-    serves every batch; finding that trace by type costs tens of
-    microseconds a call. After one such call the trace it used is known
-    (`get_concrete_function` finds it without tracing), and later batches
-    go to it directly: the same graph, the same variables, no new trace.
-    """
-
-    def __init__(self, original):
-        self._original = original
-        self._function = None
-        self._concrete = None
-        self._usable = True
-        for cell in getattr(original, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            wrapped = getattr(value, "__wrapped__", None)
-            # Keras's `_autoconvert_optionals` wrapper around `one_step_on_data`.
-            if getattr(wrapped, "__name__", "") == "one_step_on_data" and hasattr(
-                wrapped, "get_concrete_function"
-            ):
-                self._function = wrapped
-        if self._function is None:
-            self._usable = False
-
-    def __call__(self, batch):
-        concrete = self._concrete
-        if concrete is not None:
-            try:
-                return concrete(batch)
-            except TypeError:
-                # The batch does not bind to the trace's signature (raised
-                # before anything runs): let Keras choose, from now on.
-                self._concrete, self._usable = None, False
-        before = self._tracing_count()
-        result = self._original((batch,))
-        if self._usable and self._tracing_count() == before:
-            self._resolve(batch)
-        return result
-
-    def forget(self):
-        """A retrace happened: the trace to call may have changed."""
-        self._concrete = None
-
-    def _tracing_count(self):
-        function = self._function
-        return function.experimental_get_tracing_count() if function is not None else 0
-
-    def _resolve(self, batch):
-        import tensorflow as tf
-
-        leaves = tf.nest.flatten(batch)
-        if any(isinstance(leaf, tf.experimental.Optional) for leaf in leaves):
-            # Keras converts Optionals before the call: keep its path.
-            self._usable = False
-            return
-        before = self._tracing_count()
-        try:
-            concrete = self._function.get_concrete_function(batch)
-        except Exception:  # pylint: disable=broad-except
-            self._usable = False
-            return
-        if self._tracing_count() != before:  # Never expected; stop trying.
-            self._usable = False
-            return
-        self._concrete = concrete
-
-
-class _TracingCounter:
-    """Counts traces of the `tf.function`s behind a Keras step function.
-
-    Keras's `train_function` is a plain Python function whose closure holds
-    its `tf.function`s (the step on an iterator and the step on a batch).
-    Their tracing count is TensorFlow's own evidence of a retrace.
-    """
-
-    def __init__(self, function):
-        self._functions = []
-        for cell in getattr(function, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # An empty cell.
-                continue
-            # A tf.function, or Keras's wrapper around one (`functools.wraps`).
-            for candidate in (value, getattr(value, "__wrapped__", None)):
-                if hasattr(candidate, "experimental_get_tracing_count"):
-                    self._functions.append(candidate)
-                    break
-        self._baseline = None
-        self._last = None
-        self.retraces = 0
-        self.steps = collections.deque(maxlen=100)
-
-    @property
-    def known(self):
-        return bool(self._functions) and self._baseline is not None
-
-    def _count(self):
-        return sum(f.experimental_get_tracing_count() for f in self._functions)
-
-    def reset(self):
-        """Takes the count after Keras's own first call as the baseline."""
-        if self._functions:
-            self._baseline = self._last = self._count()
-
-    def changed(self):
-        """Whether a trace happened since the last call."""
-        if self._last is None:
-            if self._functions and self._baseline is None:
-                self.reset()
-            return False
-        count = self._count()
-        if count == self._last:
-            return False
-        self.retraces += count - self._last
-        self._last = count
-        return True
-
-    def note_step(self, step):
-        self.steps.append(step)

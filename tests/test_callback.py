@@ -406,7 +406,7 @@ def test_the_fits_wall_time_is_accounted_for_in_parts_that_add_up(tmp_path):
 def test_retraces_are_counted_from_tensorflows_tracing_count():
     """The evidence behind a `retracing` finding: TensorFlow's own count of
     traces of the functions behind a Keras-style step function."""
-    from tb_devicecost.callback import _TracingCounter
+    from tb_devicecost.backends.tensorflow import TracingCounter
 
     @tf.function
     def step(x):
@@ -415,7 +415,7 @@ def test_retraces_are_counted_from_tensorflows_tracing_count():
     def train_function(data):  # Holds its tf.function in its closure.
         return step(data)
 
-    counter = _TracingCounter(train_function)
+    counter = TracingCounter(train_function)
     train_function(tf.ones((4,)))
     counter.reset()  # Keras's own first call is the baseline.
     train_function(tf.ones((4,)))
