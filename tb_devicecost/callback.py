@@ -323,19 +323,21 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def loop_epoch_begin(self, role, now):
         self._fetch_started = now
 
-    def _results(self, role, batch, now, in_hook):
-        """The step's logs are Python numbers: its work is complete."""
-        role = "train" if role == "train" else self._test_role
+    def _results(self, loop_role, batch, now, in_hook):
+        """The step's logs are Python numbers: its work is complete.
+
+        `loop_role` is the loop's (`"train"` or `"test"`); the run's role
+        for a test step is validation's or evaluation's.
+        """
+        role = "train" if loop_role == "train" else self._test_role
         if role is None:
             return
         steps = self._async.get(role)
         if steps is not None:
-            # On a worker thread when every callback is async-safe.
-            steps.completed(
-                batch, now, exact=not in_hook and not self._hooks_on_worker.get(
-                    "train" if role == "train" else "test", True
-                )
-            )
+            # On a worker thread when every callback is async-safe; on the
+            # training thread, which waited for the step, the read is exact.
+            exact = not in_hook and not self._hooks_on_worker.get(loop_role, True)
+            steps.completed(batch, now, exact=exact)
             window = self._traces.window if role == "train" else None
             if window is not None:
                 # The step's completion marker, while a window is traced.

@@ -30,17 +30,9 @@ _BATCH_METHODS = {
 
 
 def callback_list():
-    """The `CallbackList` of the `fit` or `evaluate` being run, or `None`."""
-    frame = inspect.currentframe()
-    try:
-        while frame is not None:
-            candidate = frame.f_locals.get("self")
-            if isinstance(candidate, CallbackList):
-                return candidate
-            frame = frame.f_back
-    finally:
-        del frame
-    return None
+    """The `CallbackList` of the `fit` or `evaluate` being run (the `self`
+    of its `on_train_begin` or `on_test_begin` on the stack), or `None`."""
+    return caller_local("self", CallbackList)
 
 
 def sibling_callbacks():
