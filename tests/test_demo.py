@@ -399,7 +399,9 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     assert_not_highly_input_bound(in_model)
     if backend == "jax":
         # JAX compiles the step in the first one (PyTorch runs it eagerly,
-        # so its short fit is no warm-up story). Dominated on a quiet
-        # machine; on a busy one the steps after it take longer too.
-        ids = {finding["id"] for finding in runs["warmup/short-cpu0/train"]["findings"]}
-        assert ids & {"warmup", "warmup_dominated"}, ids
+        # so its short fit is no warm-up story): longer than a steady step,
+        # on a quiet machine or a busy one (how much of the fit it is
+        # depends on both, and on JAX's compilation cache: a fresh clone's
+        # first run read no warm-up finding at all).
+        short = runs["warmup/short-cpu0/train"]
+        assert short["warmup_ms"] > short["step_ms"]["mean"], short["warmup_ms"]
