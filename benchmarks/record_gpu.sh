@@ -9,6 +9,8 @@
 #   bash benchmarks/record_gpu.sh "$OUT" distributed4
 #
 # truth: tests/truth_fits.py on JAX and PyTorch, on the GPU (-> h100_truth/);
+# demo: `python -m demo` on JAX (full) and PyTorch (--quick), every scenario
+# on the CPU and the GPU, with what it printed (-> h100_demo/);
 # distributedN: benchmarks/gpu_distributed.py with N processes, one GPU
 # each, the MLP (-> h100xN/mlp). Each part lands in OUT as one archive
 # (the device tool brings files back at most two folders down); unpack
@@ -30,6 +32,17 @@ for part in "$@"; do
                 CUDA_VISIBLE_DEVICES=0 python3 tests/truth_fits.py "$backend" \
                     "$root/h100_truth/$backend" > "$root/h100_truth/$backend.json" \
                     2> "$out/truth_$backend.log" || echo "truth $backend failed"
+            done
+            ;;
+        demo)
+            mkdir -p "$root/h100_demo"
+            for backend in jax torch; do
+                quick=""; [ "$backend" = torch ] && quick="--quick"
+                KERAS_BACKEND=$backend timeout "${DEMO_LIMIT:-900}" python3 -m demo --no-serve $quick \
+                    --logdir "$root/h100_demo/$backend" \
+                    > "$root/h100_demo/${backend}_report.txt" 2> "$out/demo_$backend.log" \
+                    || echo "demo $backend failed"
+                tail -3 "$root/h100_demo/${backend}_report.txt"
             done
             ;;
         distributed*)
