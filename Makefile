@@ -6,7 +6,7 @@ PIP := $(VENV_PYTHON) -m pip
 ARGS ?=
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup test-setup demo test benchmark clean
+.PHONY: setup test-setup demo test benchmark clean protos
 
 $(VENV_PYTHON):
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,11 @@ benchmark: setup
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
+
+# The XSpace schema's generated code (tb_devicecost/protos/xplane_pb2.py).
+# protoc 25 (grpcio-tools 1.62) writes code that loads on protobuf 4.21
+# and newer; the package ships the result, so only a schema change needs it.
+protos:
+	python3 -m venv /tmp/tb-devicecost-protoc
+	/tmp/tb-devicecost-protoc/bin/pip install -q "grpcio-tools==1.62.3"
+	/tmp/tb-devicecost-protoc/bin/python -m grpc_tools.protoc -I. --python_out=. tb_devicecost/protos/xplane.proto

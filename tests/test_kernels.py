@@ -36,7 +36,7 @@ def test_kernels_are_grouped_by_category_then_name():
 def _xspace(devices):
     """An XSpace: steps 5 and 6 marked on the host (10 ms each), and per
     device `(name, start_ms, end_ms, hlo_op)` kernels on a stream."""
-    space = xspace_schema._builtin_xspace()()
+    space = xspace_schema.xspace_class()()
     host = space.planes.add(id=1, name="/host:CPU")
     host.event_metadata[1].id = 1
     host.event_metadata[1].name = trace.MARKER_NAME

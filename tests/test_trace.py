@@ -9,6 +9,7 @@ real profiler output, not a mock, kept in `tests/data/`.
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -148,11 +149,14 @@ def _fields(descriptor):
     }
 
 
-def test_our_xspace_schema_is_tensorflows():
+def test_our_generated_xspace_schema_is_tensorflows():
     # `make test` installs TensorFlow, whose schema ours copies.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    ours = xspace_schema._builtin_xspace().DESCRIPTOR.file
+    from tb_devicecost.protos import xplane_pb2 as generated
+
+    assert xspace_schema.xspace_class() is generated.XSpace
+    ours = generated.DESCRIPTOR
     theirs = xplane_pb2.DESCRIPTOR
     assert sorted(ours.message_types_by_name) == sorted(theirs.message_types_by_name)
     for name, message in theirs.message_types_by_name.items():
@@ -187,11 +191,12 @@ def test_without_a_schema_the_entry_says_so_and_keeps_the_trace(tmp_path, monkey
     def no_tensorflow():
         raise ImportError("No module named 'tensorflow'")
 
-    def no_protobuf():
-        raise RuntimeError("protobuf is too old")
-
     monkeypatch.setattr(xspace_schema, "_tensorflow_xspace", no_tensorflow)
-    monkeypatch.setattr(xspace_schema, "_builtin_xspace", no_protobuf)
+    # As where protobuf is older than our generated code: its import fails.
+    from tb_devicecost import protos
+
+    monkeypatch.setitem(sys.modules, "tb_devicecost.protos.xplane_pb2", None)
+    monkeypatch.delattr(protos, "xplane_pb2", raising=False)
     run_dir = tmp_path / "run"
     capture = run_dir / "plugins" / "profile" / "2026_01_01_00_00_00"
     capture.mkdir(parents=True)
@@ -199,7 +204,7 @@ def test_without_a_schema_the_entry_says_so_and_keeps_the_trace(tmp_path, monkey
     kept.write_bytes(open(os.path.join(DATA, "h100_jax_mlp_batch32.xplane.pb"), "rb").read())
     window = profiling.TraceWindow(20, 30, str(run_dir), backend="jax")
     entry = window.document()
-    assert "xplane_pb2 failed to import" in entry["error"]
+    assert "needs the XSpace protobuf schema" in entry["error"]
     assert "kept for TensorBoard's Profile tab" in entry["error"]
     assert entry["trace_file"] == str(kept)
     assert kept.exists()
