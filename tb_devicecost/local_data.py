@@ -19,7 +19,6 @@ came before). A tag's summary metadata is the first one seen in the run.
 
 import io
 import os
-import struct
 
 from google.protobuf import message as protobuf_message
 from tensorboard.compat.proto import event_pb2
@@ -96,31 +95,15 @@ def iter_records(handle):
     """`(offset, payload)` of each whole record of an event file, read from
     the binary file `handle` one record at a time (memory stays that of one
     record), up to the first record whose checksum fails or that is cut
-    short."""
+    short (`records.read_framed`)."""
     try:
         size = os.fstat(handle.fileno()).st_size
     except (AttributeError, OSError, io.UnsupportedOperation):
         size = None
-    offset = 0
-    while True:
-        header = handle.read(12)
-        if len(header) < 12:
-            return
-        (length,) = struct.unpack_from("<Q", header)
-        (length_crc,) = struct.unpack_from("<I", header, 8)
-        if records.masked_crc32c(header[:8]) != length_crc:
-            return
-        if size is not None and offset + 16 + length > size:
-            return  # Cut short (and no buffer of a length the file cannot hold).
-        data = handle.read(length + 4)
-        if len(data) < length + 4:
-            return
-        payload = data[:length]
-        (payload_crc,) = struct.unpack_from("<I", data, length)
-        if records.masked_crc32c(payload) != payload_crc:
+    for offset, payload in records.read_framed(handle, size=size):
+        if payload is None:
             return
         yield offset, payload
-        offset += 16 + length
 
 
 def _records_or_none(handle):

@@ -19,7 +19,6 @@ import dataclasses
 import logging
 import os
 import stat
-import struct
 
 import numpy as np
 
@@ -196,25 +195,11 @@ def _first_damage(path):
         try:
             with open(path, "rb") as handle:
                 handle.seek(checked)
-                while True:
-                    header = handle.read(12)
-                    if len(header) < 12:
+                for offset, payload in tfrecords.read_framed(handle, checked, status.st_size):
+                    if payload is None:
+                        damage = offset
                         break
-                    (length,) = struct.unpack("<Q", header[:8])
-                    (length_crc,) = struct.unpack("<I", header[8:])
-                    if tfrecords.masked_crc32c(header[:8]) != length_crc:
-                        damage = checked
-                        break
-                    if checked + 16 + length > status.st_size:
-                        break
-                    data = handle.read(length)
-                    footer = handle.read(4)
-                    if len(data) < length or len(footer) < 4:
-                        break
-                    if tfrecords.masked_crc32c(data) != struct.unpack("<I", footer)[0]:
-                        damage = checked
-                        break
-                    checked += 16 + length
+                    checked = offset + 16 + len(payload)
         except OSError:
             return None
         _CHECKED[path] = (identity, checked, damage)

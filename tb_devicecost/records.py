@@ -90,3 +90,41 @@ def frame_records(payloads, batched=None):
         for position, index in enumerate(indices):
             framed[index] = header + header_crc + payloads[index] + crcs[4 * position : 4 * position + 4]
     return b"".join(framed)
+
+
+def read_framed(handle, offset=0, size=None):
+    """`(offset, payload)` of each whole record of an event file, read from
+    the binary file `handle` (positioned at `offset`) one record at a time.
+
+    Stops at the end of the file or at a record cut short (a file being
+    written ends so). At a record whose length or data checksum fails it
+    yields `(offset, None)` and stops: that is damage, not an end.
+
+    Args:
+        handle: A binary file.
+        offset: Where `handle` is positioned: the offsets yielded count
+            from it.
+        size: The file's size, where known: a length that runs past it is
+            a record cut short, and no buffer of that length is read.
+    """
+    while True:
+        header = handle.read(12)
+        if len(header) < 12:
+            return
+        (length,) = struct.unpack_from("<Q", header)
+        (length_crc,) = struct.unpack_from("<I", header, 8)
+        if masked_crc32c(header[:8]) != length_crc:
+            yield offset, None
+            return
+        if size is not None and offset + 16 + length > size:
+            return
+        data = handle.read(length + 4)
+        if len(data) < length + 4:
+            return
+        payload = data[:length]
+        (payload_crc,) = struct.unpack_from("<I", data, length)
+        if masked_crc32c(payload) != payload_crc:
+            yield offset, None
+            return
+        yield offset, payload
+        offset += 16 + length

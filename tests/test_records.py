@@ -69,3 +69,27 @@ def test_the_report_reads_the_records_tensorboards_reader_reads(tmp_path):
         assert [p for _, p in local_data.iter_records(io.BytesIO(content))] == ours, name
     assert [p for _, p in local_data.iter_records(io.BytesIO(bytes(damaged)))] == payloads[:3]
     assert [p for _, p in local_data.iter_records(io.BytesIO(data[:-7]))] == payloads[:-1]
+
+
+def test_framed_reading_tells_damage_from_an_end():
+    """`read_framed`, the one reader of the framing (the report's records
+    and the damage check both use it): a record whose checksum fails is
+    yielded as `(its offset, None)`; a record cut short simply ends the
+    file; offsets count from where reading started."""
+    payloads = [b"a" * 5, b"b" * 120, b"c" * 9]
+    data = records.frame_records(payloads)
+    offsets = [0, 16 + 5, 16 + 5 + 16 + 120]
+    assert list(records.read_framed(io.BytesIO(data))) == list(zip(offsets, payloads))
+    damaged = bytearray(data)
+    damaged[offsets[1] + 12 + 60] ^= 0x01  # inside the second record's data
+    assert list(records.read_framed(io.BytesIO(bytes(damaged)))) == [
+        (0, payloads[0]), (offsets[1], None)
+    ]
+    damaged = bytearray(data)
+    damaged[offsets[2] + 2] ^= 0x01  # the third record's length
+    assert list(records.read_framed(io.BytesIO(bytes(damaged))))[-1] == (offsets[2], None)
+    cut = data[:-3]
+    assert list(records.read_framed(io.BytesIO(cut), size=len(cut))) == list(zip(offsets, payloads))[:2]
+    stream = io.BytesIO(data)
+    stream.seek(offsets[1])
+    assert list(records.read_framed(stream, offsets[1])) == list(zip(offsets, payloads))[1:]
