@@ -11,6 +11,7 @@ import mimetypes
 import os
 import posixpath
 import threading
+import time
 import urllib.parse
 
 from tensorboard import errors
@@ -29,6 +30,8 @@ from tb_devicecost import reader
 # Run names are paths: the reader's one rule for what is listed and opened.
 _MAX_RUN_NAME = reader.MAX_RUN_NAME
 _MAX_COMPARED_RUNS = 100
+# How often `is_active` may walk the log directory for profiler captures.
+_ACTIVE_RECHECK_S = 30.0
 # Every route only reads.
 _METHODS = ("GET", "HEAD")
 
@@ -58,10 +61,11 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     def __init__(self, context):
         self._data_provider = context.data_provider
         self._logdir = context.logdir
-        # The `runs` route's last body, with what it was built from
-        # (`_runs_body`).
-        self._runs_cache = None
-        self._runs_lock = threading.Lock()
+        # The last `_Snapshot` of the log directory, with its fingerprint.
+        self._snapshot_cache = None
+        self._lock = threading.Lock()
+        # `is_active`'s last answer and when it was found (`time.monotonic`).
+        self._active = (None, float("-inf"))
 
     def get_plugin_apps(self):
         return {
@@ -74,7 +78,15 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     def is_active(self):
         # Runs with our summaries activate the tab through the data
         # provider's plugin listing; this covers runs holding only traces.
-        return bool(reader.find_profile_runs(self._logdir))
+        # TensorBoard asks on every reload: the disk is walked at most once
+        # every `_ACTIVE_RECHECK_S`, and once the tab is active it stays so.
+        active, found = self._active
+        now = time.monotonic()
+        if active or now - found < _ACTIVE_RECHECK_S:
+            return bool(active)
+        active = bool(reader.find_profile_runs(self._logdir))
+        self._active = (active, now)
+        return active
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(
@@ -144,12 +156,17 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             contents = static_file.read()
         return http_util.Respond(request, contents, content_type)
 
-    def _runs_body(self, ctx, experiment, baseline):
-        """`runs_impl` as gzipped JSON, built again only when what it is
-        built from changed: the data TensorBoard serves, the scanned event
-        files and the profiler captures (`reader.fingerprint`). Analysing
-        hundreds of runs takes longer than checking that.
-        """
+    def _snapshot(self, ctx, experiment):
+        """The log directory as read once (`_Snapshot`), read again only
+        when what it is read from changed: the data TensorBoard serves, the
+        scanned event files and the profiler captures (`reader.fingerprint`).
+        Reading hundreds of runs takes longer than checking that."""
+        scans = []
+
+        def scan():
+            scans.append(reader.scan_if_local(self._logdir))
+            return scans[-1]
+
         def captures():
             return tuple(
                 (run, tuple(tuple(sorted(capture.items()))
@@ -157,15 +174,29 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
                 for run in reader.find_profile_runs(self._logdir)
             )
 
-        data = reader.fingerprint(
-            self._data_provider, lambda: reader.scan_if_local(self._logdir), ctx,
-            experiment, also=captures,
+        data = reader.fingerprint(self._data_provider, scan, ctx, experiment, also=captures)
+        key = None if data is None else (experiment, data)
+        with self._lock:
+            cached = self._snapshot_cache
+            if key is not None and cached is not None and cached.key == key:
+                return cached
+        snapshot = _Snapshot(
+            self, ctx, experiment, key, scans[-1] if scans else reader.scan_if_local(self._logdir)
         )
-        key = None if data is None else (experiment, baseline, data)
-        with self._runs_lock:
-            if key is not None and self._runs_cache and self._runs_cache[0] == key:
-                return self._runs_cache[1]
-        report = self.runs_impl(ctx, experiment, baseline)
+        if key is not None:
+            with self._lock:
+                self._snapshot_cache = snapshot
+        return snapshot
+
+    def _runs_body(self, ctx, experiment, baseline):
+        """`runs_impl` as gzipped JSON, kept with the snapshot it was built
+        from (one body per baseline)."""
+        snapshot = self._snapshot(ctx, experiment)
+        with self._lock:
+            body = snapshot.bodies.get(baseline)
+        if body is not None:
+            return body
+        report = self._runs_report(snapshot, baseline)
         try:
             # The analysis leaves no NaN, so TensorBoard's own cleansing
             # walk (`json_util.Cleanse`) is not needed.
@@ -173,64 +204,32 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         except ValueError:
             text = json.dumps(json_util.Cleanse(report), separators=(",", ":"))
         body = gzip.compress(text.encode("utf-8"), compresslevel=3, mtime=0)
-        if key is not None:
-            with self._runs_lock:
-                self._runs_cache = (key, body)
+        with self._lock:
+            snapshot.bodies[baseline] = body
         return body
 
     # Implementations: plain data in, plain data out.
 
     def runs_impl(self, ctx, experiment, baseline=None):
-        scan = reader.scan_if_local(self._logdir)
-        records, unread = reader.read_logdir(
-            self._data_provider,
-            scan,
-            ctx,
-            experiment_id=experiment,
-            series_points=0,
-        )
-        records = self._with_process_series(ctx, experiment, records, scan)
-        known = {record.run for record in records}
+        return self._runs_report(self._snapshot(ctx, experiment), baseline)
+
+    def _runs_report(self, snapshot, baseline):
+        known = set(snapshot.by_run)
         if baseline is not None and baseline not in known:
             raise errors.NotFoundError(
                 f"No run {baseline!r} with tb-devicecost data to use as the "
                 f"baseline. Runs with data: {sorted(known)[:20]}"
             )
         try:
-            report = analysis.build_report(records, baseline=baseline, unread=unread)
+            report = analysis.build_report(
+                snapshot.records, baseline=baseline, unread=snapshot.unread
+            )
         except ValueError as error:  # e.g. a baseline whose data was skipped
             raise errors.InvalidArgumentError(str(error))
         for run in report["runs"]:
-            run["profile"] = self._profile_links(run["run"])
-        report["profile_only"] = [
-            run for run in reader.find_profile_runs(self._logdir) if run not in known
-        ]
+            run["profile"] = self._profile_links(snapshot, run["run"])
+        report["profile_only"] = [run for run in snapshot.profile_runs if run not in known]
         return report
-
-    def _analysed(self, ctx, experiment, runs, series_points):
-        """`{run: run object}` of `runs`, by the report's own rule
-        (`analysis.analyze_record`): a run the report would skip is a 404
-        saying why."""
-        records, unread = reader.read_logdir(
-            self._data_provider,
-            reader.scan_if_local(self._logdir),
-            ctx,
-            experiment_id=experiment,
-            runs=runs,
-            series_points=series_points,
-        )
-        by_run = {record.run: record for record in records}
-        reasons = {item["run"]: item["reason"] for item in unread}
-        results = {}
-        for run in runs:
-            if run not in by_run:
-                why = f": {reasons[run]}" if run in reasons else ""
-                raise errors.NotFoundError(f"No tb-devicecost data for run {run!r}{why}")
-            result, reason = analysis.analyze_record(by_run[run])
-            if reason:
-                raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
-            results[run] = (result, by_run[run])
-        return results
 
     def _with_process_series(self, ctx, experiment, records, scan):
         """`records`, with the per-step series of the runs of multi-process
@@ -244,21 +243,15 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         by_name = {record.run: record for record in again}
         return [by_name.get(record.run, record) for record in records]
 
-    def _job(self, ctx, experiment, record):
+    def _job(self, snapshot, record):
         """`(group, job, finding)`: the workers group of the job `record`'s
         process belongs to, the job's name, and its `straggler` finding
         when `record` is the straggler (said once per job, as the report
         attaches it); `None` for each when there is no job."""
         if workers.process_of(record) is None:
             return None, None, None
-        scan = reader.scan_if_local(self._logdir)
-        records, _ = reader.read_logdir(
-            self._data_provider, scan, ctx, experiment_id=experiment, series_points=0
-        )
-        members = self._with_process_series(
-            ctx, experiment, workers.same_group(records, record), scan
-        )
-        analysed = [analysis.analyze_record(member)[0] for member in members]
+        members = workers.same_group(snapshot.records, record)
+        analysed = [snapshot.analysed(member.run)[0] for member in members]
         groups = workers.build_workers(members, [run for run in analysed if run])
         if not groups:
             return None, None, None
@@ -267,16 +260,24 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         return groups[0], groups[0]["group"], finding if straggler else None
 
     def run_impl(self, ctx, experiment, run):
-        result, record = self._analysed(
-            ctx, experiment, [run], reader.DEFAULT_SERIES_POINTS
-        )[run]
-        group, result["job"], finding = self._job(ctx, experiment, record)
+        snapshot = self._snapshot(ctx, experiment)
+        snapshot.require(run)
+        # The one read a request makes: this run's per-step series.
+        records, _ = reader.read_logdir(
+            self._data_provider, snapshot.scan, ctx, experiment_id=experiment,
+            runs=[run], series_points=reader.DEFAULT_SERIES_POINTS,
+        )
+        [record] = [record for record in records if record.run == run] or [snapshot.by_run[run]]
+        result, reason = analysis.analyze_record(record)
+        if reason:
+            raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
+        group, result["job"], finding = self._job(snapshot, record)
         if finding is not None:
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
         if group:
             # A process mostly waiting for the straggler, as the report says.
             workers.mark_waiting([analysis.json_ready(group)], [result])
-        result["profile"] = self._profile_links(run)
+        result["profile"] = self._profile_links(snapshot, run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)
         result["series"] = {
@@ -291,20 +292,13 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             raise errors.InvalidArgumentError(
                 f"The baseline {baseline!r} must be one of the compared runs {runs}."
             )
-        analysed = self._analysed(ctx, experiment, runs, 0)
-        results = [analysed[run][0] for run in sorted(runs)]
+        snapshot = self._snapshot(ctx, experiment)
+        results = [snapshot.require(run) for run in sorted(runs)]
         # The same model's other runs (other batch sizes) explain the
         # comparison as they do in the report, so both say the same.
-        records, _ = reader.read_logdir(
-            self._data_provider,
-            reader.scan_if_local(self._logdir),
-            ctx,
-            experiment_id=experiment,
-            series_points=0,
-        )
         context = [
             result
-            for result, _ in (analysis.analyze_record(record) for record in records)
+            for result, _ in (snapshot.analysed(name) for name in snapshot.by_run)
             if result is not None
         ]
         comparison = analysis.compare_runs(results, baseline=baseline, context=context) or {}
@@ -315,10 +309,10 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             "rows": comparison.get("rows", []),
         })
 
-    def _profile_links(self, run):
+    def _profile_links(self, snapshot, run):
         return [
             dict(capture, url=_profile_url(run, capture["capture"], capture["host"]))
-            for capture in reader.list_profile_captures(self._logdir, run)
+            for capture in snapshot.captures(run)
         ]
 
     def _capture_link(self, window):
@@ -336,6 +330,65 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             return None
         run = os.path.relpath(directory, root).replace(os.sep, "/")
         return _profile_url(run, window["capture"], window["host"])
+
+
+class _Snapshot:
+    """One read of the log directory, which every route serves from until
+    something in it changes (TensorBoard's core plugins likewise make one
+    provider read per request's `*_impl`).
+
+    Attributes:
+        key: Its fingerprint (`DeviceCostPlugin._snapshot`), or `None`.
+        scan: The local scan it was read with (`reader.scan_if_local`).
+        records: Every run's `RunRecord`, without per-step series except
+            for the processes of multi-process jobs (`workers` aligns them).
+        unread: What could not be read, with why (`reader.read_logdir`).
+        by_run: `records` by run name.
+        profile_runs: The runs with profiler captures.
+        bodies: The `runs` route's gzipped JSON, by baseline.
+    """
+
+    def __init__(self, plugin, ctx, experiment, key, scan):
+        self.key = key
+        self.scan = scan
+        records, self.unread = reader.read_logdir(
+            plugin._data_provider, scan, ctx, experiment_id=experiment, series_points=0
+        )
+        self.records = plugin._with_process_series(ctx, experiment, records, scan)
+        self.by_run = {record.run: record for record in self.records}
+        self._reasons = {item["run"]: item["reason"] for item in self.unread}
+        self._logdir = plugin._logdir
+        self.profile_runs = reader.find_profile_runs(self._logdir)
+        self._captures = {}
+        self._analysed = {}
+        self.bodies = {}
+
+    def analysed(self, run):
+        """`analysis.analyze_record` of the run's record, `(result, reason)`,
+        computed once."""
+        if run not in self._analysed:
+            self._analysed[run] = analysis.analyze_record(self.by_run[run])
+        return self._analysed[run]
+
+    def require(self, run):
+        """The run's analysed result; a 404 saying why where the report
+        would skip it."""
+        if run not in self.by_run:
+            why = f": {self._reasons[run]}" if run in self._reasons else ""
+            raise errors.NotFoundError(f"No tb-devicecost data for run {run!r}{why}")
+        result, reason = self.analysed(run)
+        if reason:
+            raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
+        # Each caller adds its own keys: a copy, not the cached result.
+        return dict(result)
+
+    def captures(self, run):
+        if run not in self._captures:
+            self._captures[run] = (
+                reader.list_profile_captures(self._logdir, run)
+                if run in self.profile_runs else []
+            )
+        return self._captures[run]
 
 
 def _profile_url(run, capture, host):

@@ -446,3 +446,32 @@ def test_a_long_run_name_that_is_listed_can_be_opened(tmp_path, helpers):
     assert get_json(client, "/run?run=" + quoted)["run"] == long_name
     compared = get_json(client, "/compare?run=cpu/train&run=" + quoted)
     assert {run["run"] for run in compared["runs"]} == {"cpu/train", long_name}
+
+
+def test_every_route_serves_from_one_read_of_the_log_directory(logdir, monkeypatch):
+    """The routes share one snapshot of the log directory while nothing in
+    it changes: the overview, a run, a comparison and the overview again
+    read the runs once, plus the opened run's own per-step series; and
+    `is_active` does not walk the disk on every reload."""
+    client = make_client(logdir)
+    reads = []
+    original = reader.read_logdir
+    monkeypatch.setattr(
+        reader, "read_logdir",
+        lambda *args, **kwargs: reads.append(kwargs.get("runs")) or original(*args, **kwargs),
+    )
+    runs = [run["run"] for run in get_json(client, "/runs")["runs"]]
+    assert len(reads) == 1 and reads[0] is None
+    opened = get_json(client, "/run?run=" + urllib.parse.quote(runs[0]))
+    assert opened["run"] == runs[0] and opened["series"]
+    assert reads[1:] == [[runs[0]]]
+    get_json(client, "/compare?" + urllib.parse.urlencode([("run", r) for r in runs[:2]]))
+    get_json(client, "/runs")
+    assert len(reads) == 2
+
+    walks = []
+    monkeypatch.setattr(reader, "find_profile_runs", lambda *a: walks.append(1) or ["x"])
+    loaded = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=logdir, data_provider=None))
+    assert loaded.is_active() and loaded.is_active()
+    assert len(walks) == 1
