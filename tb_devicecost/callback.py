@@ -187,8 +187,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._registered_exit = False
         self._traces = profiling.TraceSchedule(self.profile_steps, device_busy)
         self._said_predict = False
-        # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
+        # The `backends.Backend` of the fit: all that differs per backend.
         self._backend = None
+        # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
         self._async = {}
         self._compiles = None
         self._fetch_started = None
@@ -216,14 +217,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             if self._in_fit:
                 # The previous fit ended without `on_train_end` (it raised).
                 self._end_fit(status="interrupted")
-            name = keras.backend.backend()
-            if name not in backends.NAMES:
-                self._disable(
-                    f"the {name!r} backend is not measured (tensorflow, jax "
-                    "and torch are)"
-                )
+            self._backend = backend = self._measured_backend()
+            if backend is None:
                 return
-            self._backend = backend = backends.get(name)
             self._note_model()
             self._create_recorders()
             self._register_exit_handler()
@@ -299,7 +295,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 self._register_exit_handler()
                 recorder, role = self._evaluation, "evaluation"
                 self._install_loop_clock()
-                self._backend = backends.get(keras.backend.backend())
+                self._backend = self._measured_backend()
+                if self._backend is None:
+                    return
                 self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
                 self._floors.setdefault("evaluation", fetch_floor.FetchFloor())
@@ -379,6 +377,18 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self._in_fit:
             self._end_fit(status="complete")
+
+    def _measured_backend(self):
+        """The `Backend` of Keras's backend, or `None` (and recording stops)
+        for a backend that is not measured."""
+        name = keras.backend.backend()
+        if name not in backends.NAMES:
+            self._disable(
+                f"the {name!r} backend is not measured (tensorflow, jax "
+                "and torch are)"
+            )
+            return None
+        return backends.get(name)
 
     def _gather_run_info(self, backend):
         info = dict(

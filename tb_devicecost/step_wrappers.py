@@ -192,13 +192,9 @@ class StepRecording:
                     self._compiles.armed = True
                 if not self._placement_written:
                     self._placement_written = True
-                    if state is not None:  # JAX: the fit holds variables as state
-                        variables = list(state[0]) + list(state[1])
-                        optimizer_variables = list(state[2])
-                    else:
-                        variables = self._model.variables
-                        optimizer = getattr(self._model, "optimizer", None)
-                        optimizer_variables = getattr(optimizer, "variables", [])
+                    variables, optimizer_variables = self._backend.fit_variables(
+                        self._model, state
+                    )
                     document = self._backend.placement_document(
                         variables, optimizer_variables, batch
                     )

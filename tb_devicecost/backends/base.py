@@ -90,6 +90,17 @@ class Backend:
             self.name, self.list_devices(), variables, optimizer_variables, batch
         )
 
+    def fit_variables(self, model, state):
+        """The model's and the optimizer's variables after a fit's first
+        step, given the step's output `state` (`None` where the backend
+        passes none).
+
+        Returns:
+            `(variables, optimizer_variables)`.
+        """
+        optimizer = getattr(model, "optimizer", None)
+        return model.variables, getattr(optimizer, "variables", [])
+
     def handover(self):
         """What Keras's loop does to hand a ready batch to the step."""
         return lambda batch: batch

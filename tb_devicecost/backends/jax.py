@@ -146,6 +146,14 @@ class JaxBackend(base.Backend):
             physical.append(entry)
         return {"physical": physical, "logical": list(physical)}
 
+    def fit_variables(self, model, state):
+        # A JAX fit holds the variables as its state (trainable,
+        # non-trainable, optimizer, ...), donated to each step: the new
+        # state's arrays are where the variables are.
+        if state is None:
+            return super().fit_variables(model, state)
+        return list(state[0]) + list(state[1]), list(state[2])
+
     def handover(self):
         """JAX puts a batch on the default device (ahead of time on
         accelerators)."""
