@@ -12,6 +12,7 @@ import re
 import keras
 import numpy as np
 
+from tb_devicecost import backends
 from tb_devicecost.callback import DeviceCostCallback
 
 # `cpu`, `gpu`, `gpu:1`: the devices `keras.device` takes on every backend.
@@ -115,7 +116,7 @@ def sweep(
     `tensorboard --logdir logs`.
     """
     backend = keras.backend.backend()
-    if backend not in ("tensorflow", "jax", "torch"):
+    if backend not in backends.NAMES:
         raise SweepArgumentError(
             "`sweep` runs on the tensorflow, jax and torch backends. "
             f"Received: backend={backend!r}"
@@ -204,9 +205,8 @@ def _fit(build_model, x, y, device, batch_size, steps, run_dir, mark, verbose):
         if y is None
         else keras.tree.map_structure(lambda leaf: np.take(leaf, indices, axis=0), y)
     )
-    # PyTorch: variables made under `cpu:0` are copies of the tensors made
-    # on `cpu`, which then receive no gradients; `cpu` is the same device.
-    scope = "cpu" if device == "cpu:0" and keras.backend.backend() == "torch" else device
+    # The device name the backend's `keras.device` takes (PyTorch: `cpu`).
+    scope = backends.get(keras.backend.backend()).device_scope(device)
     with keras.device(scope):
         model = build_model()
         if not isinstance(model, keras.Model) or not model.compiled:
@@ -312,29 +312,7 @@ def _devices(devices, backend):
 
 def _available(backend):
     """How many CPU and GPU devices `keras.device` can use on `backend`."""
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return {
-            "cpu": len(tf.config.list_logical_devices("CPU")),
-            "gpu": len(tf.config.list_logical_devices("GPU")),
-        }
-    if backend == "jax":
-        import jax
-
-        counts = {}
-        for kind in ("cpu", "gpu"):
-            try:
-                counts[kind] = len(jax.devices(kind))
-            except RuntimeError:  # No such platform.
-                counts[kind] = 0
-        return counts
-    import torch
-
-    return {
-        "cpu": 1,
-        "gpu": torch.cuda.device_count() if torch.cuda.is_available() else 0,
-    }
+    return backends.get(backend).device_counts()
 
 
 def _run_prefix(device):

@@ -9,28 +9,20 @@ import weakref
 import keras
 
 from tb_devicecost import accounting
+from tb_devicecost import backends
 from tb_devicecost import fetch_floor
-from tb_devicecost import placement
 from tb_devicecost import profiling
 from tb_devicecost import run_info
+from tb_devicecost import step_wrappers
 from tb_devicecost.backends import asynchronous as async_steps
-from tb_devicecost.backends import devices as backends
-from tb_devicecost.backends import jax as jax_backend
 from tb_devicecost.backends import keras_loop
-from tb_devicecost.backends import tensorflow as tensorflow_backend
-from tb_devicecost.backends import torch as torch_backend
 
-# The fetch floor is sampled while training, under the same load as the
-# real fetches: a few samples after the first fetched batch, then one every
-# `_FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
-# the records).
-_FLOOR_SAMPLE_EVERY = 50
 # A trace records every op; longer windows make traces too large to open
 # (and our digest of them too large to keep).
 _MAX_TRACED_STEPS = 1000
 
 
-class DeviceCostCallback(keras.callbacks.Callback):
+class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     """Records where each training step's time goes, for TensorBoard.
 
     For every step of `fit` it records how long the step waited for its
@@ -195,8 +187,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
         self._registered_exit = False
         self._traces = profiling.TraceSchedule(self.profile_steps, device_busy)
         self._said_predict = False
-        # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
+        # The `backends.Backend` of the fit: all that differs per backend.
         self._backend = None
+        # JAX and PyTorch: steps timed under asynchronous dispatch, per role.
         self._async = {}
         self._compiles = None
         self._fetch_started = None
@@ -224,14 +217,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
             if self._in_fit:
                 # The previous fit ended without `on_train_end` (it raised).
                 self._end_fit(status="interrupted")
-            backend = keras.backend.backend()
-            if backend not in ("tensorflow", "jax", "torch"):
-                self._disable(
-                    f"the {backend!r} backend is not measured (tensorflow, jax "
-                    "and torch are)"
-                )
+            self._backend = backend = self._measured_backend()
+            if backend is None:
                 return
-            self._backend = backend
             self._note_model()
             self._create_recorders()
             self._register_exit_handler()
@@ -250,14 +238,16 @@ class DeviceCostCallback(keras.callbacks.Callback):
             self._iterations = None
             self._steps_to_probe = 0
             self._install_loop_clock()
-            if backend != "tensorflow":
+            if backend.asynchronous:
                 self._begin_async_fit()
                 return
-            self._traces.begin_fit(self._train, keras_loop.sibling_callbacks())
+            self._traces.begin_fit(
+                self._train, keras_loop.sibling_callbacks(), backend=backend.name
+            )
             self._epoch_iterator = keras_loop.caller_local(
                 "epoch_iterator", keras_loop.epoch_iterator_class()
             )
-            self._wrap("train_function", self._train, "train")
+            self._wrap("train_function", "train")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -270,7 +260,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         if self._loop is None:
             self._batch_begin = batch
-            if self._backend == "torch":
+            if self._backend is not None and self._backend.fetches_before_batch_begin:
                 self._fetched_at = time.perf_counter()
 
     def on_train_batch_end(self, batch, logs=None):
@@ -285,88 +275,13 @@ class DeviceCostCallback(keras.callbacks.Callback):
             elif self._steps_to_probe > 1:
                 self._steps_to_probe -= 1
 
-    # Clock reads around Keras's callback list (`backends/keras_loop.py`).
-
-    def _install_loop_clock(self):
-        if self._loop is not None:
-            self._loop.uninstall()
-            self._loop = None
-        callbacks = keras_loop.callback_list()
-        if callbacks is None:
-            return  # Called outside Keras's loop: our own hooks read the clock.
-        self._loop = keras_loop.LoopClock(callbacks, self)
-        self._loop.install()
-        self._hooks_on_worker = {
-            role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
-        }
-
-    def _uninstall_loop_clock(self):
-        if self._loop is not None:
-            self._loop.uninstall()
-            self._loop = None
-
-    def loop_batch_begin(self, role, batch, now):
-        self._batch_begin = batch
-        steps = self._async.get("train" if role == "train" else self._test_role)
-        if steps is not None:
-            # PyTorch's loop fetched the batch just before.
-            self._fetched_at = now
-            steps.poll(now)
-
-    def loop_results(self, role, batch, now):
-        self._results(role, batch, now, in_hook=False)
-
-    def loop_batch_end(self, role, now):
-        # PyTorch's loop fetches the next batch after this.
-        self._fetch_started = now
-
-    def loop_epoch_begin(self, role, now):
-        self._fetch_started = now
-
-    def _results(self, loop_role, batch, now, in_hook):
-        """The step's logs are Python numbers: its work is complete.
-
-        `loop_role` is the loop's (`"train"` or `"test"`); the run's role
-        for a test step is validation's or evaluation's.
-        """
-        role = "train" if loop_role == "train" else self._test_role
-        if role is None:
-            return
-        steps = self._async.get(role)
-        if steps is not None:
-            # On a worker thread when every callback is async-safe; on the
-            # training thread, which waited for the step, the read is exact.
-            exact = not in_hook and not self._hooks_on_worker.get(loop_role, True)
-            steps.completed(batch, now, exact=exact)
-            window = self._traces.window if role == "train" else None
-            if window is not None:
-                # The step's completion marker, while a window is traced.
-                window.completed(batch)
-            return
-        if role == "train":
-            if not self._in_fit:
-                return
-            self._train.end_compute(now=now)
-            if self._traces.window is not None:
-                self._traces.window.after_step()
-            if in_hook:
-                if self._pending_batch is not None or self._steps_to_probe == 1:
-                    self._probe_between_steps()
-                elif self._steps_to_probe > 1:
-                    self._steps_to_probe -= 1
-            return
-        recorder = self._recorder_for(role)
-        recorder.end_compute(now=now)
-        if in_hook and self._pending_batch is not None:
-            self._probe_between_steps(recorder, role)
-
     def on_test_begin(self, logs=None):
         if not self._enabled:
             return
         try:
             if self._in_fit:
                 recorder, role = self._validation, "validation"
-                if self._backend == "tensorflow":
+                if not self._backend.asynchronous:
                     # Under asynchronous dispatch the train steps still in
                     # Keras's worker are written at the epoch's end.
                     self._train.boundary()
@@ -380,7 +295,9 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 self._register_exit_handler()
                 recorder, role = self._evaluation, "evaluation"
                 self._install_loop_clock()
-                self._backend = keras.backend.backend()
+                self._backend = self._measured_backend()
+                if self._backend is None:
+                    return
                 self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
                 self._floors.setdefault("evaluation", fetch_floor.FetchFloor())
@@ -388,22 +305,22 @@ class DeviceCostCallback(keras.callbacks.Callback):
                 recorder.begin_session(self._run_info)
             recorder.begin_span()
             self._test_role = role
-            if self._backend in ("jax", "torch"):
+            if self._backend.asynchronous:
                 self._async[role] = async_steps.AsyncSteps(recorder)
                 self._fetch_started = None
-                self._wrap_async("test_function", role)
+                self._wrap("test_function", role)
                 return
             self._test_epoch_iterator = keras_loop.caller_local(
                 "epoch_iterator", keras_loop.epoch_iterator_class()
             )
-            self._wrap("test_function", recorder, role)
+            self._wrap("test_function", role)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
     def on_test_batch_begin(self, batch, logs=None):
         if self._loop is None:
             self._batch_begin = batch
-            if self._backend == "torch":
+            if self._backend is not None and self._backend.fetches_before_batch_begin:
                 self._fetched_at = time.perf_counter()
 
     def on_test_batch_end(self, batch, logs=None):
@@ -461,250 +378,26 @@ class DeviceCostCallback(keras.callbacks.Callback):
         if self._in_fit:
             self._end_fit(status="complete")
 
-    # Wrapping the compiled step.
-
-    def _wrap(self, attribute, recorder, role):
-        original = getattr(self._model, attribute)
-        if original is None or getattr(original, "_devicecost_wrapper", False):
-            return
-        self._original_functions[attribute] = original
-        self._tracing[attribute] = tensorflow_backend.TracingCounter(original)
-        if self._spe > 1:
-            wrapper = self._execution_wrapper(original, recorder, role)
-        else:
-            wrapper = self._step_wrapper(original, recorder, role)
-        wrapper._devicecost_wrapper = True
-        setattr(self._model, attribute, wrapper)
-
-    def _unwrap(self, attribute):
-        original = self._original_functions.pop(attribute, None)
-        current = getattr(self._model, attribute, None)
-        # A `compile()` in between replaced the function: leave the new one.
-        if original is not None and getattr(current, "_devicecost_wrapper", False):
-            setattr(self._model, attribute, original)
-
-    def _step_wrapper(self, original, recorder, role):
-        """Fetches the batch itself, so the fetch is timed apart.
-
-        Keras's own first call traces the step for the dataset's element
-        spec (batch dimension `None`), with the fetch inside its graph; that
-        call is left as it is (it is the warm-up step). Later calls fetch
-        the batch eagerly and hand it to the same traced one-step function,
-        which serves any batch shape the trace covers, so nothing is traced
-        again. At the end of the data the iterator goes to Keras's graph as
-        without the callback, so whatever that call does it still does.
-        """
-        tracing = self._tracing[_function_of(role)]
-        step = tensorflow_backend.BatchStep(original)
-        # A wrapper serves one dataset (one fit, or one evaluation): whether
-        # Keras traced the step for its element spec is asked once.
-        keras_traced = False
-
-        def timed_step_function(iterator):
-            nonlocal keras_traced
-            if not recorder.enabled:
-                return original(iterator)
-            if role == "train" and self._traces.window is not None:
-                self._traces.before_step(recorder)
-            if not keras_traced:
-                if not tensorflow_backend.traced_by_keras(original, iterator):
-                    return self._first_call(original, iterator, recorder, role)
-                keras_traced = True
-            recorder.begin_step()
-            try:
-                data = next(iterator)
-            except StopIteration:
-                recorder.abort_step()
-                return original(iterator)
-            except BaseException as error:
-                recorder.abort_step()
-                self._on_exception(error)
-                raise
-            recorder.end_fetch(placement.batch_size(data))
-            if self._warm_again.pop(role, False):
-                # The traced one-step function runs on its own for the first
-                # time: TensorFlow instantiates it, a one-off cost.
-                recorder.extend_warmup()
-            try:
-                result = step(data)
-            except BaseException as error:
-                self._on_exception(error)
-                raise
-            if tracing.changed():
-                tracing.note_step(recorder.upcoming_step() - 1)
-                step.forget()
-            if self._needs_batch.get(role):
-                self._needs_batch[role] = False
-                self._pending_batch = data
-            return result
-
-        return timed_step_function
-
-    def _first_call(self, original, iterator, recorder, role):
-        """Keras's own first call: traces the step; its fetch stays inside."""
-        recorder.begin_step()
-        recorder.end_fetch()
-        capture = (
-            role == "train"
-            and self.capture_placement
-            and not self._placement_written
-            and not self._model.run_eagerly
-        )
-        try:
-            if capture:
-                result, self._first_step_placement = placement.capture_step_placement(
-                    lambda: original(iterator)
-                )
-            else:
-                result = original(iterator)
-        except BaseException as error:
-            recorder.abort_step()
-            self._on_exception(error)
-            raise
-        finally:
-            tensorflow_backend.note_traced_by_keras(original, iterator)
-            self._warm_again[role] = True
-            self._tracing[_function_of(role)].reset()
-        return result
-
-    def _execution_wrapper(self, original, recorder, role):
-        """With `steps_per_execution > 1` the fetch stays inside the graph:
-        one record per execution, its data wait inside compute, written as
-        the steps the execution ran."""
-
-        noted = False
-
-        def timed_execution_function(iterator):
-            nonlocal noted
-            if not recorder.enabled:
-                return original(iterator)
-            if role == "train" and self._traces.window is not None:
-                self._traces.before_step(recorder)
-            begin = self._batch_begin
-            recorder.begin_step()
-            try:
-                result = original(iterator)
-            except BaseException as error:
-                recorder.abort_step()
-                self._on_exception(error)
-                raise
-            if not noted:
-                noted = True
-                tensorflow_backend.note_traced_by_keras(original, iterator)
-            recorder.set_steps(self._executed_steps(role, begin))
-            return result
-
-        return timed_execution_function
-
-    def _executed_steps(self, role, begin):
-        """How many steps the execution just run took.
-
-        Training counts the optimizer's iterations (exact, whatever the
-        data); evaluation counts the batches left in the epoch when their
-        number is known.
-        """
-        if role == "train":
-            optimizer = getattr(self._model, "optimizer", None)
-            iterations = getattr(optimizer, "iterations", None)
-            if iterations is not None:
-                now = int(iterations.numpy())
-                last, self._iterations = self._iterations, now
-                if last is not None:
-                    return now - last
-            epoch_iterator = self._epoch_iterator
-        else:
-            epoch_iterator = self._test_epoch_iterator
-        batches = getattr(epoch_iterator, "num_batches", None)
-        if isinstance(batches, int) and batches > 0 and isinstance(begin, int):
-            return max(0, min(self._spe, batches - begin))
-        return self._spe
-
-    def _probe_between_steps(self, recorder=None, role="train"):
-        """Placement and the fetch floor after the first fetched batch,
-        fetch-floor samples after some later steps.
-
-        Their time is kept out of the step being recorded.
-        """
-        recorder = recorder or self._train
-        started = time.perf_counter()
-        try:
-            data, self._pending_batch = self._pending_batch, None
-            floor = self._floors.get(role)
-            if data is not None:
-                if role == "train" and not self._placement_written:
-                    self._placement_written = True
-                    document = self._placement_document(data)
-                    recorder.write_placement(document)
-                    self._accelerated = _on_accelerator(document)
-                if role == "train":
-                    self._traces.found_device(self._accelerated)
-                if floor is not None:
-                    floor.start(data, self._model.distribute_strategy)
-                recorder.update_info(
-                    run_info.batch_info(placement.batch_size(data), self._run_info)
-                )
-                self._steps_to_probe = _FLOOR_SAMPLE_EVERY if role == "train" else 0
-            elif floor is not None and floor.running:
-                floor.sample(1)
-                self._steps_to_probe = _FLOOR_SAMPLE_EVERY
-            if floor is not None:
-                recorder.set_fetch_floor(floor.milliseconds())
-        except Exception as error:  # pylint: disable=broad-except
-            self._disable(error)
-        recorder.exclude(time.perf_counter() - started)
-
-    def _placement_document(self, data):
-        import tensorflow as tf
-
-        model = self._model
-        devices = placement.list_devices(tf)
-        document = {
-            "devices": devices,
-            "accelerator_visible": any(
-                device["kind"] != "CPU" for device in devices["physical"]
-            ),
-            "variables": placement.variable_devices(model.variables),
-            "optimizer_variables": placement.variable_devices(
-                getattr(getattr(model, "optimizer", None), "variables", [])
-            ),
-            "input_bytes_per_step": placement.input_bytes(data),
-            "input_devices": placement.input_devices(data),
-        }
-        step = self._first_step_placement
-        self._first_step_placement = None
-        if step is None:
-            document["step_ops_captured"] = False
-        elif "error" in step:
-            document["step_ops_captured"] = False
-            document["capture_error"] = step["error"]
-        else:
-            document["step_ops_captured"] = True
-            document.update(step)
-        return document
-
-    def _note_retraces(self, attribute, recorder):
-        if self._backend == "jax" and attribute == "train_function":
-            compiles = self._compiles
-            if compiles is not None:
-                recorder.set_retraces(
-                    compiles.count,
-                    compiles.steps,
-                    source="jax.monitoring backend compile events",
-                    seconds=compiles.seconds,
-                )
-            return
-        tracing = self._tracing.get(attribute)
-        if tracing is not None and tracing.known:
-            recorder.set_retraces(tracing.retraces, tracing.steps)
+    def _measured_backend(self):
+        """The `Backend` of Keras's backend, or `None` (and recording stops)
+        for a backend that is not measured."""
+        name = keras.backend.backend()
+        if name not in backends.NAMES:
+            self._disable(
+                f"the {name!r} backend is not measured (tensorflow, jax "
+                "and torch are)"
+            )
+            return None
+        return backends.get(name)
 
     def _gather_run_info(self, backend):
         info = dict(
-            run_info.machine_info(), **run_info.keras_model_info(self._model, backend)
+            run_info.machine_info(), **run_info.keras_model_info(self._model, backend.name)
         )
         spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
         # Records are per step: an execution of N steps is written as N. On
         # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
-        info["fetch_in_graph"] = spe > 1 and backend == "tensorflow"
+        info["fetch_in_graph"] = backend.fetch_in_graph(spe)
         info["steps_per_record"] = 1
         # The devices a strategy named stay; else those this process holds.
         info.update(
@@ -730,183 +423,14 @@ class DeviceCostCallback(keras.callbacks.Callback):
     # Asynchronous dispatch: the JAX and PyTorch backends.
 
     def _begin_async_fit(self):
-        self._traces.begin_fit(self._train, keras_loop.sibling_callbacks(), backend=self._backend)
-        if self._backend == "jax" and self._compiles is None:
-            self._compiles = backends.CompileEvents()
+        self._traces.begin_fit(
+            self._train, keras_loop.sibling_callbacks(), backend=self._backend.name
+        )
+        if self._compiles is None:
+            self._compiles = self._backend.compile_events()
         self._async = {"train": async_steps.AsyncSteps(self._train)}
         self._fetch_started = None
-        self._wrap_async("train_function", "train")
-
-    def _wrap_async(self, attribute, role):
-        original = getattr(self._model, attribute)
-        if original is None or getattr(original, "_devicecost_wrapper", False):
-            return
-        self._original_functions[attribute] = original
-        steps = self._async[role]
-        clock = time.perf_counter
-        callback = self
-
-        if self._backend == "jax":
-
-            proxy = async_steps.TimedIterator(clock, steps.poll)
-
-            def timed_jax(state, iterator):
-                window = callback._traces.window if role == "train" else None
-                marker = None
-                if window is not None:
-                    # Before the fetch: the window's start or stop lands
-                    # between steps.
-                    callback._before_traced_step(steps.upcoming_step)
-                    window = callback._traces.window
-                if window is not None:
-                    marker = window.step_marker(steps.upcoming_step)
-                    if marker is not None:
-                        iterator = window.marked_fetches(iterator)
-                proxy.reset(iterator)
-                first = callback._needs_batch.get(role, False)
-                compiles = callback._compiles
-                if compiles is not None and role == "train":
-                    compiles.step = steps.upcoming_step
-                try:
-                    result = original(state, proxy)
-                finally:
-                    if compiles is not None:
-                        compiles.step = None
-                    if marker is not None:
-                        window.close_marker(marker)
-                traced, count = steps.upcoming_step, proxy.count
-                if proxy.count:
-                    steps.dispatched(
-                        callback._batch_begin + callback._spe - 1,
-                        proxy.start,
-                        proxy.fetched,
-                        steps=proxy.count,
-                        batch_size=placement.batch_size(proxy.first),
-                        excluded=callback._take_excluded(),
-                        probe=jax_backend.completion_probe(result[0]),
-                    )
-                if first and proxy.first is not None:
-                    # The input state was donated to the step: read the new one.
-                    callback._after_first_async_step(role, proxy.first, result[1])
-                proxy.reset(None)  # Holds no batch between steps.
-                if window is not None and count:
-                    window.dispatched(callback._batch_begin + callback._spe - 1, traced)
-                return result
-
-            wrapper = timed_jax
-        else:
-
-            completions = torch_backend.Completions(clock)
-
-            def timed_torch(data):
-                dispatch = clock()
-                fetched = callback._fetched_at or dispatch
-                start = callback._fetch_started or fetched
-                start = min(start, fetched)
-                window = callback._traces.window if role == "train" else None
-                if window is not None:
-                    transition = callback._before_traced_step(steps.upcoming_step)
-                    if transition is not None:
-                        # The window opened or closed after this step's
-                        # fetch: the step is timed as if fetched after it.
-                        began, ended, previous = transition
-                        wait = fetched - max(start, start if previous is None else previous)
-                        start, fetched = ended - max(0.0, wait), ended
-                        dispatch = max(dispatch, ended)
-                    window = callback._traces.window
-                batch = data[0] if isinstance(data, list) and data else data
-                marker = None
-                traced = steps.upcoming_step
-                if window is not None:
-                    marker = window.step_marker(traced)
-                try:
-                    result = original(data)
-                finally:
-                    if marker is not None:
-                        window.close_marker(marker)
-                timer, done = completions.source(result, clock())
-                steps.dispatched(
-                    callback._batch_begin,
-                    start,
-                    fetched,
-                    dispatch,
-                    batch_size=placement.batch_size(batch),
-                    excluded=callback._take_excluded(),
-                    timer=timer,
-                    done=done,
-                )
-                if callback._needs_batch.get(role, False):
-                    callback._after_first_async_step(role, batch, None)
-                if window is not None:
-                    window.dispatched(callback._batch_begin, traced)
-                callback._fetched_at = None
-                if callback._loop is None:
-                    callback._fetch_started = clock()
-                return result
-
-            wrapper = timed_torch
-        wrapper._devicecost_wrapper = True
-        setattr(self._model, attribute, wrapper)
-
-    def _before_traced_step(self, step):
-        """Opens or closes the trace window before train step `step`, once
-        the step before is complete; the time it took past that completion
-        is kept out of the records (`profiling.TraceSchedule.before_async_step`)."""
-        transition = self._traces.before_async_step(step)
-        if transition is not None:
-            began, ended, previous = transition
-            self._pending_excluded += ended - max(began, previous or began)
-        return transition
-
-    def _take_excluded(self):
-        excluded, self._pending_excluded = self._pending_excluded, 0.0
-        return excluded
-
-    def _after_first_async_step(self, role, batch, state):
-        """Placement and the fetch floor, once the first step is dispatched
-        (its device work overlaps them); their time is kept out of the next
-        step."""
-        started = time.perf_counter()
-        self._needs_batch[role] = False
-        recorder = self._recorder_for(role)
-        try:
-            if role == "train":
-                if self._compiles is not None:
-                    self._compiles.armed = True
-                if not self._placement_written:
-                    self._placement_written = True
-                    if state is not None:  # JAX: the fit holds variables as state
-                        variables = list(state[0]) + list(state[1])
-                        optimizer_variables = list(state[2])
-                    else:
-                        variables = self._model.variables
-                        optimizer = getattr(self._model, "optimizer", None)
-                        optimizer_variables = getattr(optimizer, "variables", [])
-                    document = backends.placement_document(
-                        self._backend, variables, optimizer_variables, batch
-                    )
-                    recorder.write_placement(document)
-                    self._accelerated = _on_accelerator(document)
-                self._traces.found_device(self._accelerated)
-            floor = self._floors.get(role)
-            if floor is not None and floor.start_python(
-                batch, backends.handover(self._backend)
-            ):
-                floor.stop()
-                recorder.set_fetch_floor(floor.milliseconds())
-            recorder.update_info(
-                run_info.batch_info(placement.batch_size(batch), self._run_info)
-            )
-        except Exception as error:  # pylint: disable=broad-except
-            self._disable(error)
-        self._pending_excluded += time.perf_counter() - started
-
-    def _recorder_for(self, role):
-        return {
-            "train": self._train,
-            "validation": self._validation,
-            "evaluation": self._evaluation,
-        }[role]
+        self._wrap("train_function", "train")
 
     # Lifecycle and failure handling.
 
@@ -966,9 +490,7 @@ class DeviceCostCallback(keras.callbacks.Callback):
 
     def _on_exception(self, error):
         """The step raised: end of data is normal, anything else ends the fit."""
-        import tensorflow as tf
-
-        if isinstance(error, (StopIteration, tf.errors.OutOfRangeError)):
+        if self._backend.end_of_data(error):
             return
         if self._in_fit:
             try:
@@ -1004,20 +526,8 @@ class DeviceCostCallback(keras.callbacks.Callback):
             pass
 
 
-def _on_accelerator(document):
-    """Whether a placement document puts the model's variables on a device
-    other than the CPU (a `keras.device("cpu")` scope keeps them there even
-    where a GPU is visible)."""
-    variables = document.get("variables") or {}
-    return any(not str(device).upper().startswith("CPU") for device in variables)
-
-
 def _close_at_exit(reference):
     callback = reference()
     if callback is not None and callback._in_fit:
         callback._end_fit(status="interrupted")
 
-
-def _function_of(role):
-    """The model attribute holding the step function of a run's role."""
-    return "train_function" if role == "train" else "test_function"

@@ -45,6 +45,8 @@ from tb_devicecost.xspace_schema import TraceError  # noqa: F401 (re-exported)
 from tb_devicecost.xspace_schema import load_xspace  # noqa: F401 (re-exported)
 from tb_devicecost.xspace_schema import xspace_class  # noqa: F401 (re-exported)
 
+# The format of a trace `digest_xspace` reads (TensorFlow, JAX).
+FORMAT_XPLANE = "xplane"
 MARKER_NAME = "train"
 # Under asynchronous dispatch: the step's fetch, and its completion (the
 # step's results on the host), marked by the callback next to `train`.

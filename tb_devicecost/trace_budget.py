@@ -24,9 +24,9 @@ the trace document says so (`device_busy`). Long steps trace fewer steps
 
 import math
 
+from tb_devicecost import backends
+
 BUDGET_SHARE = 0.01
-# The window's expected one-off cost (seconds), by backend: the means above.
-WINDOW_COST_S = {"jax": 0.09, "tensorflow": 0.09, "torch": 0.23}
 # The slowdown of a traced step, counted with the one-off cost.
 TRACED_STEP_SLOWDOWN = 0.10
 # Steps traced: at most the schedule's count, as many as fit in about this
@@ -39,14 +39,15 @@ class BusyBudget:
     """When the default window may open, from the run's pace so far.
 
     Args:
-        backend: The Keras backend (its window's cost, `WINDOW_COST_S`).
+        backend: The Keras backend's name (its window's cost,
+            `Backend.window_cost_s`: the means above).
         earliest: The first global step the window may start at.
         steps: The most steps to trace.
         share: The share of the run's wall time the window may cost.
     """
 
     def __init__(self, backend, earliest, steps, share=BUDGET_SHARE):
-        self.cost_s = WINDOW_COST_S.get(backend, max(WINDOW_COST_S.values()))
+        self.cost_s = window_cost_s(backend)
         self.earliest = earliest
         self.steps = steps
         self.share = share
@@ -105,3 +106,12 @@ class BusyBudget:
                 "far. A longer fit (or device_busy=True) traces it."
             ),
         }
+
+
+def window_cost_s(backend):
+    """The expected one-off cost (seconds) of a window on `backend`; the
+    largest of the backends' for a backend that is not measured."""
+    try:
+        return backends.get(backend).window_cost_s
+    except ValueError:
+        return max(backends.get(name).window_cost_s for name in backends.NAMES)

@@ -1,4 +1,20 @@
-"""The JAX backend: when a dispatched step is complete, without waiting."""
+"""The JAX backend: when a dispatched step is complete, without waiting.
+
+A JAX step returns once its work is queued. The step is timed around
+Keras's `(state, iterator)` call (its fetches through a `TimedIterator`)
+and is complete when its outputs are ready (`completion_probe`, asked
+without blocking); `backends/asynchronous.py` turns that into the step's
+parts. Recompilations are counted from `jax.monitoring`.
+"""
+
+import threading
+import time
+import weakref
+
+from tb_devicecost import placement
+from tb_devicecost import trace as trace_module
+from tb_devicecost.backends import asynchronous
+from tb_devicecost.backends import base
 
 
 def completion_probe(logs):
@@ -28,3 +44,214 @@ def _leaves(logs):
             yield from _leaves(value)
     else:
         yield logs
+
+
+class JaxBackend(base.Backend):
+    """JAX: steps dispatched asynchronously, complete when their outputs
+    are ready (`completion_probe`); recompilations counted from
+    `jax.monitoring` (`CompileEvents`)."""
+
+    name = "jax"
+    asynchronous = True
+
+    def wrap_step(self, callback, original, role):
+        """Times each step around Keras's `(state, iterator)` call: the
+        fetches through a `TimedIterator`, the completion by its outputs'
+        `is_ready`."""
+        steps = callback._async[role]
+        proxy = asynchronous.TimedIterator(time.perf_counter, steps.poll)
+
+        def timed_jax(state, iterator):
+            window = callback._traces.window if role == "train" else None
+            marker = None
+            if window is not None:
+                # Before the fetch: the window's start or stop lands
+                # between steps.
+                callback._before_traced_step(steps.upcoming_step)
+                window = callback._traces.window
+            if window is not None:
+                marker = window.step_marker(steps.upcoming_step)
+                if marker is not None:
+                    iterator = window.marked_fetches(iterator)
+            proxy.reset(iterator)
+            first = callback._needs_batch.get(role, False)
+            compiles = callback._compiles
+            if compiles is not None and role == "train":
+                compiles.step = steps.upcoming_step
+            try:
+                result = original(state, proxy)
+            finally:
+                if compiles is not None:
+                    compiles.step = None
+                if marker is not None:
+                    window.close_marker(marker)
+            traced, count = steps.upcoming_step, proxy.count
+            if proxy.count:
+                steps.dispatched(
+                    callback._batch_begin + callback._spe - 1,
+                    proxy.start,
+                    proxy.fetched,
+                    steps=proxy.count,
+                    batch_size=placement.batch_size(proxy.first),
+                    excluded=callback._take_excluded(),
+                    probe=completion_probe(result[0]),
+                )
+            if first and proxy.first is not None:
+                # The input state was donated to the step: read the new one.
+                callback._after_first_async_step(role, proxy.first, result[1])
+            proxy.reset(None)  # Holds no batch between steps.
+            if window is not None and count:
+                window.dispatched(callback._batch_begin + callback._spe - 1, traced)
+            return result
+
+        return timed_jax
+
+    def compile_events(self):
+        return CompileEvents()
+
+    def note_retraces(self, callback, attribute, recorder):
+        # A jitted step recompiles without retracing Keras's Python function:
+        # JAX's own compile events are the evidence.
+        if attribute != "train_function":
+            super().note_retraces(callback, attribute, recorder)
+            return
+        compiles = callback._compiles
+        if compiles is not None:
+            recorder.set_retraces(
+                compiles.count,
+                compiles.steps,
+                source="jax.monitoring backend compile events",
+                seconds=compiles.seconds,
+            )
+
+    def list_devices(self):
+        import jax
+
+        physical = []
+        # This process's devices: in a multi-process job `jax.devices()`
+        # also lists the other processes' (docs/SCALE.md).
+        for device in jax.local_devices():
+            entry = {
+                "name": f"{device.platform.upper()}:{device.id}",
+                "kind": device.platform.upper(),
+            }
+            if device.platform != "cpu":
+                entry["model"] = getattr(device, "device_kind", None)
+                try:
+                    stats = device.memory_stats() or {}
+                    if "bytes_limit" in stats:
+                        entry["memory_bytes"] = int(stats["bytes_limit"])
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            physical.append(entry)
+        return {"physical": physical, "logical": list(physical)}
+
+    def fit_variables(self, model, state):
+        # A JAX fit holds the variables as its state (trainable,
+        # non-trainable, optimizer, ...), donated to each step: the new
+        # state's arrays are where the variables are.
+        if state is None:
+            return super().fit_variables(model, state)
+        return list(state[0]) + list(state[1]), list(state[2])
+
+    def handover(self):
+        """JAX puts a batch on the default device (ahead of time on
+        accelerators)."""
+        import jax
+
+        if jax.default_backend() != "cpu":
+            return jax.device_put
+        return lambda batch: batch
+
+    def profiler(self):
+        return _JaxProfiler()
+
+    def device_counts(self):
+        import jax
+
+        counts = {}
+        for kind in ("cpu", "gpu"):
+            try:
+                counts[kind] = len(jax.devices(kind))
+            except RuntimeError:  # No such platform.
+                counts[kind] = 0
+        return counts
+
+
+class _JaxProfiler:
+    """`jax.profiler` without its Python tracer, like TensorFlow's default;
+    writes `<run>/plugins/profile/<capture>/<host>.xplane.pb`."""
+
+    format = trace_module.FORMAT_XPLANE
+
+    def __init__(self):
+        import jax
+
+        self._profiler = jax.profiler
+
+    def start(self, run_dir):
+        options_type = getattr(self._profiler, "ProfileOptions", None)
+        if options_type is None:  # JAX before ProfileOptions
+            self._profiler.start_trace(run_dir)
+            return
+        options = options_type()
+        # JAX traces every Python call by default, which slows the host
+        # several times over; TensorFlow's profiler does not.
+        options.python_tracer_level = 0
+        self._profiler.start_trace(run_dir, profiler_options=options)
+
+    def stop(self):
+        self._profiler.stop_trace()
+
+    def marker(self, step):
+        return self._profiler.StepTraceAnnotation(trace_module.MARKER_NAME, step_num=step)
+
+    marks_fetches = True
+
+    def fetch_marker(self):
+        return self._profiler.TraceAnnotation(trace_module.FETCH_MARKER_NAME)
+
+    def done_marker(self, step):
+        return self._profiler.TraceAnnotation(trace_module.DONE_MARKER_NAME, step_num=step)
+
+
+class CompileEvents:
+    """Counts JAX's backend compilations, through `jax.monitoring`.
+
+    One listener per process dispatches to every live instance; each counts
+    only while it is armed (after a fit's warm-up), so a retrace names the
+    step and the seconds compiled.
+    """
+
+    _EVENT = "/jax/core/compile/backend_compile_duration"
+    _instances = weakref.WeakSet()
+    _registered = False
+    _lock = threading.Lock()
+
+    def __init__(self):
+        self.armed = False
+        self.step = None
+        self.count = 0
+        self.seconds = 0.0
+        self.steps = []
+        with CompileEvents._lock:
+            CompileEvents._instances.add(self)
+            if not CompileEvents._registered:
+                import jax.monitoring
+
+                jax.monitoring.register_event_duration_secs_listener(
+                    CompileEvents._dispatch
+                )
+                CompileEvents._registered = True
+
+    @classmethod
+    def _dispatch(cls, event, duration, **kwargs):
+        if event != cls._EVENT:
+            return
+        for instance in list(cls._instances):
+            # Only compilations inside a step after its warm-up count.
+            if instance.armed and instance.step is not None:
+                instance.count += 1
+                instance.seconds += duration
+                instance.steps.append(instance.step)
+                del instance.steps[:-100]

@@ -5,11 +5,18 @@ Keras's `train_function` on TensorFlow fetches inside its graph. The
 callback lets Keras's own first call (per element spec) trace the step,
 then fetches each batch eagerly and hands it to the same traced one-step
 function (`BatchStep`), counting traces as TensorFlow does
-(`TracingCounter`) so a retrace is evidence, not a guess.
+(`TracingCounter`) so a retrace is evidence, not a guess. The step's
+results are on the host when it returns: its completion is read where
+Keras's loop hands back its logs. `TensorFlowBackend` is this backend's
+`base.Backend`.
 """
 
 import collections
 import weakref
+
+from tb_devicecost import placement
+from tb_devicecost import trace as trace_module
+from tb_devicecost.backends import base
 
 # The step functions that Keras has already called (and so traced) itself,
 # each with the element specs of the iterators it was called on. Module-wide:
@@ -170,3 +177,240 @@ class TracingCounter:
 
     def note_step(self, step):
         self.steps.append(step)
+
+
+class TensorFlowBackend(base.Backend):
+    """TensorFlow: the step's results are on the host when it returns.
+
+    With `steps_per_execution=1` each batch is fetched eagerly and handed
+    to the one-step function Keras traced (`BatchStep`), so the fetch is
+    timed apart; with more the fetch stays inside Keras's graph and one
+    record covers an execution.
+    """
+
+    name = "tensorflow"
+
+    def wrap_step(self, callback, original, role):
+        callback._tracing[_function_of(role)] = TracingCounter(original)
+        recorder = callback._recorder_for(role)
+        if callback._spe > 1:
+            return _execution_wrapper(callback, original, recorder, role)
+        return _step_wrapper(callback, original, recorder, role)
+
+    def fetch_in_graph(self, steps_per_execution):
+        # Keras's multi-step function fetches inside its graph.
+        return steps_per_execution > 1
+
+    def end_of_data(self, error):
+        import tensorflow as tf
+
+        return isinstance(error, (StopIteration, tf.errors.OutOfRangeError))
+
+    def list_devices(self):
+        import tensorflow as tf
+
+        return placement.list_devices(tf)
+
+    def placement_document(self, variables, optimizer_variables, batch, step_ops=None):
+        """The `devicecost/placement` document, with the first step's ops
+        and copies (`step_ops`, from `placement.capture_step_placement`;
+        `None` when not captured)."""
+        devices = self.list_devices()
+        document = {
+            "devices": devices,
+            "accelerator_visible": any(
+                device["kind"] != "CPU" for device in devices["physical"]
+            ),
+            "variables": placement.variable_devices(variables),
+            "optimizer_variables": placement.variable_devices(optimizer_variables),
+            "input_bytes_per_step": placement.input_bytes(batch),
+            "input_devices": placement.input_devices(batch),
+        }
+        if step_ops is None:
+            document["step_ops_captured"] = False
+        elif "error" in step_ops:
+            document["step_ops_captured"] = False
+            document["capture_error"] = step_ops["error"]
+        else:
+            document["step_ops_captured"] = True
+            document.update(step_ops)
+        return document
+
+    def profiler(self):
+        return _Profiler()
+
+    def device_counts(self):
+        import tensorflow as tf
+
+        return {
+            "cpu": len(tf.config.list_logical_devices("CPU")),
+            "gpu": len(tf.config.list_logical_devices("GPU")),
+        }
+
+
+class _Profiler:
+    """`tf.profiler.experimental`, writing
+    `<run>/plugins/profile/<capture>/<host>.xplane.pb`; the marker spans the
+    step, from its fetch until its results are on the host."""
+
+    format = trace_module.FORMAT_XPLANE
+
+    def start(self, run_dir):
+        import tensorflow as tf
+
+        tf.profiler.experimental.start(run_dir)
+
+    def stop(self):
+        import tensorflow as tf
+
+        tf.profiler.experimental.stop()
+
+    def marker(self, step):
+        import tensorflow as tf
+
+        return tf.profiler.experimental.Trace(trace_module.MARKER_NAME, step_num=step, _r=1)
+
+
+def _function_of(role):
+    """The model attribute holding the step function of a run's role."""
+    return "train_function" if role == "train" else "test_function"
+
+
+def _step_wrapper(callback, original, recorder, role):
+    """Fetches the batch itself, so the fetch is timed apart.
+
+    Keras's own first call traces the step for the dataset's element
+    spec (batch dimension `None`), with the fetch inside its graph; that
+    call is left as it is (it is the warm-up step). Later calls fetch
+    the batch eagerly and hand it to the same traced one-step function,
+    which serves any batch shape the trace covers, so nothing is traced
+    again. At the end of the data the iterator goes to Keras's graph as
+    without the callback, so whatever that call does it still does.
+    """
+    tracing = callback._tracing[_function_of(role)]
+    step = BatchStep(original)
+    # A wrapper serves one dataset (one fit, or one evaluation): whether
+    # Keras traced the step for its element spec is asked once.
+    keras_traced = False
+
+    def timed_step_function(iterator):
+        nonlocal keras_traced
+        if not recorder.enabled:
+            return original(iterator)
+        if role == "train" and callback._traces.window is not None:
+            callback._traces.before_step(recorder)
+        if not keras_traced:
+            if not traced_by_keras(original, iterator):
+                return _first_call(callback, original, iterator, recorder, role)
+            keras_traced = True
+        recorder.begin_step()
+        try:
+            data = next(iterator)
+        except StopIteration:
+            recorder.abort_step()
+            return original(iterator)
+        except BaseException as error:
+            recorder.abort_step()
+            callback._on_exception(error)
+            raise
+        recorder.end_fetch(placement.batch_size(data))
+        if callback._warm_again.pop(role, False):
+            # The traced one-step function runs on its own for the first
+            # time: TensorFlow instantiates it, a one-off cost.
+            recorder.extend_warmup()
+        try:
+            result = step(data)
+        except BaseException as error:
+            callback._on_exception(error)
+            raise
+        if tracing.changed():
+            tracing.note_step(recorder.upcoming_step() - 1)
+            step.forget()
+        if callback._needs_batch.get(role):
+            callback._needs_batch[role] = False
+            callback._pending_batch = data
+        return result
+
+    return timed_step_function
+
+
+def _first_call(callback, original, iterator, recorder, role):
+    """Keras's own first call: traces the step; its fetch stays inside."""
+    recorder.begin_step()
+    recorder.end_fetch()
+    capture = (
+        role == "train"
+        and callback.capture_placement
+        and not callback._placement_written
+        and not callback._model.run_eagerly
+    )
+    try:
+        if capture:
+            result, callback._first_step_placement = placement.capture_step_placement(
+                lambda: original(iterator)
+            )
+        else:
+            result = original(iterator)
+    except BaseException as error:
+        recorder.abort_step()
+        callback._on_exception(error)
+        raise
+    finally:
+        note_traced_by_keras(original, iterator)
+        callback._warm_again[role] = True
+        callback._tracing[_function_of(role)].reset()
+    return result
+
+
+def _execution_wrapper(callback, original, recorder, role):
+    """With `steps_per_execution > 1` the fetch stays inside the graph:
+    one record per execution, its data wait inside compute, written as
+    the steps the execution ran."""
+
+    noted = False
+
+    def timed_execution_function(iterator):
+        nonlocal noted
+        if not recorder.enabled:
+            return original(iterator)
+        if role == "train" and callback._traces.window is not None:
+            callback._traces.before_step(recorder)
+        begin = callback._batch_begin
+        recorder.begin_step()
+        try:
+            result = original(iterator)
+        except BaseException as error:
+            recorder.abort_step()
+            callback._on_exception(error)
+            raise
+        if not noted:
+            noted = True
+            note_traced_by_keras(original, iterator)
+        recorder.set_steps(_executed_steps(callback, role, begin))
+        return result
+
+    return timed_execution_function
+
+
+def _executed_steps(callback, role, begin):
+    """How many steps the execution just run took.
+
+    Training counts the optimizer's iterations (exact, whatever the
+    data); evaluation counts the batches left in the epoch when their
+    number is known.
+    """
+    if role == "train":
+        optimizer = getattr(callback._model, "optimizer", None)
+        iterations = getattr(optimizer, "iterations", None)
+        if iterations is not None:
+            now = int(iterations.numpy())
+            last, callback._iterations = callback._iterations, now
+            if last is not None:
+                return now - last
+        epoch_iterator = callback._epoch_iterator
+    else:
+        epoch_iterator = callback._test_epoch_iterator
+    batches = getattr(epoch_iterator, "num_batches", None)
+    if isinstance(batches, int) and batches > 0 and isinstance(begin, int):
+        return max(0, min(callback._spe, batches - begin))
+    return callback._spe

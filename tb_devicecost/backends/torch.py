@@ -1,5 +1,9 @@
 """The PyTorch backend: when a dispatched step is complete, without waiting.
 
+Keras's PyTorch loop fetches each batch from its `DataLoader` before the
+step's batch-begin hooks and hands it to `train_function(data)`; the step
+is timed around that call (`TorchBackend.wrap_step`).
+
 On the CPU a PyTorch step runs on the training thread, so it is complete
 when the step function returns. On CUDA it returns once its kernels are
 queued: a CUDA event recorded after them gets the GPU's timestamp of their
@@ -8,6 +12,12 @@ are put on the training thread's clock by one reference event, recorded on
 an idle GPU at the fit's first step (its warm-up).
 """
 
+import os
+import time
+
+from tb_devicecost import placement
+from tb_devicecost import torch_trace
+from tb_devicecost.backends import base
 from tb_devicecost.backends.jax import _leaves
 
 
@@ -57,3 +67,184 @@ class Completions:
         reference.synchronize()
         self._reference_at = (before + self._clock()) / 2
         self._reference = reference
+
+
+class TorchBackend(base.Backend):
+    """PyTorch: steps dispatched asynchronously (on CUDA), Keras's loop
+    fetching each batch from its `DataLoader` before the batch-begin hooks;
+    complete at the step's return on the CPU or at a CUDA event
+    (`Completions`)."""
+
+    name = "torch"
+    asynchronous = True
+    fetches_before_batch_begin = True
+    window_cost_s = 0.23
+    # The profiler starts a step before the window to see its first fetch.
+    profiler_lead = 1
+
+    def wrap_step(self, callback, original, role):
+        """Times each step around Keras's call on the fetched batch: the
+        fetch from the loop's clock reads around the batch-begin hooks, the
+        completion from `Completions`."""
+        steps = callback._async[role]
+        clock = time.perf_counter
+        completions = Completions(clock)
+
+        def timed_torch(data):
+            dispatch = clock()
+            fetched = callback._fetched_at or dispatch
+            start = callback._fetch_started or fetched
+            start = min(start, fetched)
+            window = callback._traces.window if role == "train" else None
+            if window is not None:
+                transition = callback._before_traced_step(steps.upcoming_step)
+                if transition is not None:
+                    # The window opened or closed after this step's
+                    # fetch: the step is timed as if fetched after it.
+                    began, ended, previous = transition
+                    wait = fetched - max(start, start if previous is None else previous)
+                    start, fetched = ended - max(0.0, wait), ended
+                    dispatch = max(dispatch, ended)
+                window = callback._traces.window
+            batch = data[0] if isinstance(data, list) and data else data
+            marker = None
+            traced = steps.upcoming_step
+            if window is not None:
+                marker = window.step_marker(traced)
+            try:
+                result = original(data)
+            finally:
+                if marker is not None:
+                    window.close_marker(marker)
+            timer, done = completions.source(result, clock())
+            steps.dispatched(
+                callback._batch_begin,
+                start,
+                fetched,
+                dispatch,
+                batch_size=placement.batch_size(batch),
+                excluded=callback._take_excluded(),
+                timer=timer,
+                done=done,
+            )
+            if callback._needs_batch.get(role, False):
+                callback._after_first_async_step(role, batch, None)
+            if window is not None:
+                window.dispatched(callback._batch_begin, traced)
+            callback._fetched_at = None
+            if callback._loop is None:
+                callback._fetch_started = clock()
+            return result
+
+        return timed_torch
+
+    def list_devices(self):
+        import torch
+
+        physical = [{"name": "CPU:0", "kind": "CPU"}]
+        if torch.cuda.is_available():
+            for index in range(torch.cuda.device_count()):
+                properties = torch.cuda.get_device_properties(index)
+                physical.append(
+                    {
+                        "name": f"GPU:{index}",
+                        "kind": "GPU",
+                        "model": properties.name,
+                        "memory_bytes": int(properties.total_memory),
+                    }
+                )
+        return {"physical": physical, "logical": list(physical)}
+
+    def profiler(self):
+        return _TorchProfiler()
+
+    def prepare_profiler(self):
+        warm_up_profiler()
+
+    def device_counts(self):
+        import torch
+
+        return {
+            "cpu": 1,
+            "gpu": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        }
+
+    def device_scope(self, device):
+        # Variables made under `cpu:0` are copies of the tensors made on
+        # `cpu`, which then receive no gradients; `cpu` is the same device.
+        return "cpu" if device == "cpu:0" else device
+
+
+class _TorchProfiler:
+    """`torch.profiler` (CPU, and CUDA where available), exporting a Chrome
+    trace to `<run>/plugins/devicecost_torch/<capture>/<host>.pt.trace.json.gz`."""
+
+    format = torch_trace.FORMAT
+
+    def __init__(self):
+        import torch
+
+        self._torch = torch
+        self._profile = None
+        self.path = None
+
+    def start(self, run_dir):
+        torch = self._torch
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        # Keras reads each step's results on a worker thread, where the
+        # completion marker is; by default only the thread that starts the
+        # profiler is recorded. `trace_only` skips building Python objects
+        # of the events when the profiler stops (we export the trace only).
+        config = None
+        for options in ({"profile_all_threads": True, "trace_only": True}, {"profile_all_threads": True}):
+            try:
+                config = torch._C._profiler._ExperimentalConfig(**options)
+                break
+            except (AttributeError, TypeError):
+                continue
+        profile = torch.profiler.profile(activities=activities, experimental_config=config)
+        profile.start()
+        self._profile = profile
+        self.path = torch_trace.new_trace_path(run_dir, time.time())
+
+    def stop(self):
+        profile, self._profile = self._profile, None
+        if profile is None:
+            return
+        profile.stop()
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        profile.export_chrome_trace(self.path)
+
+    def marker(self, step):
+        return self._torch.profiler.record_function(f"{torch_trace.MARKER_PREFIX}{step}")
+
+    # The DataLoader marks its own fetches, outside the step's dispatch.
+    marks_fetches = False
+
+    def done_marker(self, step):
+        return self._torch.profiler.record_function(f"{torch_trace.DONE_PREFIX}{step}")
+
+
+_WARM = []
+
+
+def warm_up_profiler():
+    """Starts and stops `torch.profiler` once per process, as the fit
+    begins: the first start takes about a second (Kineto's set-up), later
+    ones under a millisecond. Keras's TensorBoard callback does the same."""
+    if _WARM:
+        return
+    _WARM.append(True)
+    try:
+        import torch
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profile = torch.profiler.profile(activities=activities)
+        profile.start()
+        profile.stop()
+    except Exception:  # pylint: disable=broad-except
+        pass
