@@ -907,11 +907,26 @@ def test_a_findings_fix_shows_what_it_would_buy(browser, tmp_path, screenshots):
 
     source = os.path.join(os.path.dirname(__file__), "data", "h100_traced", "jax_mlp_b32")
     shutil.copytree(source, tmp_path / "jax_mlp_b32")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
+    run = next(item for item in report["runs"] if item["run"] == "jax_mlp_b32/gpu/train")
+    latency = next(item for item in run["findings"] if item["id"] == "latency_bound")
     process, url = serve.start_tensorboard(str(tmp_path), expected_runs=1)
     try:
         page, frame, problems = _open_tab(browser, url, rows=1)
+        # The overview's summary: the worst finding's headline only (issue 23).
+        summary = frame.locator(".dc-summary")
+        expect(summary.locator(".dc-summary-headline")).to_have_count(1)
+        expect(summary).not_to_contain_text(" ms mean traced step")
+        expect(summary).not_to_contain_text("Fix")
         _open_detail(frame, "jax_mlp_b32/gpu/train")
         finding = frame.locator('.dc-finding[data-finding="latency_bound"]')
+        # A headline, and the evidence behind "details", closed until asked.
+        expect(finding.locator(".dc-finding-headline")).to_have_text(latency["headline"])
+        details = finding.locator("details.dc-finding-details")
+        expect(details.locator(".dc-finding-message")).to_be_hidden()
+        details.locator("summary").click()
+        expect(details.locator(".dc-finding-message")).to_be_visible()
+        expect(details.locator(".dc-finding-message")).to_have_text(latency["message"])
         # Beside the fix: the element right after it.
         expected = finding.locator(".dc-finding-fix + .dc-finding-expected")
         expect(expected).to_be_visible()

@@ -111,6 +111,13 @@ def test_text_report(fit_logdir, capsys):
     assert len(bar) == 26 and set(bar) <= set(console.BARS)
     assert "FINDINGS" in lines
     assert "Fix: Make the pipeline parallel" in out
+    # Headlines by default; the arithmetic behind each with --verbose.
+    assert "Input-bound: on average each step waits" in out
+    assert "Details: " not in out
+    code, verbose, err = run_main(capsys, "report", fit_logdir, "--verbose")
+    assert code == 0, err
+    assert "    Details: " in verbose
+    assert not [line for line in verbose.splitlines() if len(line) > console.WIDTH]
     # Three different models and no CPU counterpart: nothing to compare.
     assert not any(line.startswith("COMPARISON") for line in lines)
     code, out, err = run_main(capsys, "report", fit_logdir, "--baseline", "compute/train")
@@ -147,8 +154,9 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
                                            "measurement"}
         assert set(run["retraces"]) == {"count", "steps", "source"}
         for finding in run["findings"]:
-            assert set(finding) == {"id", "severity", "message", "fix", "expected"}
-            assert all(isinstance(finding[key], str) for key in ("id", "severity", "message", "fix"))
+            assert set(finding) == {"id", "severity", "headline", "message", "fix", "expected"}
+            assert all(isinstance(finding[key], str)
+                       for key in ("id", "severity", "headline", "message", "fix"))
             assert set(finding["expected"]) == {
                 "bound", "speedup", "of", "samples_per_s", "step_ms", "wall_ms",
                 "batch_size", "capped", "basis", "text"}

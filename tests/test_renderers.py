@@ -127,3 +127,21 @@ def test_each_fix_is_followed_by_what_it_would_buy(report):
     assert "  *Expected:* about 15x the samples/s at batch 256 (73,000 instead of 4,878). How: " in text
     # A finding without an estimate says why, beside its fix too.
     assert "Expected: no estimate: " in console.render(report, "logs")
+
+
+def test_findings_read_as_headlines_with_details_on_request(report):
+    """Text and Markdown show each finding's headline, then its fix and
+    gain; the arithmetic (its message) only with `verbose` (`--verbose`)."""
+    findings = [finding for run in report["runs"] for finding in run["findings"]]
+    detailed = [finding for finding in findings if finding["message"] != finding["headline"]]
+    assert detailed
+    short = console.render(report, "logs")
+    long = console.render(report, "logs", verbose=True)
+    flat = " ".join(short.split())
+    for finding in findings:
+        assert " ".join(finding["headline"].split()) in flat, finding["id"]
+    assert "Details: " not in short
+    assert long.count("    Details: ") == len(detailed)
+    assert not [line for line in long.splitlines() if len(line) > console.WIDTH]
+    assert "*Details:*" not in markdown.render(report)
+    assert markdown.render(report, verbose=True).count("  *Details:* ") == len(detailed)

@@ -270,3 +270,23 @@ export function baselineNote(comparison) {
       'batch sizes differ).',
   ]);
 }
+
+/**
+ * A finding's headline (one plain sentence) and, behind a "details"
+ * disclosure, the arithmetic it rests on (`message`). Findings of an older
+ * report have no headline: their message is shown instead, with no details.
+ * @param {!Object} finding a finding of the report.
+ * @return {!Array<?HTMLElement>} the headline paragraph, then the
+ *     disclosure (`null` when the message adds nothing).
+ */
+export function findingText(finding) {
+  const message = finding.message != null ? String(finding.message) : '';
+  const headline = finding.headline != null ? String(finding.headline) : message;
+  const details = message && message !== headline
+    ? el('details', {class: 'dc-finding-details'}, [
+      el('summary', {text: 'details'}),
+      el('p', {class: 'dc-finding-message', text: message}),
+    ])
+    : null;
+  return [el('p', {class: 'dc-finding-headline', text: headline}), details];
+}

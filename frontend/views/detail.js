@@ -8,7 +8,7 @@ import {
 } from './charts.js';
 import {
   verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK, stepDevices,
-  stepDevicesText,
+  stepDevicesText, findingText,
 } from './common.js';
 
 /**
@@ -164,6 +164,7 @@ function findingsPanel(findings) {
     ul.appendChild(el('li', {class: 'dc-finding dc-muted', text: 'No findings: nothing stands out in this run.'}));
   }
   for (const f of list) {
+    const [headline, details] = findingText(f);
     ul.appendChild(el('li', {
       class: 'dc-finding', attrs: {'data-finding': f.id != null ? String(f.id) : '', 'data-severity': String(f.severity || 'info')},
     }, [
@@ -171,9 +172,10 @@ function findingsPanel(findings) {
         severityBadge(f.severity),
         el('span', {class: 'dc-finding-id', text: f.id != null ? String(f.id).replace(/_/g, ' ') : ''}),
       ]),
-      el('p', {class: 'dc-finding-message', text: f.message != null ? String(f.message) : ''}),
+      headline,
       f.fix ? el('p', {class: 'dc-finding-fix'}, [el('strong', {text: 'Fix: '}), el('span', {text: String(f.fix)})]) : null,
       f.fix ? expectedLine(f.expected) : null,
+      details,
     ]));
   }
   return panel('Findings', [ul], 'dc-findings-panel');

@@ -241,10 +241,9 @@ function summary(runs, app) {
     '. ',
   );
   if (worst.finding) {
-    if (worst.finding.message) p.append(el('span', {class: 'dc-summary-message', text: String(worst.finding.message) + ' '}));
-    if (worst.finding.fix) {
-      p.append(el('strong', {text: 'What to change: '}), el('span', {class: 'dc-summary-fix', text: String(worst.finding.fix) + ' '}));
-    }
+    // Headlines only: the evidence and the fix are one click away.
+    const headline = worst.finding.headline || worst.finding.message;
+    if (headline) p.append(el('span', {class: 'dc-summary-headline', text: String(headline) + ' '}));
   } else {
     p.append('Open the run for its per-step chart and findings. ');
   }

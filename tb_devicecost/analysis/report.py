@@ -290,7 +290,7 @@ def _trace_window(window):
 # Keys whose strings are sentences that may quote the recorded data (a run
 # name, a device): their bidirectional controls are written as escapes.
 _SENTENCES = frozenset({
-    "message", "fix", "reason", "explanation", "problems", "text", "basis",
+    "headline", "message", "fix", "reason", "explanation", "problems", "text", "basis",
     "baseline_reason",
 })
 

@@ -51,6 +51,21 @@ def verdict_text(run):
     return text
 
 
+def headline(finding):
+    """A finding's headline: one plain sentence (`analysis/wording.py`); its
+    message for a report of an older version, which had none."""
+    return finding.get("headline") or finding.get("message") or ""
+
+
+def details(finding):
+    """The arithmetic behind a finding's headline (its `message`), or `None`
+    when the headline already is the message."""
+    message = finding.get("message")
+    if not message or message == finding.get("headline"):
+        return None
+    return message
+
+
 def expected_text(finding):
     """`about 3.1x the samples/s (...). How: ...`: what a finding's fix would
     buy and how that was estimated, or why there is no estimate; `None` for

@@ -76,7 +76,7 @@ def _wrap(text, indent, width=WIDTH):
 # The terminal table.
 
 
-def render(report, logdir=None, ascii_only=False):
+def render(report, logdir=None, ascii_only=False, verbose=False):
     """The report as lines of at most `WIDTH` characters.
 
     Args:
@@ -85,6 +85,8 @@ def render(report, logdir=None, ascii_only=False):
             (not named).
         ascii_only: Whether to write only ASCII characters, for a terminal
             that cannot show the others. Defaults to `False`.
+        verbose: Whether to show each finding's details (the arithmetic
+            behind its headline). Defaults to `False`.
     """
     bars = ASCII_BARS if ascii_only else BARS
     # Every string of the recorded data is shown, never acted on.
@@ -149,11 +151,14 @@ def render(report, logdir=None, ascii_only=False):
         lines.append(_fit(heading))
         for finding in run["findings"]:
             lines.append(f"  [{finding['severity']}] {finding['id']}")
-            lines.append(_wrap(finding["message"], "    "))
+            lines.append(_wrap(common.headline(finding), "    "))
             lines.append(_wrap("Fix: " + finding["fix"], "    "))
             expected = common.expected_text(finding)
             if expected:
                 lines.append(_wrap("Expected: " + expected, "    "))
+            details = common.details(finding)
+            if verbose and details:
+                lines.append(_wrap("Details: " + details, "    "))
         for problem in run["problems"]:
             lines.append(_wrap("Note: " + problem, "  "))
 

@@ -47,8 +47,14 @@ def _md_code(text):
     return f"{fence}{padding}{text}{padding}{fence}"
 
 
-def render(report):
-    """The report as Markdown: a table of runs, findings, the comparison."""
+def render(report, verbose=False):
+    """The report as Markdown: a table of runs, findings, the comparison.
+
+    Args:
+        report: A report of `tb_devicecost.analysis.build_report`.
+        verbose: Whether to show each finding's details (the arithmetic
+            behind its headline). Defaults to `False`.
+    """
     report = common.neutralised(report)
     lines = ["## tb-devicecost report", ""]
     lines.append(
@@ -94,13 +100,17 @@ def render(report):
         for finding in run["findings"]:
             lines.append(
                 f"- **{finding['severity']}** `{finding['id']}`: "
-                f"{_md_cell(finding['message'])}  "
+                f"{_md_cell(common.headline(finding))}  "
             )
             lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
             expected = common.expected_text(finding)
             if expected:
                 lines[-1] += "  "
                 lines.append(f"  *Expected:* {_md_cell(expected)}")
+            details = common.details(finding)
+            if verbose and details:
+                lines[-1] += "  "
+                lines.append(f"  *Details:* {_md_cell(details)}")
         for problem in run["problems"]:
             lines.append(f"- *Note:* {_md_cell(problem)}")
     comparison = report["comparison"]
