@@ -97,7 +97,7 @@ def _rate(value):
 
 def _table(runs):
     lines = [
-        "| run | verdict | p50 step (ms) | samples/s | data wait | compute | host overhead | warm-up of wall |",
+        "| run | verdict | p50 step (ms) | samples/s (mean step) | data wait (share) | compute (share) | host overhead (share) | warm-up (share of wall) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:

@@ -552,6 +552,10 @@ def test_every_step_column_holds_the_statistic_its_label_names(tab, logdir, cli_
                 assert columns[header][name] == expected[name][stat], (header, name)
 
     check(frame.locator("table.dc-runs"), ["p50"])
+    # Samples/s is of the mean step, and its header says so (issue 23).
+    overview = _columns(frame.locator("table.dc-runs"))
+    assert "Samples/s (mean step)" in overview, overview.keys()
+    assert "Warm-up (share of wall time)" in overview, overview.keys()
     _open_compare(frame, names)
     check(frame.locator("table.dc-compare-table"), ["p50", "mean"])
     speedup = [h for h in _columns(frame.locator("table.dc-compare-table")) if "speedup" in h.lower()]

@@ -68,3 +68,17 @@ def test_the_glossary_is_linked_and_the_same_as_the_docs():
         assert "(docs/READING.md)" in f.read()
     with open(os.path.join(FRONTEND, "index.js"), encoding="utf-8") as f:
         assert "new URL('./READING.txt', import.meta.url)" in f.read()
+
+
+def test_warm_up_is_described_in_the_same_words_everywhere():
+    """The tab's WARMUP_TEXT is the renderers' (issue 23): one description,
+    matching the JSON's warmup_steps (one step a fit, two where TensorFlow
+    builds its step function)."""
+    from tb_devicecost.renderers import common
+
+    with open(os.path.join(FRONTEND, "views", "common.js"), encoding="utf-8") as f:
+        source = f.read()
+    match = re.search(r"export const WARMUP_TEXT = ((?:\"[^\"]*\"\s*\+?\s*)+);", source)
+    assert match, "WARMUP_TEXT not found"
+    text = "".join(re.findall(r"\"([^\"]*)\"", match.group(1)))
+    assert text == common.WARMUP_TEXT

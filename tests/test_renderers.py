@@ -12,6 +12,7 @@ import pytest
 from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import vocabulary
+from tb_devicecost.renderers import common
 from tb_devicecost.renderers import console
 from tb_devicecost.renderers import jsonrenderer
 from tb_devicecost.renderers import markdown
@@ -145,3 +146,20 @@ def test_findings_read_as_headlines_with_details_on_request(report):
     assert not [line for line in long.splitlines() if len(line) > console.WIDTH]
     assert "*Details:*" not in markdown.render(report)
     assert markdown.render(report, verbose=True).count("  *Details:* ") == len(detailed)
+
+
+def test_each_column_says_its_statistic_and_warm_up_reads_the_same(report):
+    """One statistic per column, named in its header (p50 step, samples/s of
+    the mean step), and warm-up described in the words of the JSON's
+    warmup_steps in the terminal legend and both Markdown footnotes."""
+    lines = console.render(report, "logs").splitlines()
+    header = next(line for line in lines if line.startswith("RUN ") and "VERDICT" in line)
+    under = lines[lines.index(header) + 1]
+    assert under.strip() == "mean step"
+    assert header.index("SAMPLES/S") + len("SAMPLES/S") == len(under.rstrip())
+    assert "STEP p50" in header
+    text = markdown.render(report)
+    assert "| p50 step | Samples/s (mean step) |" in text
+    legend = " ".join(" ".join(lines).split())
+    assert common.WARMUP_TEXT in legend
+    assert text.count(common.WARMUP_TEXT.split(" is ", 1)[1]) == 2

@@ -38,6 +38,14 @@ def neutralised(value):
     return value
 
 
+# What warm-up is, in the same words in every output (and in
+# frontend/views/common.js): the steps the JSON lists in `warmup_steps`.
+WARMUP_TEXT = (
+    "warm-up is the first step of each fit, and the second too in a fit "
+    "where TensorFlow builds its step function (the JSON's warmup_steps)"
+)
+
+
 def one_line(text):
     """`text` with every run of whitespace (newlines too) as one space."""
     return " ".join(str(text).split())

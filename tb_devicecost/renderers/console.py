@@ -104,6 +104,8 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
         f"{'SAMPLES/S':>10} VERDICT"
     )
     lines.append(header)
+    # Samples/s is of the mean step (the p50 step is not its inverse).
+    lines.append(f"{'':<{_RUN_WIDTH}} {'':<7} {'':>6} {'':>10} {'mean step':>10}")
     for run in runs:
         name = run["run"]
         cell = name
@@ -135,9 +137,10 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
         )
     )
     lines.append(
-        _fit(
-            "  warm-up: share of the fit's wall time; wall: the fit's whole time, "
-            "in parts"
+        _wrap(
+            "warm-up: its share of the fit's wall time; " + common.WARMUP_TEXT
+            + ". wall: the fit's whole time, in parts",
+            "  ",
         )
     )
 

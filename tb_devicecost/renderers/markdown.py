@@ -58,8 +58,8 @@ def render(report, verbose=False):
     report = common.neutralised(report)
     lines = ["## tb-devicecost report", ""]
     lines.append(
-        "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
-        "| Host overhead | Warm-up | Verdict |"
+        "| Run | Device | Batch | p50 step | Samples/s (mean step) | Data wait (share) "
+        "| Compute (share) | Host overhead (share) | Warm-up (total, share of wall) | Verdict |"
     )
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for run in report["runs"]:
@@ -87,8 +87,9 @@ def render(report, verbose=False):
         )
     lines.append("")
     lines.append(
-        "Shares are of the total steady-state time; warm-up is the first step "
-        "of each fit and its share of the fit's wall time."
+        "Shares are of the total time of the steps after warm-up; "
+        + common.WARMUP_TEXT
+        + ", and is shown as its total and its share of the fit's wall time."
     )
     lines.extend(_wall_table(report["runs"]))
     lines.append("")
@@ -270,7 +271,8 @@ def _wall_table(runs):
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
-        "Steps: the steady steps; between steps: epoch starts, validation and "
+        "Steps: the steps after warm-up; warm-up: " + common.WARMUP_TEXT.split(" is ", 1)[1]
+        + "; between steps: epoch starts, validation and "
         "callbacks at epoch end; measurement: the tool's own measurements kept "
         "out of the steps."
         + (
