@@ -157,9 +157,11 @@ def test_compare_shows_the_speedup_and_the_reason(tab, screenshots):
     select.select_option("cpu/train")
     explanation = frame.locator(".dc-compare .dc-explanation").filter(has_text="slow/train")
     expect(explanation.first).to_be_visible(timeout=30_000)
-    expect(frame.locator('.dc-compare-table .dc-compare-row[data-run="slow/train"] .dc-speedup')).to_have_text(
-        re.compile(r"^\d\.\d\dx")
-    )
+    speedup = frame.locator('.dc-compare-table .dc-compare-row[data-run="slow/train"] .dc-speedup')
+    expect(speedup).to_have_text(re.compile(r"^\d\.\d\dx"))
+    # Two models, not one on two devices: the row says so (issue 23).
+    expect(speedup.locator(".dc-different-model")).to_have_text(
+        "different model: not a device comparison")
     expect(frame.locator(".dc-baseline-note")).to_contain_text("cpu/train")
     page.screenshot(path=os.path.join(screenshots, "compare.png"), full_page=True)
     assert problems["console_errors"] == []
@@ -869,6 +871,8 @@ def test_without_a_sensible_baseline_no_speedup_is_shown(tab, logdir):
     frame.locator(".dc-overview select.dc-baseline").select_option("cpu/train")
     expect(frame.locator('.dc-run-row[data-run="cpu/train"] .dc-speedup')).to_contain_text("baseline")
     expect(frame.locator(".dc-overview .dc-baseline-note")).to_contain_text("cpu/train")
+    # Each other row compares another model with it, and says so.
+    expect(frame.locator(".dc-run-row .dc-different-model")).to_have_count(2)
     assert problems["page_errors"] == []
 
 

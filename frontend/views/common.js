@@ -228,6 +228,12 @@ export function speedupCell(name, row, baseline) {
     if (row.basis === 'samples_per_s') notes.push('per sample');
     if (against !== null && against !== baseline) notes.push('vs ' + against);
     if (notes.length) cell.appendChild(el('div', {class: 'dc-muted dc-small', text: notes.join(', ')}));
+    if (row.same_model === false) {
+      // Another model (or set-up): the ratio is not a device comparison.
+      cell.appendChild(el('div', {
+        class: 'dc-small dc-different-model', text: 'different model: not a device comparison',
+      }));
+    }
     if (row.explanation) cell.title = String(row.explanation);
   } else {
     cell.textContent = DASH;

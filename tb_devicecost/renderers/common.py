@@ -86,6 +86,32 @@ def expected_text(finding):
     return f"{expected.get('text')}. How: {expected.get('basis')}."
 
 
+def no_comparison_text(report):
+    """Why the report compares nothing, and how to ask for a comparison;
+    `None` when it compares runs."""
+    if report.get("comparison"):
+        return None
+    runs = report.get("runs") or []
+    # Like is compared with like: training runs with training runs, ...
+    kinds = {}
+    for run in runs:
+        head, _, tail = run["run"].rpartition("/")
+        kind = tail if head and tail in ("train", "validation", "evaluation") else ""
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if len(runs) < 2 or max(kinds.values()) < 2:
+        return (
+            "No comparison: no two runs of the same kind (training, validation, "
+            "evaluation) were reported. Record the same model on another device "
+            "(a run named like it but for the device) to compare them."
+        )
+    return (
+        "No comparison: no run has a like-for-like baseline (the same model "
+        "trained on the CPU, in a run named like it but for the device). To "
+        "compare against a run of your choice, pass --baseline RUN, e.g. "
+        f"--baseline {neutral(runs[0]['run'])}."
+    )
+
+
 def is_baseline(row):
     """Whether a comparison row is a baseline (a run compared with itself)."""
     return row.get("is_baseline", row["run"] == row.get("against"))

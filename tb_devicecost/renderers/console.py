@@ -166,6 +166,10 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             lines.append(_wrap("Note: " + problem, "  "))
 
     comparison = report["comparison"]
+    if not comparison:
+        lines.append("")
+        lines.append("COMPARISON")
+        lines.append(_wrap(common.no_comparison_text(report), "  "))
     if comparison:
         lines.append("")
         title = "COMPARISON"

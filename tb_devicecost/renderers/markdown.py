@@ -115,6 +115,8 @@ def render(report, verbose=False):
         for problem in run["problems"]:
             lines.append(f"- *Note:* {_md_cell(problem)}")
     comparison = report["comparison"]
+    if not comparison:
+        lines += ["", "### Comparison", "", _md_cell(common.no_comparison_text(report))]
     if comparison:
         lines.append("")
         title = "### Comparison"
