@@ -110,7 +110,7 @@ def test_text_report(fit_logdir, capsys):
     bar = bar_line.split()[0]
     assert len(bar) == 26 and set(bar) <= set(console.BARS)
     assert "FINDINGS" in lines
-    assert "Fix: Make the pipeline parallel" in out
+    assert "Fix: Make the tf.data pipeline parallel" in out
     # Headlines by default; the arithmetic behind each with --verbose.
     assert "Input-bound: on average each step waits" in out
     assert "Details: " not in out

@@ -160,6 +160,7 @@ def analyze_run(record):
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
+        "input_pipeline": run.input_pipeline,
         "distribution": workers.distribution(record, batch_size),
         # The distributed job it is one process of (`workers.attach_findings`).
         "job": None,

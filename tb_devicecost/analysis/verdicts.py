@@ -364,20 +364,15 @@ def _input_finding(run, severity):
         f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time; "
         f"{_wait_clause(run)}."
     )
-    fix = (
-        "Make the pipeline parallel and ahead of the model: "
-        "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
-        "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
-        "or decoding when the data fits in memory, and replace tf.py_function "
-        "and Python generators with TensorFlow ops."
-    )
+    pipeline = run.get("input_pipeline")
+    fix = wording.input_fix(pipeline, run.get("backend"), record.is_accelerator(run["device"]))
     if _is_training(run):
         fix += (
             " If the pipeline augments the data (random flips, crops, "
             "rotations), move that into the model (keras.layers.RandomFlip, "
             "RandomRotation...) so it runs with the step on the accelerator."
         )
-    else:
+    elif (pipeline or {}).get("kind") in (None, "tf.data"):
         fix += (
             " A validation or evaluation pipeline only loads and batches: "
             ".cache() it when it fits in memory and end it with "
@@ -506,9 +501,8 @@ def _latency_finding(run, input_severity=None):
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " Move the input's Python out of the training process "
-            "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
-            if input_severity
+            " " + wording.input_out_of_process(run.get("input_pipeline"))
+            if input_severity and wording.input_out_of_process(run.get("input_pipeline"))
             else ""
         ),
         _batch_estimate(run),

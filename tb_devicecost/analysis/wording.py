@@ -161,3 +161,127 @@ def waiting_for_others(process, share, straggler_process):
 def words(text):
     """How many words a headline has."""
     return len(str(text).split())
+
+
+# The input finding's fix, by what fed the fit (`input_pipeline` of the run
+# object, recorded from Keras's data adapter): each kind its own settings,
+# and never one the run already has.
+
+_TF_DATA_FIX = (
+    "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
+    "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
+    "or decoding when the data fits in memory, and replace tf.py_function "
+    "and Python generators with TensorFlow ops."
+)
+
+
+def input_fix(pipeline, backend=None, on_accelerator=False):
+    """How to make this run's pipeline keep ahead of the step.
+
+    Args:
+        pipeline: The run's `input_pipeline` (`{"kind", ...settings}`), or
+            `None` when it was not recorded.
+        backend: The Keras backend (`"jax"` adds what the JAX ecosystem
+            uses).
+        on_accelerator: Whether the step ran on an accelerator (pinned host
+            memory then helps).
+    """
+    kind = (pipeline or {}).get("kind")
+    if kind == "tf.data":
+        return "Make the tf.data pipeline parallel and ahead of the model: " + _TF_DATA_FIX
+    if kind == "PyDataset":
+        workers = pipeline.get("workers") or 1
+        processes = pipeline.get("use_multiprocessing")
+        if workers <= 1:
+            return (
+                "Load batches ahead of the step: pass workers=N (e.g. the CPU "
+                "cores) and use_multiprocessing=True to the PyDataset's "
+                "super().__init__, so __getitem__ runs in worker processes "
+                "while the model trains; make __getitem__ cheaper (vectorised "
+                "NumPy rather than a Python loop per sample)."
+            )
+        if not processes:
+            return (
+                f"Its {workers} worker threads share one Python lock (the GIL), so "
+                "Python work in __getitem__ does not run in parallel: pass "
+                "use_multiprocessing=True to the PyDataset's super().__init__, "
+                "or make __getitem__ vectorised NumPy."
+            )
+        return (
+            f"It already loads in {workers} worker processes: raise workers "
+            "towards the CPU cores and max_queue_size, make __getitem__ cheaper "
+            "(vectorised NumPy, decode once and keep the result), or precompute "
+            "the batches."
+        )
+    if kind == "generator":
+        fix = (
+            "A Python generator yields one batch at a time on the training "
+            "thread: turn it into a keras.utils.PyDataset with workers=N and "
+            "use_multiprocessing=True, or a tf.data pipeline "
+            "(tf.data.Dataset.from_generator(...).prefetch(tf.data.AUTOTUNE))"
+        )
+        if backend == "jax":
+            fix += ", or a grain DataLoader with worker_count=N"
+        return fix + "."
+    if kind == "arrays":
+        return (
+            "Arrays in memory are sliced and converted on the training thread "
+            "every step: feed a tf.data.Dataset.from_tensor_slices(...)"
+            ".batch(B).prefetch(tf.data.AUTOTUNE) (or a PyDataset with workers) "
+            "so the next batch is ready before the step, and use a larger batch "
+            "to spread the per-step cost."
+        )
+    if kind == "torch DataLoader":
+        missing = []
+        workers = pipeline.get("num_workers") or 0
+        if workers == 0:
+            missing.append("num_workers=N (e.g. the CPU cores; it loads on the training thread now)")
+        if on_accelerator and pipeline.get("pin_memory") is not True:
+            missing.append("pin_memory=True (faster copies to the GPU)")
+        if pipeline.get("persistent_workers") is not True:
+            missing.append("persistent_workers=True (no worker start-up each epoch)"
+                           if workers else
+                           "persistent_workers=True with the workers")
+        if missing:
+            return (
+                "Load batches ahead of the step: DataLoader(" + ", ".join(missing)
+                + "), and make the Dataset's __getitem__ cheaper (decode once, "
+                "keep the result)."
+            )
+        return (
+            f"It already has {workers} worker processes, pinned memory and "
+            "persistent workers: raise num_workers and prefetch_factor, or make "
+            "the Dataset's __getitem__ cheaper (decode once, keep the result)."
+        )
+    if kind == "grain":
+        return (
+            "Load batches ahead of the step: raise the grain DataLoader's "
+            "worker_count and its read options' num_threads and "
+            "prefetch_buffer_size, and make the transformations cheaper."
+        )
+    # Not recorded (older runs, custom loops): the usual fixes of each kind.
+    return (
+        "Make the pipeline parallel and ahead of the model. With tf.data: "
+        + _TF_DATA_FIX
+        + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True;"
+        " with a torch DataLoader: num_workers=N and pin_memory=True."
+    )
+
+
+def input_out_of_process(pipeline):
+    """The latency finding's advice to move the input's Python out of the
+    training process, or `None` when the run already does."""
+    pipeline = pipeline or {}
+    kind = pipeline.get("kind")
+    if kind == "PyDataset" and (pipeline.get("workers") or 1) > 1 and pipeline.get("use_multiprocessing"):
+        return None
+    if kind == "torch DataLoader" and (pipeline.get("num_workers") or 0) > 0:
+        return None
+    if kind == "tf.data":
+        return None
+    if kind == "torch DataLoader":
+        return "Move the input's Python out of the training process (DataLoader(num_workers=N))."
+    return (
+        "Move the input's Python out of the training process "
+        "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
+    )
