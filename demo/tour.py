@@ -201,7 +201,8 @@ def render(report, device="cpu0", images="docs/images"):
         if finding:
             parts += [
                 f"**Verdict and fix** for `{key_run['run']}`: `{key_run['verdict']}`; "
-                f"`{finding['id']}`: {finding['message']} *Fix:* {finding['fix']}",
+                f"`{finding['id']}`: {finding.get('headline') or finding['message']} "
+                f"*Fix:* {finding['fix']}",
                 "",
             ]
     parts.append(END)
@@ -262,7 +263,7 @@ def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
         "",
         f"**The GPU is mostly idle.** Nobody asked for a trace: on an accelerator the "
         f"callback traces 10 steps by default and keeps only the digest. For "
-        f"`{gpu['run']}`, `{latency['id']}`: {latency['message']}",
+        f"`{gpu['run']}`, `{latency['id']}`: {latency.get('headline') or latency['message']}",
         "",
         f"*Fix:* {latency['fix']} *Expected:* {latency['expected']['text']}.",
         "",
