@@ -980,7 +980,8 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
         expect(box.locator(".dc-verdict")).to_have_attribute("data-verdict", "input_bound")
         expect(box.locator(".dc-straggler-share")).to_contain_text(
             formatting.fmt_share(slow["straggler_share"]))
-        expect(box.locator(".dc-finding-fix")).to_contain_text("prefetch")
+        # The straggler's own input fix, for the PyDataset that fed it (issue 23).
+        expect(box.locator(".dc-finding-fix")).to_contain_text("workers=N")
         expect(slow_panel.locator(".dc-skew-p50")).to_have_text(
             formatting.fmt_ms_unit(slow["skew_ms"]["p50"]))
         rows = slow_panel.locator(".dc-workers-table tbody tr")
