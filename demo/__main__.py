@@ -177,6 +177,11 @@ def visible_devices(backend):
     return ["/CPU:0"] + [f"/GPU:{index}" for index in range(gpus)]
 
 
+def _summary(scenario):
+    """A scenario's docstring's first line: one line per scenario."""
+    return (scenario.__doc__ or "").strip().splitlines()[0] if scenario.__doc__ else ""
+
+
 def _main(args):
     os.environ["KERAS_BACKEND"] = choose_backend()
     devices = visible_devices(os.environ["KERAS_BACKEND"])
@@ -190,12 +195,12 @@ def _main(args):
         shutil.rmtree(os.path.join(args.logdir, name), ignore_errors=True)
         if name in scenarios.ALL_DEVICE_SCENARIOS:
             scenario = scenarios.ALL_DEVICE_SCENARIOS[name]
-            print(f"\n[{index}/{len(args.scenarios)}] {name} on {', '.join(devices)}: {scenario.__doc__}", flush=True)
+            print(f"\n[{index}/{len(args.scenarios)}] {name} on {', '.join(devices)}: {_summary(scenario)}", flush=True)
             scenario(args.logdir, devices, args.quick)
             continue
         for device in devices:
             scenario = scenarios.SCENARIOS[name]
-            print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {scenario.__doc__}", flush=True)
+            print(f"\n[{index}/{len(args.scenarios)}] {name} on {device}: {_summary(scenario)}", flush=True)
             skipped = scenario(args.logdir, device, args.quick)
             if skipped:
                 print(f"  {name}: {skipped}", flush=True)

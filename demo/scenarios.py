@@ -18,6 +18,7 @@ own step time allows, the slow ones fewer.
 """
 
 import os
+import time
 
 import keras
 import numpy as np
@@ -27,6 +28,11 @@ import tb_devicecost
 BACKEND = keras.backend.backend()
 if BACKEND == "tensorflow":
     import tensorflow as tf
+
+    # The demo builds a new model for each run and each sweep point, so
+    # TensorFlow traces a new step function for each by design: its
+    # "triggered tf.function retracing" warning would only be noise here.
+    tf.get_logger().setLevel("ERROR")
 else:
     tf = None  # Maybe not installed: nothing below needs it off TensorFlow.
 
@@ -71,7 +77,14 @@ def _tensorflow_only(what):
     )
 
 
-def _fit(model, data, directory, device, epochs=1, verbose=1, **kwargs):
+def _fit(model, data, directory, device, epochs=1, verbose=0, **kwargs):
+    """One run: a quiet fit (no progress bar) and one line that says where
+    it went and how long it took."""
+    if not isinstance(data, np.ndarray):
+        # A tf.data.Dataset or a PyDataset brings its own order: Keras's
+        # default shuffle=True would only warn that it ignores it.
+        kwargs.setdefault("shuffle", False)
+    started = time.monotonic()
     with keras.device(keras_device(device)):
         model.fit(
             data,
@@ -87,6 +100,9 @@ def _fit(model, data, directory, device, epochs=1, verbose=1, **kwargs):
             ],
             **kwargs,
         )
+    run = "/".join(os.path.normpath(directory).split(os.sep)[-2:])
+    print(f"  {run}: {epochs} epoch{'s' if epochs != 1 else ''} in "
+          f"{time.monotonic() - started:.1f} s", flush=True)
 
 
 def mlp():
@@ -112,7 +128,7 @@ def small_work(logdir, device, quick):
         with keras.device(keras_device(device)):
             model = mlp()
         if tf is None:
-            _fit(model, x, directory, device, epochs=passes, y=y, batch_size=batch_size, verbose=0)
+            _fit(model, x, directory, device, epochs=passes, y=y, batch_size=batch_size)
             continue
         dataset = (
             tf.data.Dataset.from_tensor_slices((x, y))
@@ -268,7 +284,7 @@ def warmup(logdir, device, quick):
         with keras.device(keras_device(device)):
             model = mlp()
         if tf is None:
-            _fit(model, x[:samples], directory, device, y=y[:samples], batch_size=32, verbose=0)
+            _fit(model, x[:samples], directory, device, y=y[:samples], batch_size=32)
             continue
         dataset = tf.data.Dataset.from_tensor_slices((x[:samples], y[:samples])).batch(32).cache().prefetch(tf.data.AUTOTUNE)
         _fit(model, dataset, directory, device)
@@ -358,6 +374,9 @@ def tfrecord(logdir, device, quick):
         # Decoded images fit in memory here: decode once, not every epoch.
         .cache()
         .batch(64)
+        # Files have no length: say it, so that Keras knows where an epoch
+        # ends instead of warning that the input ran out of data.
+        .apply(tf.data.experimental.assert_cardinality(-(-len(images) // 64)))
         .prefetch(tf.data.AUTOTUNE)
     )
     with keras.device(keras_device(device)):

@@ -97,7 +97,7 @@ def _rate(value):
 
 def _table(runs):
     lines = [
-        "| run | verdict | p50 step (ms) | samples/s | data wait | compute | host overhead | warm-up of wall |",
+        "| run | verdict | p50 step (ms) | samples/s (mean step) | data wait (share) | compute (share) | host overhead (share) | warm-up (share of wall) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
@@ -201,7 +201,8 @@ def render(report, device="cpu0", images="docs/images"):
         if finding:
             parts += [
                 f"**Verdict and fix** for `{key_run['run']}`: `{key_run['verdict']}`; "
-                f"`{finding['id']}`: {finding['message']} *Fix:* {finding['fix']}",
+                f"`{finding['id']}`: {finding.get('headline') or finding['message']} "
+                f"*Fix:* {finding['fix']}",
                 "",
             ]
     parts.append(END)
@@ -265,7 +266,7 @@ def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
         "",
         f"**The GPU is mostly idle:** busy {_pct(gpu['device_busy_fraction'])} of "
         f"each step of `{gpu['run']}`, from 10 traced steps of which only the digest "
-        f"is kept. The verdict, `{finding['id']}`: {finding['message']}",
+        f"is kept. `{finding['id']}`: {finding.get('headline') or finding['message']}",
         "",
         f"*Fix:* {finding['fix']} *Expected:* {finding['expected']['text']}.",
         "",

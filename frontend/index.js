@@ -411,6 +411,11 @@ export async function render() {
       }),
     ]),
     el('span', {class: 'dc-spacer'}),
+    // The glossary (docs/READING.md, shipped beside this module as text).
+    el('a', {
+      class: 'dc-reading-link', text: 'How to read this tab',
+      attrs: {href: new URL('./READING.txt', import.meta.url).href, target: '_blank', rel: 'noopener'},
+    }),
     updated,
     refresh,
   ]);

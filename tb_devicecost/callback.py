@@ -11,6 +11,7 @@ import keras
 from tb_devicecost import accounting
 from tb_devicecost import backends
 from tb_devicecost import fetch_floor
+from tb_devicecost import input_kind
 from tb_devicecost import profiling
 from tb_devicecost import run_info
 from tb_devicecost import step_wrappers
@@ -399,6 +400,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
         info["fetch_in_graph"] = backend.fetch_in_graph(spe)
         info["steps_per_record"] = 1
+        info["input_pipeline"] = input_kind.describe(  # What fed it (input_kind.py).
+            keras_loop.caller_local("epoch_iterator", keras_loop.epoch_iterator_class()))
         # The devices a strategy named stay; else those this process holds.
         info.update(
             (key, value) for key, value in self._process.items()

@@ -91,6 +91,14 @@ def _build_parser():
     output.add_argument(
         "--markdown", action="store_true", help="print the report as Markdown"
     )
+    report.add_argument(
+        "--verbose",
+        action="store_true",
+        help=(
+            "show each finding's details (the arithmetic behind its headline) "
+            "in the text and Markdown output; --json always has them"
+        ),
+    )
     _add_sweep_parser(commands)
     return parser
 
@@ -241,9 +249,11 @@ def _report(args):
             )
         text = jsonrenderer.render(report)
     elif args.markdown:
-        text = markdown.render(report)
+        text = markdown.render(report, verbose=args.verbose)
     else:
-        text = console.render(report, args.logdir, ascii_only=not _shows(console.BARS))
+        text = console.render(
+            report, args.logdir, ascii_only=not _shows(console.BARS), verbose=args.verbose
+        )
     _write(text)
     return 0
 

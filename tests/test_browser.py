@@ -157,9 +157,11 @@ def test_compare_shows_the_speedup_and_the_reason(tab, screenshots):
     select.select_option("cpu/train")
     explanation = frame.locator(".dc-compare .dc-explanation").filter(has_text="slow/train")
     expect(explanation.first).to_be_visible(timeout=30_000)
-    expect(frame.locator('.dc-compare-table .dc-compare-row[data-run="slow/train"] .dc-speedup')).to_have_text(
-        re.compile(r"^\d\.\d\dx")
-    )
+    speedup = frame.locator('.dc-compare-table .dc-compare-row[data-run="slow/train"] .dc-speedup')
+    expect(speedup).to_have_text(re.compile(r"^\d\.\d\dx"))
+    # Two models, not one on two devices: the row says so (issue 23).
+    expect(speedup.locator(".dc-different-model")).to_have_text(
+        "different model: not a device comparison")
     expect(frame.locator(".dc-baseline-note")).to_contain_text("cpu/train")
     page.screenshot(path=os.path.join(screenshots, "compare.png"), full_page=True)
     assert problems["console_errors"] == []
@@ -552,6 +554,10 @@ def test_every_step_column_holds_the_statistic_its_label_names(tab, logdir, cli_
                 assert columns[header][name] == expected[name][stat], (header, name)
 
     check(frame.locator("table.dc-runs"), ["p50"])
+    # Samples/s is of the mean step, and its header says so (issue 23).
+    overview = _columns(frame.locator("table.dc-runs"))
+    assert "Samples/s (mean step)" in overview, overview.keys()
+    assert "Warm-up (share of wall time)" in overview, overview.keys()
     _open_compare(frame, names)
     check(frame.locator("table.dc-compare-table"), ["p50", "mean"])
     speedup = [h for h in _columns(frame.locator("table.dc-compare-table")) if "speedup" in h.lower()]
@@ -865,6 +871,8 @@ def test_without_a_sensible_baseline_no_speedup_is_shown(tab, logdir):
     frame.locator(".dc-overview select.dc-baseline").select_option("cpu/train")
     expect(frame.locator('.dc-run-row[data-run="cpu/train"] .dc-speedup')).to_contain_text("baseline")
     expect(frame.locator(".dc-overview .dc-baseline-note")).to_contain_text("cpu/train")
+    # Each other row compares another model with it, and says so.
+    expect(frame.locator(".dc-run-row .dc-different-model")).to_have_count(2)
     assert problems["page_errors"] == []
 
 
@@ -907,11 +915,26 @@ def test_a_findings_fix_shows_what_it_would_buy(browser, tmp_path, screenshots):
 
     source = os.path.join(os.path.dirname(__file__), "data", "h100_traced", "jax_mlp_b32")
     shutil.copytree(source, tmp_path / "jax_mlp_b32")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
+    run = next(item for item in report["runs"] if item["run"] == "jax_mlp_b32/gpu/train")
+    latency = next(item for item in run["findings"] if item["id"] == "latency_bound")
     process, url = serve.start_tensorboard(str(tmp_path), expected_runs=1)
     try:
         page, frame, problems = _open_tab(browser, url, rows=1)
+        # The overview's summary: the worst finding's headline only (issue 23).
+        summary = frame.locator(".dc-summary")
+        expect(summary.locator(".dc-summary-headline")).to_have_count(1)
+        expect(summary).not_to_contain_text(" ms mean traced step")
+        expect(summary).not_to_contain_text("Fix")
         _open_detail(frame, "jax_mlp_b32/gpu/train")
         finding = frame.locator('.dc-finding[data-finding="latency_bound"]')
+        # A headline, and the evidence behind "details", closed until asked.
+        expect(finding.locator(".dc-finding-headline")).to_have_text(latency["headline"])
+        details = finding.locator("details.dc-finding-details")
+        expect(details.locator(".dc-finding-message")).to_be_hidden()
+        details.locator("summary").click()
+        expect(details.locator(".dc-finding-message")).to_be_visible()
+        expect(details.locator(".dc-finding-message")).to_have_text(latency["message"])
         # Beside the fix: the element right after it.
         expected = finding.locator(".dc-finding-fix + .dc-finding-expected")
         expect(expected).to_be_visible()
@@ -957,7 +980,8 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_
         expect(box.locator(".dc-verdict")).to_have_attribute("data-verdict", "input_bound")
         expect(box.locator(".dc-straggler-share")).to_contain_text(
             formatting.fmt_share(slow["straggler_share"]))
-        expect(box.locator(".dc-finding-fix")).to_contain_text("prefetch")
+        # The straggler's own input fix, for the PyDataset that fed it (issue 23).
+        expect(box.locator(".dc-finding-fix")).to_contain_text("workers=N")
         expect(slow_panel.locator(".dc-skew-p50")).to_have_text(
             formatting.fmt_ms_unit(slow["skew_ms"]["p50"]))
         rows = slow_panel.locator(".dc-workers-table tbody tr")

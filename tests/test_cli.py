@@ -110,9 +110,20 @@ def test_text_report(fit_logdir, capsys):
     bar = bar_line.split()[0]
     assert len(bar) == 26 and set(bar) <= set(console.BARS)
     assert "FINDINGS" in lines
-    assert "Fix: Make the pipeline parallel" in out
-    # Three different models and no CPU counterpart: nothing to compare.
-    assert not any(line.startswith("COMPARISON") for line in lines)
+    assert "Fix: Make the tf.data pipeline parallel" in out
+    # Headlines by default; the arithmetic behind each with --verbose.
+    assert "Input-bound: on average each step waits" in out
+    assert "Details: " not in out
+    code, verbose, err = run_main(capsys, "report", fit_logdir, "--verbose")
+    assert code == 0, err
+    assert "    Details: " in verbose
+    assert not [line for line in verbose.splitlines() if len(line) > console.WIDTH]
+    # Three different models and no CPU counterpart: nothing to compare, and
+    # the report says why and how to ask for a comparison.
+    assert "COMPARISON" in lines
+    flat = " ".join(out.split())
+    assert "No comparison: no run has a like-for-like baseline" in flat
+    assert "pass --baseline RUN, e.g. --baseline compute/train." in flat
     code, out, err = run_main(capsys, "report", fit_logdir, "--baseline", "compute/train")
     assert code == 0, err
     assert "COMPARISON against compute/train" in out
@@ -147,8 +158,9 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
                                            "measurement"}
         assert set(run["retraces"]) == {"count", "steps", "source"}
         for finding in run["findings"]:
-            assert set(finding) == {"id", "severity", "message", "fix", "expected"}
-            assert all(isinstance(finding[key], str) for key in ("id", "severity", "message", "fix"))
+            assert set(finding) == {"id", "severity", "headline", "message", "fix", "expected"}
+            assert all(isinstance(finding[key], str)
+                       for key in ("id", "severity", "headline", "message", "fix"))
             assert set(finding["expected"]) == {
                 "bound", "speedup", "of", "samples_per_s", "step_ms", "wall_ms",
                 "batch_size", "capped", "basis", "text"}
@@ -194,6 +206,11 @@ def test_markdown_report(fit_logdir, capsys):
     assert "**input_bound**" in rows[1]
     assert "### Comparison against `compute/train`" in out
     assert "*Fix:*" in out
+    assert "No comparison" not in out
+    code, out, err = run_main(capsys, "report", fit_logdir, "--markdown")
+    assert code == 0, err
+    assert "### Comparison\n\nNo comparison: no run has a like-for-like baseline" in out
+    assert "--baseline RUN" in out
 
 
 def test_baseline_option(fit_logdir, capsys):
@@ -392,7 +409,8 @@ def test_baseline_of_another_role_never_compares_a_run_with_itself(tmp_path, hel
         assert code == 0, err
         assert json.loads(out)["comparison"] is None, argv
         code, out, err = run_main(capsys, "report", logdir, *argv)
-        assert "COMPARISON" not in out and "1.00x" not in out, out
+        assert "1.00x" not in out, out
+        assert "No comparison: no two runs of the same kind" in " ".join(out.split())
 
 
 def test_text_and_markdown_show_the_wall_time_breakdown(tmp_path, helpers, capsys):

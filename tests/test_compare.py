@@ -12,6 +12,7 @@ from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import metadata
 from tb_devicecost import reader
+from tb_devicecost.analysis import compare
 
 from support import FakeClock
 
@@ -399,3 +400,29 @@ def test_devices_that_never_cross_have_no_crossover(helpers, gpu_per_sample, cpu
     assert row["scaling"]["faster_above"] == row["scaling"]["faster_below"] == "CPU:0"
     assert "CPU:0 is faster at every batch size, by the fit" in row["explanation"]
     assert "GPU:0's step is about 1.00 ms whatever the batch" in row["explanation"]
+
+
+def test_a_baseline_of_another_model_is_said_so_in_each_row(helpers):
+    """Issue 23: a chosen baseline that is another model (or another set-up
+    of it) gives rows marked `same_model: false`, whose explanation says the
+    ratio compares models, not devices; the same model at another device or
+    batch size stays `same_model: true`."""
+    names = ["small_work/batch10-cpu0/train", "small_work/batch512-gpu0/train",
+             "input/naive-cpu0/train"]
+    runs = []
+    for name in names:
+        placement = helpers.gpu_placement() if "gpu" in name else None
+        runs.append(analysis.analyze_run(helpers.make_record(
+            name, aggregate=helpers.make_aggregate(0.1, 1.0, 0.0), placement=placement)))
+    rows = {row["run"]: row for row in
+            analysis.compare_runs(runs, baseline="input/naive-cpu0/train")["rows"]}
+    for name in names[:2]:
+        assert rows[name]["same_model"] is False
+        assert " Different models or set-ups: " in rows[name]["explanation"]
+    assert rows["input/naive-cpu0/train"]["same_model"] is True
+    rows = {row["run"]: row for row in
+            analysis.compare_runs(runs, baseline="small_work/batch10-cpu0/train")["rows"]}
+    assert rows["small_work/batch512-gpu0/train"]["same_model"] is True
+    assert "Different models" not in rows["small_work/batch512-gpu0/train"]["explanation"]
+    assert compare.same_model("a/gpu/train", "a/cpu/train")
+    assert not compare.same_model("a/gpu/train", "a/cpu/validation")

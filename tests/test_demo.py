@@ -41,10 +41,15 @@ def _demo_runs(tmp_path_factory, *options):
     completed = run_demo(*options, "--no-serve", "--logdir", logdir, timeout=1800)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert completed.returncode == 0, completed.stderr[-3000:]
+    _OUTPUT[options] = completed.stdout, completed.stderr
     report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"]: run for run in report["runs"]}
     cpu_seconds = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return completed.stdout, runs, cpu_seconds
+
+
+# The demo's stdout and stderr, by its options.
+_OUTPUT = {}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +98,21 @@ def test_every_scenario_writes_a_run_per_variant(demo_report):
     # The report is printed at the end, one line per run.
     for run in runs:
         assert run in stdout
+
+
+def test_the_demo_is_quiet(demo_report):
+    """Issue 23: no Keras progress bars (verbose=0), one line per run and
+    one per scenario before the report, and none of the warnings the demo's
+    own calls would cause."""
+    stdout, stderr = _OUTPUT[("--quick",)]
+    before_report = stdout.split("tb-devicecost report:")[0]
+    assert "ms/step" not in before_report and "\u2501" not in before_report
+    runs = [line for line in before_report.splitlines() if line.startswith("  ")]
+    assert runs and all(re.fullmatch(r"  \S+: \d+ epochs? in [\d.]+ s", line) for line in runs), runs
+    assert len(before_report.splitlines()) < 60
+    for warning in ("`shuffle=True` was passed", "Your input ran out of data",
+                    "triggered tf.function retracing"):
+        assert warning not in stderr and warning not in stdout, warning
 
 
 def test_the_sweep_fits_the_cpu_and_says_there_is_nothing_to_compare(demo_report):

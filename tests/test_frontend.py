@@ -51,3 +51,34 @@ def test_the_tab_names_each_component_as_the_vocabulary_does():
     assert pairs == [
         (name, vocabulary.component_column(name)) for name in vocabulary.COMPONENTS
     ]
+
+
+def test_the_glossary_is_linked_and_the_same_as_the_docs():
+    """docs/READING.md, "How to read the tab": at most ten terms, linked
+    from the README and from the tab's header, which serves the same text
+    beside its modules (frontend/READING.txt)."""
+    with open(os.path.join(REPO, "docs", "READING.md"), encoding="utf-8") as f:
+        reading = f.read()
+    with open(os.path.join(FRONTEND, "READING.txt"), encoding="utf-8") as f:
+        assert f.read() == reading, "copy docs/READING.md to frontend/READING.txt"
+    assert reading.startswith("# How to read the tab\n")
+    terms = re.findall(r"^\d+\. \*\*(.+?)\*\*", reading, re.M)
+    assert 5 <= len(terms) <= 10, terms
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        assert "(docs/READING.md)" in f.read()
+    with open(os.path.join(FRONTEND, "index.js"), encoding="utf-8") as f:
+        assert "new URL('./READING.txt', import.meta.url)" in f.read()
+
+
+def test_warm_up_is_described_in_the_same_words_everywhere():
+    """The tab's WARMUP_TEXT is the renderers' (issue 23): one description,
+    matching the JSON's warmup_steps (one step a fit, two where TensorFlow
+    builds its step function)."""
+    from tb_devicecost.renderers import common
+
+    with open(os.path.join(FRONTEND, "views", "common.js"), encoding="utf-8") as f:
+        source = f.read()
+    match = re.search(r"export const WARMUP_TEXT = ((?:\"[^\"]*\"\s*\+?\s*)+);", source)
+    assert match, "WARMUP_TEXT not found"
+    text = "".join(re.findall(r"\"([^\"]*)\"", match.group(1)))
+    assert text == common.WARMUP_TEXT

@@ -179,7 +179,7 @@ def test_the_readme_section_is_written_from_these_runs():
     text = tour.render_gpu(report, source="tests/data/h100_demo/jax")
     gpu = runs["small_work/batch10-gpu0/train"]
     [verdict] = [f for f in gpu["findings"] if f["id"] == gpu["verdict"]]
-    assert verdict["message"] in text
+    assert verdict["headline"] in text
     assert verdict["expected"]["text"] in text
     assert report["sweeps"][0]["message"] in text
     assert f"{gpu['samples_per_s']:,.0f}" in text

@@ -184,6 +184,11 @@ def test_static_route_serves_the_frontend(client):
     assert response.status_code == 200
     assert "javascript" in response.headers["Content-Type"]
     assert b"export" in response.get_data()
+    # The glossary the tab's header links to (docs/READING.md).
+    response = client.get(PREFIX + "/static/READING.txt")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    assert b"# How to read the tab" in response.get_data()
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import vocabulary
+from tb_devicecost.renderers import common
 from tb_devicecost.renderers import console
 from tb_devicecost.renderers import jsonrenderer
 from tb_devicecost.renderers import markdown
@@ -127,3 +128,38 @@ def test_each_fix_is_followed_by_what_it_would_buy(report):
     assert "  *Expected:* about 15x the samples/s at batch 256 (73,000 instead of 4,878). How: " in text
     # A finding without an estimate says why, beside its fix too.
     assert "Expected: no estimate: " in console.render(report, "logs")
+
+
+def test_findings_read_as_headlines_with_details_on_request(report):
+    """Text and Markdown show each finding's headline, then its fix and
+    gain; the arithmetic (its message) only with `verbose` (`--verbose`)."""
+    findings = [finding for run in report["runs"] for finding in run["findings"]]
+    detailed = [finding for finding in findings if finding["message"] != finding["headline"]]
+    assert detailed
+    short = console.render(report, "logs")
+    long = console.render(report, "logs", verbose=True)
+    flat = " ".join(short.split())
+    for finding in findings:
+        assert " ".join(finding["headline"].split()) in flat, finding["id"]
+    assert "Details: " not in short
+    assert long.count("    Details: ") == len(detailed)
+    assert not [line for line in long.splitlines() if len(line) > console.WIDTH]
+    assert "*Details:*" not in markdown.render(report)
+    assert markdown.render(report, verbose=True).count("  *Details:* ") == len(detailed)
+
+
+def test_each_column_says_its_statistic_and_warm_up_reads_the_same(report):
+    """One statistic per column, named in its header (p50 step, samples/s of
+    the mean step), and warm-up described in the words of the JSON's
+    warmup_steps in the terminal legend and both Markdown footnotes."""
+    lines = console.render(report, "logs").splitlines()
+    header = next(line for line in lines if line.startswith("RUN ") and "VERDICT" in line)
+    under = lines[lines.index(header) + 1]
+    assert under.strip() == "mean step"
+    assert header.index("SAMPLES/S") + len("SAMPLES/S") == len(under.rstrip())
+    assert "STEP p50" in header
+    text = markdown.render(report)
+    assert "| p50 step | Samples/s (mean step) |" in text
+    legend = " ".join(" ".join(lines).split())
+    assert common.WARMUP_TEXT in legend
+    assert text.count(common.WARMUP_TEXT.split(" is ", 1)[1]) == 2

@@ -41,7 +41,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     }
     assert set(modules) == {
         "__init__", "device_split", "record", "sweeps", "verdicts", "compare", "waiting",
-        "jobs", "workers", "report"}
+        "jobs", "workers", "report", "wording"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -55,9 +55,9 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
-    # Imports run one way: device_split <- record <- sweeps <- verdicts <-
-    # compare <- waiting <- jobs <- workers <- report.
-    order = ["device_split", "record", "sweeps", "verdicts", "compare", "waiting", "jobs",
+    # Imports run one way: wording <- device_split <- record <- sweeps <-
+    # verdicts <- compare <- waiting <- jobs <- workers <- report.
+    order = ["wording", "device_split", "record", "sweeps", "verdicts", "compare", "waiting", "jobs",
              "workers", "report"]
     for index, name in enumerate(order):
         inside = {module.rsplit(".", 1)[-1] for module in modules[name]

@@ -362,8 +362,9 @@ def test_every_finding_has_numbers_and_a_fix(helpers, fit_records):
     for result in results:
         assert result["findings"], result["run"]
         for item in result["findings"]:
-            assert set(item) == {"id", "severity", "message", "fix", "expected"}
+            assert set(item) == {"id", "severity", "headline", "message", "fix", "expected"}
             assert item["severity"] in verdicts.SEVERITIES
+            assert re.search(r"\d", item["headline"]), item
             assert re.search(r"\d", item["message"]), item
             assert len(item["fix"]) > 20, item
             # An estimate, or a reason why there is none: never silence.

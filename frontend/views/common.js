@@ -16,6 +16,11 @@ export const VERDICTS = {
 
 export const SEVERITY_RANK = {high: 3, moderate: 2, info: 1};
 
+// What warm-up is, in the words of every output (renderers/common.py's
+// WARMUP_TEXT, kept equal by tests/test_frontend.py).
+export const WARMUP_TEXT = "warm-up is the first step of each fit, and the second too in a fit " +
+  "where TensorFlow builds its step function (the JSON's warmup_steps)";
+
 export function verdictLabel(verdict) {
   if (VERDICTS[verdict]) return VERDICTS[verdict].label;
   return verdict ? String(verdict).replace(/_/g, ' ') : 'no data';
@@ -223,6 +228,12 @@ export function speedupCell(name, row, baseline) {
     if (row.basis === 'samples_per_s') notes.push('per sample');
     if (against !== null && against !== baseline) notes.push('vs ' + against);
     if (notes.length) cell.appendChild(el('div', {class: 'dc-muted dc-small', text: notes.join(', ')}));
+    if (row.same_model === false) {
+      // Another model (or set-up): the ratio is not a device comparison.
+      cell.appendChild(el('div', {
+        class: 'dc-small dc-different-model', text: 'different model: not a device comparison',
+      }));
+    }
     if (row.explanation) cell.title = String(row.explanation);
   } else {
     cell.textContent = DASH;
@@ -269,4 +280,24 @@ export function baselineNote(comparison) {
     'A speedup is the baseline\u2019s mean step time divided by the run\u2019s (samples/s when ' +
       'batch sizes differ).',
   ]);
+}
+
+/**
+ * A finding's headline (one plain sentence) and, behind a "details"
+ * disclosure, the arithmetic it rests on (`message`). Findings of an older
+ * report have no headline: their message is shown instead, with no details.
+ * @param {!Object} finding a finding of the report.
+ * @return {!Array<?HTMLElement>} the headline paragraph, then the
+ *     disclosure (`null` when the message adds nothing).
+ */
+export function findingText(finding) {
+  const message = finding.message != null ? String(finding.message) : '';
+  const headline = finding.headline != null ? String(finding.headline) : message;
+  const details = message && message !== headline
+    ? el('details', {class: 'dc-finding-details'}, [
+      el('summary', {text: 'details'}),
+      el('p', {class: 'dc-finding-message', text: message}),
+    ])
+    : null;
+  return [el('p', {class: 'dc-finding-headline', text: headline}), details];
 }

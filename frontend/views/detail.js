@@ -8,7 +8,7 @@ import {
 } from './charts.js';
 import {
   verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK, stepDevices,
-  stepDevicesText,
+  stepDevicesText, findingText, WARMUP_TEXT,
 } from './common.js';
 
 /**
@@ -110,8 +110,8 @@ function statStrip(run) {
  * total), or null when the run did not record it.
  */
 const WALL_PARTS = [
-  {key: 'steps', label: 'Steady-state steps', note: 'data wait, compute and host overhead of every step after the first'},
-  {key: 'warmup', label: 'Warm-up', note: 'the start of each fit (its first step, and the next one in the fit that first traces the step): tracing, graph optimisation, compilation'},
+  {key: 'steps', label: 'Steps after warm-up', note: 'data wait, compute and host overhead of every step after warm-up'},
+  {key: 'warmup', label: 'Warm-up', note: WARMUP_TEXT.replace(/^warm-up is /, '') + ': tracing, graph optimisation, compilation'},
   {key: 'between_steps', label: 'Between steps', note: 'epoch starts (iterator creation), validation, callbacks at epoch end'},
   {key: 'measurement', label: 'This tool\u2019s own measurement', note: 'timing and writing the records'},
 ];
@@ -164,6 +164,7 @@ function findingsPanel(findings) {
     ul.appendChild(el('li', {class: 'dc-finding dc-muted', text: 'No findings: nothing stands out in this run.'}));
   }
   for (const f of list) {
+    const [headline, details] = findingText(f);
     ul.appendChild(el('li', {
       class: 'dc-finding', attrs: {'data-finding': f.id != null ? String(f.id) : '', 'data-severity': String(f.severity || 'info')},
     }, [
@@ -171,9 +172,10 @@ function findingsPanel(findings) {
         severityBadge(f.severity),
         el('span', {class: 'dc-finding-id', text: f.id != null ? String(f.id).replace(/_/g, ' ') : ''}),
       ]),
-      el('p', {class: 'dc-finding-message', text: f.message != null ? String(f.message) : ''}),
+      headline,
       f.fix ? el('p', {class: 'dc-finding-fix'}, [el('strong', {text: 'Fix: '}), el('span', {text: String(f.fix)})]) : null,
       f.fix ? expectedLine(f.expected) : null,
+      details,
     ]));
   }
   return panel('Findings', [ul], 'dc-findings-panel');

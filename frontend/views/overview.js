@@ -7,6 +7,7 @@ import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
   skippedList, profileOnlyList, deviceCell, baselineField, baselineNote, speedupCell,
+  WARMUP_TEXT,
 } from './common.js';
 import {buildSweeps} from './sweeps.js';
 
@@ -87,9 +88,9 @@ export function buildOverview(data, app) {
     el('th', {text: 'Device', title: 'Where the step ran (the device holding most of the first step\u2019s ops), and the backend'}),
     el('th', {class: 'dc-num', text: 'Batch'}),
     el('th', {class: 'dc-num', text: 'p50 step (ms)', title: 'Median steady-state step time'}),
-    el('th', {class: 'dc-num', text: 'Samples/s'}),
-    el('th', {text: 'Steady-state step time'}),
-    el('th', {text: 'Warm-up'}),
+    el('th', {class: 'dc-num', text: 'Samples/s (mean step)', title: 'Samples per second over the mean step, not the p50'}),
+    el('th', {text: 'Where step time went (shares)', title: 'Shares of the total time of the steps after warm-up'}),
+    el('th', {text: 'Warm-up (share of wall time)', title: WARMUP_TEXT}),
     el('th', {text: 'Verdict'}),
     el('th', {
       class: 'dc-num', text: 'Speedup (mean step)',
@@ -129,8 +130,8 @@ export function buildOverview(data, app) {
   root.appendChild(el('div', {class: 'dc-table-wrap'}, [table]));
   root.appendChild(el('p', {
     class: 'dc-footnote',
-    text: 'Shares are of steady-state steps: warm-up (the start of each fit: tracing and ' +
-      'compilation) is kept apart and shown as its share of the whole fit\u2019s wall time. ' +
+    text: 'Shares are of the total time of the steps after warm-up; ' + WARMUP_TEXT +
+      ', kept apart and shown as its share of the whole fit\u2019s wall time. ' +
       'Click a run for its per-step chart, placement and findings.',
   }));
   // Batch-size sweeps: where each device wins (views/sweeps.js).
@@ -241,10 +242,9 @@ function summary(runs, app) {
     '. ',
   );
   if (worst.finding) {
-    if (worst.finding.message) p.append(el('span', {class: 'dc-summary-message', text: String(worst.finding.message) + ' '}));
-    if (worst.finding.fix) {
-      p.append(el('strong', {text: 'What to change: '}), el('span', {class: 'dc-summary-fix', text: String(worst.finding.fix) + ' '}));
-    }
+    // Headlines only: the evidence and the fix are one click away.
+    const headline = worst.finding.headline || worst.finding.message;
+    if (headline) p.append(el('span', {class: 'dc-summary-headline', text: String(headline) + ' '}));
   } else {
     p.append('Open the run for its per-step chart and findings. ');
   }

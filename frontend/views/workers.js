@@ -4,7 +4,7 @@
 // the overview by index.js when the report has process groups.
 
 import {el, hashLink, isolated, svg} from './dom.js';
-import {panel, severityBadge, verdictBadge} from './common.js';
+import {findingText, panel, severityBadge, verdictBadge} from './common.js';
 import {shareBar, componentLegend} from './charts.js';
 import {DASH, fmtCount, fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
 
@@ -78,6 +78,7 @@ function stragglerBox(group) {
       text: 'No straggler: no process costs the others ' +
         'as much as 5% of their step time.'});
   }
+  const [headline, details] = findingText(finding);
   return el('div', {
     class: 'dc-straggler-box',
     attrs: {'data-straggler': String(group.straggler_index), 'data-severity': String(finding.severity || '')},
@@ -91,7 +92,7 @@ function stragglerBox(group) {
       el('span', {text: 'cause:'}),
       verdictBadge(group.cause),
     ]),
-    el('p', {class: 'dc-finding-message', text: String(finding.message || '')}),
+    headline,
     finding.fix ? el('p', {class: 'dc-finding-fix'}, [
       el('strong', {text: 'Fix: '}), el('span', {text: String(finding.fix)}),
     ]) : null,
@@ -101,6 +102,7 @@ function stragglerBox(group) {
         el('span', {text: '. How: ' + String(finding.expected.basis || '') + '.'}),
       ])
       : null,
+    details,
   ]);
 }
 

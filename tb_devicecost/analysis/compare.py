@@ -59,6 +59,19 @@ def _model_key(run_name):
     return (role, key) if key != prefix.lower() else None
 
 
+def same_model(run_name, base_name):
+    """Whether two runs are the same model: their names differ only in
+    device and batch-size words (`mlp/b32-gpu0/train`, `mlp/b1024-cpu0/train`)
+    and they have the same role. Anything else compares two models (or two
+    set-ups of one), not two devices."""
+    def key(name):
+        prefix, role = record.role(name)
+        prefix = _DEVICE_WORD.sub("<device>", prefix.lower())
+        return role, _BATCH_WORD.sub("<batch>", prefix)
+
+    return run_name == base_name or key(run_name) == key(base_name)
+
+
 def _on_cpu(result):
     """Whether a run trained on the CPU (by its device, else by its name)."""
     device = result.get("device")
@@ -288,6 +301,7 @@ def _compare(run, base, context=()):
         "warmup_ms": run["warmup_ms"],
         "verdict": run["verdict"],
     }
+    row["same_model"] = same_model(run["run"], base["run"])
     row["scaling"] = None if same_run else scaling(run, base, context)
     row["parts"] = None if same_run else _parts(run, base, row["scaling"])
     row["explanation"] = (
@@ -296,6 +310,12 @@ def _compare(run, base, context=()):
                                              base_per_1000)
         + _why(run, base, row)
     )
+    if not row["same_model"]:
+        row["explanation"] += (
+            f" Different models or set-ups: {run['run']} and {base['run']} differ "
+            "in more than the device and batch size, so this ratio compares "
+            "them, not two devices."
+        )
     return row
 
 

@@ -328,6 +328,9 @@ class RunData:
     fetch_in_graph: bool
     backend: str
     jit_compile: object
+    # What fed the fit (`input_kind.describe`): `{"kind", ...settings}`, or
+    # `None` when not recorded.
+    input_pipeline: object
     trace_windows: list
     # Share of the traced steps the accelerator was busy, or `None`.
     device_busy_fraction: float
@@ -388,6 +391,7 @@ def read_run(record):
         fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
         jit_compile=info.get("jit_compile") if isinstance(info.get("jit_compile"), bool) else None,
+        input_pipeline=_input_pipeline(info.get("input_pipeline")),
         trace_windows=windows,
         device_busy_fraction=_device_busy_fraction(windows),
         problems=problems,
@@ -485,6 +489,28 @@ def skip_reason(record):
         return None
     problems = [str(problem) for problem in _field(record, "problems", [])]
     return problems[0] if problems else "Written by a newer tb-devicecost."
+
+
+# The settings of each kind of pipeline, and their types (`input_kind.py`).
+_PIPELINE_SETTINGS = {
+    "workers": int, "use_multiprocessing": bool, "num_workers": int,
+    "pin_memory": bool, "persistent_workers": bool,
+}
+
+
+def _input_pipeline(value):
+    """The recorded pipeline's kind and settings, checked; `None` when absent
+    or not a kind's record (a setting of the wrong type reads as unknown)."""
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+        return None
+    result = {"kind": value["kind"][:40]}
+    for key, kind in _PIPELINE_SETTINGS.items():
+        if key in value:
+            setting = value[key]
+            ok = isinstance(setting, bool) if kind is bool else (
+                isinstance(setting, int) and not isinstance(setting, bool))
+            result[key] = setting if ok else None
+    return result
 
 
 def role(run_name):

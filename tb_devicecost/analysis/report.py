@@ -160,6 +160,7 @@ def analyze_run(record):
         "trace_windows": [_trace_window(window) for window in run.trace_windows],
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
+        "input_pipeline": run.input_pipeline,
         "distribution": workers.distribution(record, batch_size),
         # The distributed job it is one process of (`workers.attach_findings`).
         "job": None,
@@ -290,7 +291,7 @@ def _trace_window(window):
 # Keys whose strings are sentences that may quote the recorded data (a run
 # name, a device): their bidirectional controls are written as escapes.
 _SENTENCES = frozenset({
-    "message", "fix", "reason", "explanation", "problems", "text", "basis",
+    "headline", "message", "fix", "reason", "explanation", "problems", "text", "basis",
     "baseline_reason",
 })
 

@@ -15,6 +15,7 @@ import math
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import record
+from tb_devicecost.analysis import wording
 from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
@@ -149,12 +150,15 @@ def borderline(share, high):
     return share is not None and abs(share - high) < BORDERLINE * high
 
 
-def _finding(finding_id, severity, message, fix, expected=None):
+def _finding(finding_id, severity, message, fix, expected=None, headline=None):
+    """A finding: its `headline` (one plain sentence, `wording.py`), the
+    `message` with the arithmetic behind it, the fix and what it buys."""
     if expected is None:
         expected = no_estimate(_NO_ESTIMATE[finding_id])
     return {
         "id": finding_id,
         "severity": severity,
+        "headline": headline if headline is not None else message,
         "message": message,
         "fix": fix,
         "expected": expected,
@@ -187,6 +191,7 @@ def judge(run):
                     "No training step was recorded yet, so nothing can be judged.",
                     "Let the fit run past its first epoch (aggregates are written "
                     "at each epoch end), then report again.",
+                    headline=wording.no_steps(),
                 )
             )
         findings.extend(_run_findings(run))
@@ -359,26 +364,24 @@ def _input_finding(run, severity):
         f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time; "
         f"{_wait_clause(run)}."
     )
-    fix = (
-        "Make the pipeline parallel and ahead of the model: "
-        "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
-        "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
-        "or decoding when the data fits in memory, and replace tf.py_function "
-        "and Python generators with TensorFlow ops."
-    )
+    pipeline = run.get("input_pipeline")
+    fix = wording.input_fix(pipeline, run.get("backend"), record.is_accelerator(run["device"]))
     if _is_training(run):
         fix += (
             " If the pipeline augments the data (random flips, crops, "
             "rotations), move that into the model (keras.layers.RandomFlip, "
             "RandomRotation...) so it runs with the step on the accelerator."
         )
-    else:
+    elif (pipeline or {}).get("kind") in (None, "tf.data"):
         fix += (
             " A validation or evaluation pipeline only loads and batches: "
             ".cache() it when it fits in memory and end it with "
             ".prefetch(tf.data.AUTOTUNE)."
         )
-    return _finding("input_bound", severity, message, fix, _input_estimate(run))
+    return _finding(
+        "input_bound", severity, message, fix, _input_estimate(run),
+        wording.input_bound(severity, run["starved_data_wait_ms"], step),
+    )
 
 
 def _no_floor_finding(run):
@@ -410,6 +413,7 @@ def _no_floor_finding(run):
         ".cache() (when it fits in memory) and .prefetch(tf.data.AUTOTUNE) hands "
         "over ready batches; training runs recorded by DeviceCostCallback get a "
         "fetch floor to judge the wait against.",
+        headline=wording.no_fetch_floor(wait["mean"], run["shares"]["data_wait"]),
     )
 
 
@@ -428,6 +432,7 @@ def _stalls_finding(run):
         "that is not yet filled: a smaller shuffle buffer, .cache() before "
         ".shuffle(), and .prefetch(tf.data.AUTOTUNE) at the end smooth them.",
         _input_estimate(run),
+        wording.input_stalls(_wait_max(run)),
     )
 
 
@@ -461,6 +466,7 @@ def _host_finding(run, severity):
         "batch hooks; compile(..., steps_per_execution=N) to run N steps per "
         "call from Python.",
         _host_estimate(run),
+        wording.host_overhead_bound(severity, host, step),
     )
 
 
@@ -495,12 +501,12 @@ def _latency_finding(run, input_severity=None):
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " Move the input's Python out of the training process "
-            "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
-            if input_severity
+            " " + wording.input_out_of_process(run.get("input_pipeline"))
+            if input_severity and wording.input_out_of_process(run.get("input_pipeline"))
             else ""
         ),
         _batch_estimate(run),
+        wording.latency_bound(run["device"], busy, run["step_ms"]["mean"]),
     )
 
 
@@ -584,7 +590,10 @@ def _compute_finding(run, input_severity=None, unjudged=None):
         if note.get("reason"):
             # The default window was not traced: say why (trace_budget).
             fix += " " + note["reason"]
-    return _finding("compute_bound", "info", message, fix)
+    return _finding(
+        "compute_bound", "info", message, fix,
+        headline=wording.compute_bound(compute, step, run["fetch_in_graph"]),
+    )
 
 
 def _warmup_finding(run, finding_id, severity, steady_verdict=None):
@@ -632,7 +641,10 @@ def _warmup_finding(run, finding_id, severity, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return _finding(finding_id, severity, message, fix, _warmup_estimate(run))
+    return _finding(
+        finding_id, severity, message, fix, _warmup_estimate(run),
+        wording.warmup(count, warmup, share, bool(wall["total"])),
+    )
 
 
 def _steps_text(steps, limit=5):
@@ -672,6 +684,7 @@ def _retrace_findings(run):
                 "for custom tf.functions use reduce_retracing=True or an "
                 "input_signature.",
                 _spike_estimate(run, _retraced_spikes(run), "retraced steps"),
+                wording.retracing(count),
             )
         )
     unexplained, unexplained_steps = spikes, spike_steps
@@ -712,6 +725,7 @@ def _retrace_findings(run):
                 "profiler trace window over such a step (profile_steps=...) "
                 "shows what it waited for.",
                 _spike_estimate(run, unexplained, "stalls"),
+                wording.stalls(unexplained, vocabulary.SPIKE_RATIO),
             )
         )
     return findings
@@ -744,6 +758,7 @@ def _run_findings(run):
                 + f": the numbers cover the {fmt_count(run['steps'])} step(s) "
                 "recorded so far.",
                 "Report again once the fit has finished.",
+                headline=wording.incomplete_run(status, run["steps"]),
             )
         )
     if run["fetch_in_graph"]:
@@ -757,6 +772,7 @@ def _run_findings(run):
                 "this run cannot be judged input-bound or not.",
                 "To measure the input pipeline, run one short fit with "
                 "steps_per_execution=1.",
+                headline=wording.fetch_in_graph(run["steps_per_record"]),
             )
         )
     findings.extend(_retrace_findings(run))
@@ -776,6 +792,7 @@ def _run_findings(run):
                 "tf.device('/CPU:0'), that the TensorFlow build sees the GPU "
                 "(tf.config.list_physical_devices('GPU')), and that the ops have "
                 "GPU kernels.",
+                headline=wording.cpu_ops_off_accelerator(sum(ops.values())),
             )
         )
     elif placement["cpu_ops_on_accelerator_run"]:
@@ -795,6 +812,7 @@ def _run_findings(run):
                 "have them, create layers and variables inside the model rather "
                 "than under tf.device('/CPU:0'), and pin only the input "
                 "pipeline to the CPU.",
+                headline=wording.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
             )
         )
     copies = placement["cross_device_copies"]
@@ -815,6 +833,7 @@ def _run_findings(run):
                 "data to the accelerator once per batch with "
                 ".prefetch(tf.data.AUTOTUNE) (or "
                 "tf.data.experimental.prefetch_to_device) rather than per op.",
+                headline=wording.cross_device_copies(copies),
             )
         )
     batch = run["batch_size"]
@@ -836,6 +855,7 @@ def _run_findings(run):
                 "per call; for a model this small the CPU may simply be the "
                 "faster device.",
                 _batch_estimate(run),
+                wording.small_batch(batch, median),
             )
         )
     return findings

@@ -16,6 +16,7 @@ The straggler keeps its own verdict and its `straggler` finding.
 """
 
 from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import wording
 from tb_devicecost import formatting
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
@@ -77,6 +78,7 @@ def waiting_finding(entry, group, run):
     return {
         "id": VERDICT,
         "severity": "high",
+        "headline": wording.waiting_for_others(entry["process_index"], share, straggler),
         "message": message,
         "fix": fix,
         "expected": expected,

@@ -37,6 +37,7 @@ from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
+from tb_devicecost.analysis import wording
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import confined
@@ -489,6 +490,7 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     return {
         "id": "straggler",
         "severity": severity,
+        "headline": wording.straggler(straggler["process_index"], share),
         "message": message,
         "fix": fix,
         "expected": expected,

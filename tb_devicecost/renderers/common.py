@@ -38,6 +38,14 @@ def neutralised(value):
     return value
 
 
+# What warm-up is, in the same words in every output (and in
+# frontend/views/common.js): the steps the JSON lists in `warmup_steps`.
+WARMUP_TEXT = (
+    "warm-up is the first step of each fit, and the second too in a fit "
+    "where TensorFlow builds its step function (the JSON's warmup_steps)"
+)
+
+
 def one_line(text):
     """`text` with every run of whitespace (newlines too) as one space."""
     return " ".join(str(text).split())
@@ -51,6 +59,21 @@ def verdict_text(run):
     return text
 
 
+def headline(finding):
+    """A finding's headline: one plain sentence (`analysis/wording.py`); its
+    message for a report of an older version, which had none."""
+    return finding.get("headline") or finding.get("message") or ""
+
+
+def details(finding):
+    """The arithmetic behind a finding's headline (its `message`), or `None`
+    when the headline already is the message."""
+    message = finding.get("message")
+    if not message or message == finding.get("headline"):
+        return None
+    return message
+
+
 def expected_text(finding):
     """`about 3.1x the samples/s (...). How: ...`: what a finding's fix would
     buy and how that was estimated, or why there is no estimate; `None` for
@@ -61,6 +84,32 @@ def expected_text(finding):
     if expected.get("speedup") is None:
         return f"no estimate: {expected.get('basis')}."
     return f"{expected.get('text')}. How: {expected.get('basis')}."
+
+
+def no_comparison_text(report):
+    """Why the report compares nothing, and how to ask for a comparison;
+    `None` when it compares runs."""
+    if report.get("comparison"):
+        return None
+    runs = report.get("runs") or []
+    # Like is compared with like: training runs with training runs, ...
+    kinds = {}
+    for run in runs:
+        head, _, tail = run["run"].rpartition("/")
+        kind = tail if head and tail in ("train", "validation", "evaluation") else ""
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if len(runs) < 2 or max(kinds.values()) < 2:
+        return (
+            "No comparison: no two runs of the same kind (training, validation, "
+            "evaluation) were reported. Record the same model on another device "
+            "(a run named like it but for the device) to compare them."
+        )
+    return (
+        "No comparison: no run has a like-for-like baseline (the same model "
+        "trained on the CPU, in a run named like it but for the device). To "
+        "compare against a run of your choice, pass --baseline RUN, e.g. "
+        f"--baseline {neutral(runs[0]['run'])}."
+    )
 
 
 def is_baseline(row):

@@ -76,7 +76,7 @@ def _wrap(text, indent, width=WIDTH):
 # The terminal table.
 
 
-def render(report, logdir=None, ascii_only=False):
+def render(report, logdir=None, ascii_only=False, verbose=False):
     """The report as lines of at most `WIDTH` characters.
 
     Args:
@@ -85,6 +85,8 @@ def render(report, logdir=None, ascii_only=False):
             (not named).
         ascii_only: Whether to write only ASCII characters, for a terminal
             that cannot show the others. Defaults to `False`.
+        verbose: Whether to show each finding's details (the arithmetic
+            behind its headline). Defaults to `False`.
     """
     bars = ASCII_BARS if ascii_only else BARS
     # Every string of the recorded data is shown, never acted on.
@@ -102,6 +104,8 @@ def render(report, logdir=None, ascii_only=False):
         f"{'SAMPLES/S':>10} VERDICT"
     )
     lines.append(header)
+    # Samples/s is of the mean step (the p50 step is not its inverse).
+    lines.append(f"{'':<{_RUN_WIDTH}} {'':<7} {'':>6} {'':>10} {'mean step':>10}")
     for run in runs:
         name = run["run"]
         cell = name
@@ -133,9 +137,10 @@ def render(report, logdir=None, ascii_only=False):
         )
     )
     lines.append(
-        _fit(
-            "  warm-up: share of the fit's wall time; wall: the fit's whole time, "
-            "in parts"
+        _wrap(
+            "warm-up: its share of the fit's wall time; " + common.WARMUP_TEXT
+            + ". wall: the fit's whole time, in parts",
+            "  ",
         )
     )
 
@@ -149,15 +154,22 @@ def render(report, logdir=None, ascii_only=False):
         lines.append(_fit(heading))
         for finding in run["findings"]:
             lines.append(f"  [{finding['severity']}] {finding['id']}")
-            lines.append(_wrap(finding["message"], "    "))
+            lines.append(_wrap(common.headline(finding), "    "))
             lines.append(_wrap("Fix: " + finding["fix"], "    "))
             expected = common.expected_text(finding)
             if expected:
                 lines.append(_wrap("Expected: " + expected, "    "))
+            details = common.details(finding)
+            if verbose and details:
+                lines.append(_wrap("Details: " + details, "    "))
         for problem in run["problems"]:
             lines.append(_wrap("Note: " + problem, "  "))
 
     comparison = report["comparison"]
+    if not comparison:
+        lines.append("")
+        lines.append("COMPARISON")
+        lines.append(_wrap(common.no_comparison_text(report), "  "))
     if comparison:
         lines.append("")
         title = "COMPARISON"

@@ -47,13 +47,19 @@ def _md_code(text):
     return f"{fence}{padding}{text}{padding}{fence}"
 
 
-def render(report):
-    """The report as Markdown: a table of runs, findings, the comparison."""
+def render(report, verbose=False):
+    """The report as Markdown: a table of runs, findings, the comparison.
+
+    Args:
+        report: A report of `tb_devicecost.analysis.build_report`.
+        verbose: Whether to show each finding's details (the arithmetic
+            behind its headline). Defaults to `False`.
+    """
     report = common.neutralised(report)
     lines = ["## tb-devicecost report", ""]
     lines.append(
-        "| Run | Device | Batch | Step p50 | Samples/s | Data wait | Compute "
-        "| Host overhead | Warm-up | Verdict |"
+        "| Run | Device | Batch | p50 step | Samples/s (mean step) | Data wait (share) "
+        "| Compute (share) | Host overhead (share) | Warm-up (total, share of wall) | Verdict |"
     )
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for run in report["runs"]:
@@ -81,8 +87,9 @@ def render(report):
         )
     lines.append("")
     lines.append(
-        "Shares are of the total steady-state time; warm-up is the first step "
-        "of each fit and its share of the fit's wall time."
+        "Shares are of the total time of the steps after warm-up; "
+        + common.WARMUP_TEXT
+        + ", and is shown as its total and its share of the fit's wall time."
     )
     lines.extend(_wall_table(report["runs"]))
     lines.append("")
@@ -94,16 +101,22 @@ def render(report):
         for finding in run["findings"]:
             lines.append(
                 f"- **{finding['severity']}** `{finding['id']}`: "
-                f"{_md_cell(finding['message'])}  "
+                f"{_md_cell(common.headline(finding))}  "
             )
             lines.append(f"  *Fix:* {_md_cell(finding['fix'])}")
             expected = common.expected_text(finding)
             if expected:
                 lines[-1] += "  "
                 lines.append(f"  *Expected:* {_md_cell(expected)}")
+            details = common.details(finding)
+            if verbose and details:
+                lines[-1] += "  "
+                lines.append(f"  *Details:* {_md_cell(details)}")
         for problem in run["problems"]:
             lines.append(f"- *Note:* {_md_cell(problem)}")
     comparison = report["comparison"]
+    if not comparison:
+        lines += ["", "### Comparison", "", _md_cell(common.no_comparison_text(report))]
     if comparison:
         lines.append("")
         title = "### Comparison"
@@ -260,7 +273,8 @@ def _wall_table(runs):
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
-        "Steps: the steady steps; between steps: epoch starts, validation and "
+        "Steps: the steps after warm-up; warm-up: " + common.WARMUP_TEXT.split(" is ", 1)[1]
+        + "; between steps: epoch starts, validation and "
         "callbacks at epoch end; measurement: the tool's own measurements kept "
         "out of the steps."
         + (

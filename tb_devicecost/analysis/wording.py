@@ -1,0 +1,287 @@
+"""The words a user reads first: each finding's headline.
+
+A headline is one plain sentence of at most `MAX_HEADLINE_WORDS` words that
+says what is slow and by how much, with the number that matters. The
+arithmetic behind it (floors, thresholds, statistics) stays in the finding's
+`message`, which the tab shows under "details" and the CLI under
+`--verbose`. `verdicts.py` (and `workers.py`, `waiting.py`) choose the
+facts; this module only words them, so every headline is written here and
+tested in one place (tests/test_wording.py).
+
+Headlines avoid the internal names (`JARGON`): the glossary,
+docs/READING.md, explains the few terms they use.
+"""
+
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+MAX_HEADLINE_WORDS = 25
+# Words that must not reach a headline: internal names and statistics talk.
+JARGON = (
+    "fetch floor",
+    "cost of a ready batch",
+    "steady-state",
+    "steady state",
+    "latency_bound",
+    "role",
+    "device-busy window",
+    "skew",
+)
+
+
+def _plural(count, word):
+    return f"{fmt_count(count)} {word}{'' if count == 1 else 's'}"
+
+
+def no_steps():
+    return "No training step was recorded yet (0 steps), so there is nothing to judge."
+
+
+def input_bound(severity, waiting_ms, step_ms):
+    lead = "Input-bound" if severity == "high" else "Partly input-bound"
+    return (
+        f"{lead}: on average each step waits {fmt_ms(waiting_ms)} ms of its "
+        f"{fmt_ms(step_ms)} ms for data."
+    )
+
+
+def no_fetch_floor(wait_ms, share):
+    return (
+        f"Data wait of {fmt_ms(wait_ms)} ms per step ({fmt_share(share)} of the "
+        "time) is too short to call the input slow."
+    )
+
+
+def input_stalls(max_wait_ms):
+    return (
+        "The input keeps up, but a few steps waited up to "
+        f"{fmt_ms(max_wait_ms)} ms for data."
+    )
+
+
+def host_overhead_bound(severity, host_ms, step_ms):
+    lead = "Host-bound" if severity == "high" else "Some host overhead"
+    return (
+        f"{lead}: {fmt_ms(host_ms)} ms of each {fmt_ms(step_ms)} ms step is "
+        "Python work outside the model (loop, callbacks, progress bar)."
+    )
+
+
+def latency_bound(device, busy, step_ms):
+    return (
+        f"{device or 'The accelerator'} is busy only {fmt_share(busy)} of each "
+        f"{fmt_ms(step_ms)} ms step; the rest is per-step launch and dispatch cost."
+    )
+
+
+def compute_bound(compute_ms, step_ms, fetch_in_graph=False):
+    if fetch_in_graph:
+        return (
+            f"Compute takes {fmt_ms(compute_ms)} ms of each {fmt_ms(step_ms)} ms "
+            "step, data loading included (fetched inside the compiled step)."
+        )
+    return (
+        f"Compute sets the pace: {fmt_ms(compute_ms)} ms of each "
+        f"{fmt_ms(step_ms)} ms step is the model's own work."
+    )
+
+
+def warmup(steps, warmup_ms, share, wall_known):
+    of = "the fit's wall time" if wall_known else "the recorded time"
+    first = "the first step" if steps == 1 else f"the first {fmt_count(steps)} steps"
+    return (
+        f"Warm-up ({first}, compiling) took "
+        f"{fmt_ms(warmup_ms)} ms, {fmt_share(share)} of {of}."
+    )
+
+
+def incomplete_run(status, steps):
+    what = "still being written" if status == "running" else "interrupted"
+    return f"This run is {what}: the numbers cover its first {_plural(steps, 'step')}."
+
+
+def fetch_in_graph(steps_per_execution):
+    return (
+        f"With steps_per_execution={steps_per_execution} data loading is timed "
+        "as compute, so input speed cannot be judged."
+    )
+
+
+def retracing(count):
+    return (
+        f"The step function was rebuilt {_plural(count, 'time')} after warm-up; "
+        "each rebuild slows a step."
+    )
+
+
+def stalls(count, ratio):
+    return (
+        f"{_plural(count, 'step')} took over {ratio:g}x the typical compute time, "
+        "with no rebuild of the step to explain them."
+    )
+
+
+def cpu_ops_off_accelerator(ops):
+    return f"An accelerator is visible, but all {_plural(ops, 'op')} of the step ran on the CPU."
+
+
+def cpu_ops_on_accelerator_run(cpu_ops, ops, device):
+    return (
+        f"{fmt_count(cpu_ops)} of the step's {_plural(ops, 'op')} run on the CPU, "
+        f"copying data to and from {device} every step."
+    )
+
+
+def cross_device_copies(copies):
+    return f"Data crosses between devices at {_plural(copies, 'point')} in every step."
+
+
+def small_batch(batch, step_ms):
+    return (
+        f"Batches of {fmt_count(batch)} samples take only {fmt_ms(step_ms)} ms a "
+        "step, so fixed per-step costs dominate."
+    )
+
+
+def straggler(process, share):
+    return (
+        f"Process {process} holds the others back: {fmt_share(share)} of all "
+        "processes' step time is spent waiting for it."
+    )
+
+
+def waiting_for_others(process, share, straggler_process):
+    return (
+        f"Process {process} spends {fmt_share(share)} of its step waiting for "
+        f"the slower process {straggler_process}."
+    )
+
+
+def words(text):
+    """How many words a headline has."""
+    return len(str(text).split())
+
+
+# The input finding's fix, by what fed the fit (`input_pipeline` of the run
+# object, recorded from Keras's data adapter): each kind its own settings,
+# and never one the run already has.
+
+_TF_DATA_FIX = (
+    "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
+    "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
+    "or decoding when the data fits in memory, and replace tf.py_function "
+    "and Python generators with TensorFlow ops."
+)
+
+
+def input_fix(pipeline, backend=None, on_accelerator=False):
+    """How to make this run's pipeline keep ahead of the step.
+
+    Args:
+        pipeline: The run's `input_pipeline` (`{"kind", ...settings}`), or
+            `None` when it was not recorded.
+        backend: The Keras backend (`"jax"` adds what the JAX ecosystem
+            uses).
+        on_accelerator: Whether the step ran on an accelerator (pinned host
+            memory then helps).
+    """
+    kind = (pipeline or {}).get("kind")
+    if kind == "tf.data":
+        return "Make the tf.data pipeline parallel and ahead of the model: " + _TF_DATA_FIX
+    if kind == "PyDataset":
+        workers = pipeline.get("workers") or 1
+        processes = pipeline.get("use_multiprocessing")
+        if workers <= 1:
+            return (
+                "Load batches ahead of the step: pass workers=N (e.g. the CPU "
+                "cores) and use_multiprocessing=True to the PyDataset's "
+                "super().__init__, so __getitem__ runs in worker processes "
+                "while the model trains; make __getitem__ cheaper (vectorised "
+                "NumPy rather than a Python loop per sample)."
+            )
+        if not processes:
+            return (
+                f"Its {workers} worker threads share one Python lock (the GIL), so "
+                "Python work in __getitem__ does not run in parallel: pass "
+                "use_multiprocessing=True to the PyDataset's super().__init__, "
+                "or make __getitem__ vectorised NumPy."
+            )
+        return (
+            f"It already loads in {workers} worker processes: raise workers "
+            "towards the CPU cores and max_queue_size, make __getitem__ cheaper "
+            "(vectorised NumPy, decode once and keep the result), or precompute "
+            "the batches."
+        )
+    if kind == "generator":
+        fix = (
+            "A Python generator yields one batch at a time on the training "
+            "thread: turn it into a keras.utils.PyDataset with workers=N and "
+            "use_multiprocessing=True, or a tf.data pipeline "
+            "(tf.data.Dataset.from_generator(...).prefetch(tf.data.AUTOTUNE))"
+        )
+        if backend == "jax":
+            fix += ", or a grain DataLoader with worker_count=N"
+        return fix + "."
+    if kind == "arrays":
+        return (
+            "Arrays in memory are sliced and converted on the training thread "
+            "every step: feed a tf.data.Dataset.from_tensor_slices(...)"
+            ".batch(B).prefetch(tf.data.AUTOTUNE) (or a PyDataset with workers) "
+            "so the next batch is ready before the step, and use a larger batch "
+            "to spread the per-step cost."
+        )
+    if kind == "torch DataLoader":
+        missing = []
+        workers = pipeline.get("num_workers") or 0
+        if workers == 0:
+            missing.append("num_workers=N (e.g. the CPU cores; it loads on the training thread now)")
+        if on_accelerator and pipeline.get("pin_memory") is not True:
+            missing.append("pin_memory=True (faster copies to the GPU)")
+        if pipeline.get("persistent_workers") is not True:
+            missing.append("persistent_workers=True (no worker start-up each epoch)"
+                           if workers else
+                           "persistent_workers=True with the workers")
+        if missing:
+            return (
+                "Load batches ahead of the step: DataLoader(" + ", ".join(missing)
+                + "), and make the Dataset's __getitem__ cheaper (decode once, "
+                "keep the result)."
+            )
+        return (
+            f"It already has {workers} worker processes, pinned memory and "
+            "persistent workers: raise num_workers and prefetch_factor, or make "
+            "the Dataset's __getitem__ cheaper (decode once, keep the result)."
+        )
+    if kind == "grain":
+        return (
+            "Load batches ahead of the step: raise the grain DataLoader's "
+            "worker_count and its read options' num_threads and "
+            "prefetch_buffer_size, and make the transformations cheaper."
+        )
+    # Not recorded (older runs, custom loops): the usual fixes of each kind.
+    return (
+        "Make the pipeline parallel and ahead of the model. With tf.data: "
+        + _TF_DATA_FIX
+        + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True;"
+        " with a torch DataLoader: num_workers=N and pin_memory=True."
+    )
+
+
+def input_out_of_process(pipeline):
+    """The latency finding's advice to move the input's Python out of the
+    training process, or `None` when the run already does."""
+    pipeline = pipeline or {}
+    kind = pipeline.get("kind")
+    if kind == "PyDataset" and (pipeline.get("workers") or 1) > 1 and pipeline.get("use_multiprocessing"):
+        return None
+    if kind == "torch DataLoader" and (pipeline.get("num_workers") or 0) > 0:
+        return None
+    if kind == "tf.data":
+        return None
+    if kind == "torch DataLoader":
+        return "Move the input's Python out of the training process (DataLoader(num_workers=N))."
+    return (
+        "Move the input's Python out of the training process "
+        "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
+    )
