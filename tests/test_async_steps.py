@@ -75,3 +75,15 @@ def test_the_parts_add_up_to_the_time_between_completions(tmp_path):
     total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
     # Step 0 starts at its own fetch; each later one at the completion before.
     assert total.sum() == pytest.approx(steps[-1][2] - steps[0][0], rel=1e-5)
+
+
+def test_steps_found_complete_by_one_read_share_its_time(tmp_path):
+    """Steps 1 and 2 are dispatched at 4 and 6 ms and found complete by one
+    read at 30 ms, before any step was measured closely: no step lasts
+    0 ms; the two share the 20 ms since step 0's completion, and the
+    parts still add up to the time between completions."""
+    series = record(tmp_path, [(0, 1, 10), (2, 4, 30), (5, 6, 30)])
+    total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
+    assert (total > 0).all()
+    np.testing.assert_allclose(total[1:], [10, 10], rtol=1e-5)
+    assert total.sum() == pytest.approx(30.0, rel=1e-5)

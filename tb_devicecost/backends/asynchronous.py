@@ -210,6 +210,7 @@ class AsyncSteps:
         lower = np.minimum(np.maximum.accumulate(np.maximum(lower, first)), upper)
         # A bound that came from a later step is not a reading of this one.
         done = self._place(dispatch, lower, upper, first, inherited=upper < measured)
+        done = _share_reads(done, lower, first)
         previous = np.concatenate(([first], done[:-1]))
         begun = np.maximum(dispatch, previous)
         compute = done - begun
@@ -218,6 +219,9 @@ class AsyncSteps:
         # Our own measurements are left out of the host time they ran in,
         # as far as they overlapped it (the device may have been busy).
         excluded = np.minimum(excluded, host)
+        # A step that was nothing but our measurement (the device finished
+        # it meanwhile) keeps that time as host overhead: no step lasts 0 ms.
+        excluded[compute + data_wait + host - excluded <= 0] = 0.0
         host -= excluded
         device_paced = previous >= dispatch
         self._previous = float(done[-1])
@@ -274,6 +278,33 @@ class AsyncSteps:
         done = np.maximum(np.minimum.accumulate((done - gap)[::-1])[::-1] + gap, lower)
         done = np.maximum.accumulate(done)
         return np.maximum.accumulate(done)
+
+
+def _share_reads(done, lower, first):
+    """Completions that one read found together, spread over what they took.
+
+    Where nothing placed them apart (no closely measured duration yet, or
+    bounds all tight at one read), steps found complete by the same read
+    would share its time and all but the first would last 0 ms: a step
+    takes device time. With nothing known of each one's share, each of the
+    `n` steps since the completion before them is given `1/n` of that
+    time, never before its own lower bound.
+    """
+    if len(done) < 2:
+        return done
+    before = np.concatenate(([first], done[:-1]))
+    repeated = done == before
+    repeated[0] = False
+    if not repeated.any():
+        return done
+    # Runs of equal completions: each run's first index and length.
+    starts = np.flatnonzero(~repeated)
+    run = np.cumsum(~repeated) - 1
+    rank = np.arange(len(done)) - starts[run]
+    length = np.diff(np.append(starts, len(done)))[run]
+    since = np.concatenate(([first], done))[starts][run]
+    spread = since + (rank + 1) / length * (done - since)
+    return np.maximum.accumulate(np.minimum(np.maximum(spread, lower), done))
 
 
 class TimedIterator:
