@@ -25,7 +25,10 @@ from tb_devicecost.analysis import workers
 from tb_devicecost.renderers import console
 from tb_devicecost.renderers import markdown
 
-DELAY_MS = 20.0
+# The slowed process's delay per batch: long beside a collective that a busy
+# 2-core machine slows to about 12 ms (both processes then spend it in the
+# all-reduce), so the other process still mostly waits.
+DELAY_MS = 40.0
 STEPS = 40
 
 
