@@ -408,10 +408,17 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     assert {run["backend"] for run in runs.values()} == {backend}
     naive = runs["input_pipeline/naive-cpu0/train"]
     in_model = runs["input_pipeline/augment_in_model-cpu0/train"]
-    # The Python pipeline makes every step several times as long.
-    assert naive["step_ms"]["mean"] > 3 * in_model["step_ms"]["mean"]
+    # The Python pipeline adds its wait to every step. (How many times as
+    # long depends on the machine: a busy 2-core one slows PyTorch's
+    # multi-threaded conv step more than the single-threaded Python, so
+    # the step, not the wait, may then be the larger part.)
+    wait = naive["data_wait_ms"]["mean"]
+    assert wait > 10 * max(in_model["data_wait_ms"]["mean"], 0.1)
+    assert naive["step_ms"]["mean"] > in_model["step_ms"]["mean"] + 0.5 * wait
     if backend == "torch":
-        assert naive["steady_verdict"] == "input_bound"
+        # At least a finding, the verdict where the machine is quiet.
+        assert naive["shares"]["data_wait"] >= 0.2
+        assert "input_bound" in [finding["id"] for finding in naive["findings"]]
     # On JAX the conv step runs on XLA's threads while the next batch is
     # augmented in Python: no completion is bounded closely, and each is
     # placed at its upper bound, which counts part of the fetch as compute
