@@ -749,3 +749,15 @@ def test_a_warmup_no_longer_than_a_steady_step_buys_nothing(helpers):
     expected = helpers.finding(result, "warmup")["expected"]
     assert expected["speedup"] is None
     assert expected["basis"] == "it took no longer than steady steps would have"
+
+
+def test_host_time_in_a_few_long_pauses_is_a_finding_not_the_verdict(helpers):
+    """95 steps spend 0.05 ms between steps, 5 spend 200 ms (the machine
+    busy elsewhere, a collection): a fifth of the time, but not what the
+    typical step is. The same share in every step is the verdict."""
+    paused = helpers.run(0.1, 8.0, [0.05] * 95 + [200.0] * 5)
+    assert paused["shares"]["host_overhead"] > verdicts.HOST_HIGH * 1.5
+    assert paused["steady_verdict"] == "compute_bound"
+    assert helpers.finding(paused, "host_overhead_bound")["severity"] == "moderate"
+    steady = helpers.run(0.1, 8.0, 3.0)
+    assert steady["steady_verdict"] == "host_overhead_bound"

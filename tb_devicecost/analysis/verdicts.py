@@ -212,6 +212,17 @@ def judge(run):
         input_severity = "moderate"
     if near["host_overhead_bound"] and host_severity == "high":
         host_severity = "moderate"
+    host_p50, step_p50 = run["host_overhead_ms"]["p50"], run["step_ms"]["p50"]
+    if (
+        host_severity == "high"
+        and host_p50 is not None
+        and step_p50
+        and host_p50 < HOST_MODERATE * step_p50
+    ):
+        # The typical step spends next to nothing outside its fetch and
+        # compute: the share rests on a few long pauses (a collection, the
+        # machine busy elsewhere), which is a finding, not the verdict.
+        host_severity = "moderate"
     wait = run["data_wait_ms"]
     unjudged = None
     if input_severity and run["ready_fetch_ms"] is None and not run["fetch_in_graph"]:
