@@ -181,6 +181,10 @@ def input_devices(batch):
     """The devices the batch's tensors are on (`"host"` for NumPy arrays)."""
     devices = set()
     for element in _leaves(batch):
+        if isinstance(element, np.ndarray):
+            # NumPy 2's arrays name a `device` too ("cpu"): host memory.
+            devices.add("host")
+            continue
         device = getattr(element, "device", None)
         devices.add(short_device_name(device) if isinstance(device, str) else "host")
     return sorted(devices)

@@ -1,0 +1,62 @@
+"""The fetch floor: the cost of handing over a batch that is already there,
+measured on a ready iterator with a clock we control."""
+
+import numpy as np
+import pytest
+
+from tb_devicecost import fetch_floor
+
+
+class Clock:
+    """Advances `step` seconds at each read."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_the_floor_is_the_median_handover_in_milliseconds():
+    floor = fetch_floor.FetchFloor(clock=Clock(0.0005))
+    assert floor.milliseconds() is None
+    handed = []
+    assert floor.start_python((np.zeros((4, 2)),), lambda batch: handed.append(1) or batch)
+    # Three warm batches, then the first samples, each read between two
+    # clock reads 0.5 ms apart.
+    assert floor.running and len(handed) == 3 + fetch_floor._FIRST_SAMPLES
+    assert floor.milliseconds() == pytest.approx(0.5)
+    floor.sample(4)
+    assert len(handed) == 3 + fetch_floor._FIRST_SAMPLES + 4
+
+
+def test_samples_are_bounded_and_kept_after_stopping():
+    floor = fetch_floor.FetchFloor(clock=Clock(0.001))
+    floor.start_python(np.zeros(3), lambda batch: batch)
+    floor.sample(500)
+    assert len(floor._samples) == fetch_floor._KEPT_SAMPLES
+    floor.stop()
+    assert not floor.running
+    floor.sample(10)  # nothing to sample from: a no-op
+    assert floor.milliseconds() == pytest.approx(1.0)
+
+
+def test_a_handover_that_fails_gives_no_floor():
+    def broken(batch):
+        raise RuntimeError("cannot hand this over")
+
+    floor = fetch_floor.FetchFloor()
+    assert floor.start_python(np.zeros(3), broken) is False
+    assert not floor.running and floor.milliseconds() is None
+
+
+def test_tensorflow_batches_are_rebatched_from_a_prefetched_pipeline():
+    tf = pytest.importorskip("tensorflow")  # make test installs TensorFlow
+    floor = fetch_floor.FetchFloor()
+    batch = (tf.zeros((8, 5)), tf.zeros(8, tf.int64))
+    assert floor.start(batch) is True
+    assert floor.milliseconds() > 0
+    # A second start for batches of the same structure reuses the iterator.
+    iterator = floor._iterator
+    assert floor.start(batch) is True and floor._iterator is iterator
