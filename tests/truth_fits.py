@@ -125,9 +125,12 @@ def outside_step_ms(model, x, y, batch_size, steps):
     return float(np.median(extra))
 
 
-def heavy():
-    """A model whose CPU step is a few milliseconds (compute is known)."""
-    return mlp(hidden=512, features=256, layers=2)
+def heavy(hidden=1024):
+    """A model whose CPU step is tens of milliseconds (compute is known):
+    long beside the loop between steps even where a busy machine slows
+    that loop to several milliseconds (PyTorch's, beside two busy loops).
+    The mix takes a lighter one, so that its input stays a large part."""
+    return mlp(hidden=hidden, features=256, layers=2)
 
 
 def main():
@@ -198,7 +201,7 @@ def main():
                   callbacks=[callback("compute")])
         facts["cases"]["compute"]["fit_s"] = time.perf_counter() - began
     if case("mix", data_ms=16.0, host_ms=8.0):
-        model = heavy()
+        model = heavy(hidden=512)
         facts["cases"]["mix"]["outside_step_ms"] = outside_step_ms(model, xh, yh, 256, STEPS)
         mixed = Batches(xh[:256 * STEPS], yh[:256 * STEPS], sleep_ms=16.0, batch_size=256)
         model.fit(mixed, epochs=1, verbose=0, callbacks=[callback("mix"), Busy(8.0)])

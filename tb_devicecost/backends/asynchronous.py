@@ -95,6 +95,7 @@ class AsyncSteps:
         probe=None,
         timer=None,
         done=None,
+        returned=None,
     ):
         """Training thread: a step (or an execution of `steps`) was dispatched.
 
@@ -108,11 +109,15 @@ class AsyncSteps:
                 while it has not (a CUDA event's timestamp).
             done: When the step completed, where that is known at dispatch
                 (a synchronous step).
+            returned: When the dispatching call returned, where the step
+                cannot complete before (JAX enqueues the execution at the
+                call's end, after compiling it): its first lower bound, so
+                a step that compiled keeps its compilation.
         """
         self.upcoming_step += steps
         entry = [
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
-            batch_size, excluded, probe, timer, done, None, None,
+            batch_size, excluded, probe, timer, done, returned, None,
         ]
         self._pending.append(entry)
         if probe is not None:

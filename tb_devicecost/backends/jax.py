@@ -80,6 +80,9 @@ class JaxBackend(base.Backend):
                 compiles.step = steps.upcoming_step
             try:
                 result = original(state, proxy)
+                # The execution is enqueued at the call's end, after any
+                # compilation: the step completes no earlier.
+                returned = time.perf_counter()
             finally:
                 if compiles is not None:
                     compiles.step = None
@@ -95,6 +98,7 @@ class JaxBackend(base.Backend):
                     batch_size=placement.batch_size(proxy.first),
                     excluded=callback._take_excluded(),
                     probe=completion_probe(result[0]),
+                    returned=returned,
                 )
             if first and proxy.first is not None:
                 # The input state was donated to the step: read the new one.
