@@ -161,17 +161,21 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         when what it is read from changed: the data TensorBoard serves, the
         scanned event files and the profiler captures (`reader.fingerprint`).
         Reading hundreds of runs takes longer than checking that."""
-        scans = []
+        scans, found = [], []
 
         def scan():
             scans.append(reader.scan_if_local(self._logdir))
             return scans[-1]
 
         def captures():
-            return tuple(
-                (run, tuple(tuple(sorted(capture.items()))
-                            for capture in reader.list_profile_captures(self._logdir, run)))
+            # Listed once: the fingerprint's part, and the snapshot's links.
+            found.append({
+                run: reader.list_profile_captures(self._logdir, run)
                 for run in reader.find_profile_runs(self._logdir)
+            })
+            return tuple(
+                (run, tuple(tuple(sorted(capture.items())) for capture in listed))
+                for run, listed in found[-1].items()
             )
 
         data = reader.fingerprint(self._data_provider, scan, ctx, experiment, also=captures)
@@ -181,7 +185,9 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             if key is not None and cached is not None and cached.key == key:
                 return cached
         snapshot = _Snapshot(
-            self, ctx, experiment, key, scans[-1] if scans else reader.scan_if_local(self._logdir)
+            self, ctx, experiment, key,
+            scans[-1] if scans else reader.scan_if_local(self._logdir),
+            found[-1] if found else None,
         )
         if key is not None:
             with self._lock:
@@ -348,7 +354,7 @@ class _Snapshot:
         bodies: The `runs` route's gzipped JSON, by baseline.
     """
 
-    def __init__(self, plugin, ctx, experiment, key, scan):
+    def __init__(self, plugin, ctx, experiment, key, scan, captures=None):
         self.key = key
         self.scan = scan
         records, self.unread = reader.read_logdir(
@@ -357,9 +363,13 @@ class _Snapshot:
         self.records = plugin._with_process_series(ctx, experiment, records, scan)
         self.by_run = {record.run: record for record in self.records}
         self._reasons = {item["run"]: item["reason"] for item in self.unread}
-        self._logdir = plugin._logdir
-        self.profile_runs = reader.find_profile_runs(self._logdir)
-        self._captures = {}
+        if captures is None:
+            captures = {
+                run: reader.list_profile_captures(plugin._logdir, run)
+                for run in reader.find_profile_runs(plugin._logdir)
+            }
+        self._captures = captures
+        self.profile_runs = list(captures)
         self._analysed = {}
         self.bodies = {}
 
@@ -383,12 +393,8 @@ class _Snapshot:
         return dict(result)
 
     def captures(self, run):
-        if run not in self._captures:
-            self._captures[run] = (
-                reader.list_profile_captures(self._logdir, run)
-                if run in self.profile_runs else []
-            )
-        return self._captures[run]
+        """The run's profiler captures, as listed when the snapshot was read."""
+        return self._captures.get(run, [])
 
 
 def _profile_url(run, capture, host):
