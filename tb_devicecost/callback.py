@@ -432,6 +432,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         if self._compiles is None:
             self._compiles = self._backend.compile_events()
         self._async = {"train": async_steps.AsyncSteps(self._train)}
+        self._async["train"].held_is_input = input_kind.runs_python_threads(
+            (self._run_info or {}).get("input_pipeline"))
         self._fetch_started = None
         self._wrap("train_function", "train")
 

@@ -60,3 +60,15 @@ def _describe(epoch_iterator):
         info["pin_memory"] = _setting(loader, "pin_memory", bool)
         info["persistent_workers"] = _setting(loader, "persistent_workers", bool)
     return info
+
+
+def runs_python_threads(info):
+    """Whether the pipeline `info` (from `describe`) runs its Python on
+    threads of the training process, beside the step: a `PyDataset` with
+    several workers that are threads, not processes."""
+    return bool(
+        info
+        and info.get("kind") == "PyDataset"
+        and (info.get("workers") or 1) > 1
+        and not info.get("use_multiprocessing")
+    )

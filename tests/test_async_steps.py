@@ -112,3 +112,58 @@ def test_a_step_that_compiled_keeps_its_compilation(tmp_path):
     step0 = series["data_wait_ms"][0] + series["compute_ms"][0] + series["host_overhead_ms"][0]
     assert step0 >= 500.0
     np.testing.assert_allclose(series["compute_ms"][1:], 0.1, rtol=1e-3)
+
+
+def test_a_completion_no_read_saw_is_placed_by_the_step_before_a_boundary(tmp_path):
+    """Each batch takes 40 ms of Python on the training thread, which kept
+    Keras's worker from the GIL for the whole fetch: the training thread's
+    polls find each step pending as the next fetch starts and complete as
+    it ends, and the worker's report comes just as late. The step before
+    the boundary is reported while the training thread waits for the
+    worker: 6 ms after its dispatch. The device takes 6 ms a step; the rest
+    of each 41 ms step is the device waiting for the next batch."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    clock = [0.0]
+    start = 0.0
+    for key in range(5):
+        fetched = start + 0.040
+        clock[0] = start
+        timing.poll(start)
+        clock[0] = fetched
+        timing.poll(fetched)
+        done = fetched + 0.006  # when the device completes it
+        timing.dispatched(
+            key, start, fetched, batch_size=32, probe=lambda done=done: clock[0] >= done
+        )
+        if key < 4:
+            # The worker's report comes at the end of the next fetch.
+            timing.completed(key, now=fetched + 0.041)
+        start = fetched + 0.001
+    timing.completed(4, now=start - 0.001 + 0.006)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    series = record.series
+    np.testing.assert_allclose(series["compute_ms"][1:], 6.0, rtol=1e-3)
+    np.testing.assert_allclose(series["data_wait_ms"][1:4], 35.0, rtol=1e-3)
+
+
+def test_without_a_prompt_report_the_upper_bounds_stand(tmp_path):
+    """The same fit, but the last batch is a partial one (another step,
+    maybe a new compilation): nothing measured the device's duration, so
+    each completion stays at the last moment it can have happened."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    start = 0.0
+    for key in range(5):
+        fetched = start + 0.040
+        timing.dispatched(key, start, fetched, batch_size=32 if key < 4 else 8)
+        timing.completed(key, now=fetched + 0.041 if key < 4 else fetched + 0.006)
+        start = fetched + 0.001
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    np.testing.assert_allclose(record.series["compute_ms"][1:4], 41.0, rtol=1e-3)

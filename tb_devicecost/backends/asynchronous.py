@@ -43,7 +43,7 @@ import numpy as np
 # Fields of a dispatched step, in `_pending` (lists, filled in as the step's
 # completion becomes known).
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
-_PROBE, _TIMER, _EXACT, _LOWER, _UPPER = range(7, 12)
+_PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD = range(7, 13)
 # Completion bounds this close are a measurement; wider ones are placed by
 # the step's duration where it was measured that closely (`_place`).
 _TIGHT_S = 0.2e-3
@@ -79,9 +79,17 @@ class AsyncSteps:
         # The device's duration of one step where its completion was
         # measured closely (seconds), carried from group to group.
         self._duration = None
+        # The shortest duration of a step that Keras's worker reported while
+        # the training thread waited for it at a boundary (seconds): the
+        # fallback where no completion was measured closely (`_place`).
+        self._prompt = None
         # The global step the next dispatched step will have, counted as
         # steps are dispatched (rows are written only once they complete).
         self.upcoming_step = accounting.upcoming_step()
+        # Where a step's wait for the GIL goes: the input pipeline's own
+        # Python threads held it (`True`: data wait), or the user's other
+        # threads did (host overhead). Set from what fed the fit.
+        self.held_is_input = False
 
     def dispatched(
         self,
@@ -96,6 +104,7 @@ class AsyncSteps:
         timer=None,
         done=None,
         returned=None,
+        held=0.0,
     ):
         """Training thread: a step (or an execution of `steps`) was dispatched.
 
@@ -113,11 +122,13 @@ class AsyncSteps:
                 cannot complete before (JAX enqueues the execution at the
                 call's end, after compiling it): its first lower bound, so
                 a step that compiled keeps its compilation.
+            held: Seconds a synchronous step waited for the GIL while other
+                Python threads held it (`gil_wait.GilWait`): not compute.
         """
         self.upcoming_step += steps
         entry = [
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
-            batch_size, excluded, probe, timer, done, returned, None,
+            batch_size, excluded, probe, timer, done, returned, None, held,
         ]
         self._pending.append(entry)
         if probe is not None:
@@ -194,15 +205,18 @@ class AsyncSteps:
                 self._write([(entry, bounds)])
                 continue
             ready.append((entry, bounds))
-        self._write(ready)
+        self._write(ready, prompt=final and not pending)
 
-    def _write(self, ready):
+    def _write(self, ready, prompt=False):
+        """Rows for `ready` steps; `prompt`: the last of them is the step
+        before a boundary, whose completion Keras's worker reported while
+        the training thread waited for it (`_place`)."""
         if not ready:
             return
         entries = [entry for entry, _ in ready]
-        start, fetched, dispatch, batch, excluded = (
+        start, fetched, dispatch, batch, excluded, held = (
             np.array([entry[field] for entry in entries], dtype=np.float64)
-            for field in (_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED)
+            for field in (_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD)
         )
         lower, upper = (
             np.array(column, dtype=np.float64) for column in zip(*(b for _, b in ready))
@@ -214,13 +228,24 @@ class AsyncSteps:
         upper = np.minimum.accumulate(upper[::-1])[::-1]
         lower = np.minimum(np.maximum.accumulate(np.maximum(lower, first)), upper)
         # A bound that came from a later step is not a reading of this one.
-        done = self._place(dispatch, lower, upper, first, inherited=upper < measured)
+        done = self._place(
+            dispatch, lower, upper, first, inherited=upper < measured,
+            prompt=prompt and self._reported_last(ready, batch),
+            polled=np.array([entry[_LOWER] is not None for entry in entries]),
+        )
         done = _share_reads(done, lower, first)
         previous = np.concatenate(([first], done[:-1]))
         begun = np.maximum(dispatch, previous)
         compute = done - begun
         data_wait = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
         host = np.maximum(0.0, done - previous - compute - data_wait)
+        # The step waited that long for the GIL that other threads held.
+        held = np.minimum(held, compute)
+        compute = compute - held
+        if self.held_is_input:
+            data_wait = data_wait + held
+        else:
+            host = host + held
         # Our own measurements are left out of the host time they ran in,
         # as far as they overlapped it (the device may have been busy).
         excluded = np.minimum(excluded, host)
@@ -246,7 +271,19 @@ class AsyncSteps:
         self.accounting.add_steps(previous, data_wait, compute, host, batch, excluded)
         self.accounting.count_pace(device_paced)
 
-    def _place(self, dispatch, lower, upper, first, inherited):
+    def _reported_last(self, ready, batch):
+        """Whether the last step's completion came from Keras's worker
+        (not from a poll of ours) and it had the group's usual batch (a
+        partial last batch is a shorter step, or a new compilation)."""
+        entry, (_, upper) = ready[-1]
+        if entry[_EXACT] is not None or entry[_TIMER] is not None:
+            return False
+        if entry[_UPPER] is not None and entry[_UPPER] <= upper:
+            return False
+        usual = batch[:-1] if len(batch) > 1 else batch
+        return bool(len(usual) and batch[-1] == np.median(usual))
+
+    def _place(self, dispatch, lower, upper, first, inherited, prompt=False, polled=None):
         """Each completion within its bounds `[lower, upper]`.
 
         Where the bounds are tight (the training thread polled just before
@@ -256,6 +293,19 @@ class AsyncSteps:
         GIL (a fetch) while the step completed. Such a step ran for as long
         as the same step did where it was measured closely: its completion
         is placed that long after it could begin, within its bounds.
+
+        Where no step was measured closely, the step before a boundary is
+        the measure (`prompt`): the training thread then waits for Keras's
+        worker in Keras's own code, holding no GIL, so the worker reads the
+        completion as it happens. Python that holds the GIL in short bursts
+        (decoding, augmenting with NumPy between) can keep the worker from
+        it for a whole fetch at any other time: each time the training
+        thread releases the GIL it takes it back before a waiting thread
+        wakes, and the waiter's 5 ms switch interval starts over. Such a
+        reading can only be late, so the shortest one stands. It places only
+        the completions that a poll of the training thread found pending
+        (`polled`): the training thread was running, maybe holding the GIL,
+        while they completed; a report with no such poll stands.
         """
         tight = (upper - lower <= _TIGHT_S) & ~inherited
         done = upper.copy()
@@ -265,9 +315,14 @@ class AsyncSteps:
         durations = upper - np.maximum(dispatch, previous)
         if np.count_nonzero(tight) >= _MIN_TIGHT:
             self._duration = float(np.median(durations[tight]))
-        if self._duration is None:
-            return done  # Nothing measured closely yet: the upper bounds.
+        if prompt and durations[-1] > 0:
+            self._prompt = float(durations[-1]) if self._prompt is None else min(self._prompt, float(durations[-1]))
         duration = self._duration
+        if duration is None and self._prompt is not None and polled is not None:
+            duration = self._prompt
+            tight = tight | ~polled
+        if duration is None:
+            return done  # Nothing measured closely yet: the upper bounds.
         # Each loose completion depends on the one before; two vectorised
         # passes settle a run of them (a pass in Python per step would
         # cost the training thread more than the step's other reads).

@@ -18,6 +18,7 @@ import time
 from tb_devicecost import placement
 from tb_devicecost import torch_trace
 from tb_devicecost.backends import base
+from tb_devicecost.backends import gil_wait
 from tb_devicecost.backends.jax import _leaves
 
 
@@ -89,6 +90,9 @@ class TorchBackend(base.Backend):
         steps = callback._async[role]
         clock = time.perf_counter
         completions = Completions(clock)
+        # A CPU step runs on this thread and may wait for the GIL; known
+        # after the first step (a CUDA step returns once queued).
+        meter, on_cpu = gil_wait.GilWait(), [None]
 
         def timed_torch(data):
             dispatch = clock()
@@ -111,12 +115,16 @@ class TorchBackend(base.Backend):
             traced = steps.upcoming_step
             if window is not None:
                 marker = window.step_marker(traced)
+            metered = meter.start(clock()) if on_cpu[0] is not False else None
             try:
                 result = original(data)
             finally:
                 if marker is not None:
                     window.close_marker(marker)
-            timer, done = completions.source(result, clock())
+            returned = clock()
+            timer, done = completions.source(result, returned)
+            on_cpu[0] = done is not None
+            held = meter.stop(metered, returned) if done is not None else 0.0
             steps.dispatched(
                 callback._batch_begin,
                 start,
@@ -126,6 +134,7 @@ class TorchBackend(base.Backend):
                 excluded=callback._take_excluded(),
                 timer=timer,
                 done=done,
+                held=held,
             )
             if callback._needs_batch.get(role, False):
                 callback._after_first_async_step(role, batch, None)

@@ -1,0 +1,87 @@
+"""The GIL wait of a step on the training thread, measured by the kernel's
+per-thread counters (`backends/gil_wait.py`), against a thread that holds
+the GIL and one that does not exist."""
+
+import hashlib
+import sys
+import threading
+import time
+
+import pytest
+
+from tb_devicecost.backends import gil_wait
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the meter reads Linux's per-thread counters"
+)
+# Each hash gives the GIL up (hashlib does above 2 KiB) and takes it back,
+# as a PyTorch kernel does.
+DATA = b"x" * (1 << 16)
+
+
+def step(meter, seconds=0.2):
+    """Hashes for `seconds`; returns `(wall, held)`."""
+    began = time.perf_counter()
+    started = meter.start(began)
+    while time.perf_counter() - began < seconds:
+        hashlib.sha256(DATA).digest()
+    now = time.perf_counter()
+    return now - began, meter.stop(started, now)
+
+
+def test_a_step_beside_a_thread_running_python_waits_for_the_gil():
+    """Another thread runs pure Python the whole time: after each hash the
+    step waits for the GIL. On a quiet machine that is over 90% of the
+    step (a switch interval of 5 ms against a hash of tens of
+    microseconds); on a busy one the step also waits for a core, which is
+    not a GIL wait, so only a floor is asserted. Never more than the time
+    the step was not running its own work."""
+    meter = gil_wait.GilWait()
+    assert meter.available
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        cpu = time.thread_time()
+        wall, held = step(meter)
+        cpu = time.thread_time() - cpu
+    finally:
+        stop.set()
+        spinner.join()
+    assert 0.1 * wall < held <= wall - cpu
+
+
+def test_a_step_alone_waits_for_nothing():
+    """No other Python thread runs: whatever the step slept, no GIL wait."""
+    meter = gil_wait.GilWait()
+    wall, held = step(meter)
+    assert held < 0.05 * wall
+
+
+def test_a_step_that_sleeps_beside_an_idle_thread_waits_for_nothing():
+    """A thread that exists but sleeps holds no GIL: the step's own sleep
+    (as a thread pool's barrier) is not a GIL wait."""
+    meter = gil_wait.GilWait()
+    stop = threading.Event()
+    idle = threading.Thread(target=stop.wait, daemon=True)
+    idle.start()
+    try:
+        began = time.perf_counter()
+        started = meter.start(began)
+        time.sleep(0.1)
+        now = time.perf_counter()
+        held = meter.stop(started, now)
+    finally:
+        stop.set()
+        idle.join()
+    assert held < 0.02
+
+
+def test_no_reading_is_no_wait():
+    """`start` found no counters (not Linux): `stop` reads 0."""
+    assert gil_wait.GilWait().stop(None, time.perf_counter()) == 0.0
