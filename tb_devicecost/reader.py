@@ -24,19 +24,37 @@ import contextlib
 import logging
 import os
 
-# Re-exported: the names the plugin, the CLI and the tests read here.
-from tb_devicecost.captures import find_profile_runs  # noqa: F401
-from tb_devicecost.captures import list_profile_captures  # noqa: F401
+# Re-exported (`__all__`): importers need only this module, whichever
+# module does the job.
+from tb_devicecost.captures import find_profile_runs
+from tb_devicecost.captures import list_profile_captures
 from tb_devicecost import logdir_scan
 from tb_devicecost.logdir_scan import NO_DATA_REASON
-from tb_devicecost.logdir_scan import LogdirScan  # noqa: F401
-from tb_devicecost.logdir_scan import scan_if_local  # noqa: F401
+from tb_devicecost.logdir_scan import LogdirScan
+from tb_devicecost.logdir_scan import scan_if_local
 from tb_devicecost.logdir_scan import scan_logdir
 from tb_devicecost import metadata
 from tb_devicecost import provider_reads
-from tb_devicecost.provider_reads import DEFAULT_SERIES_POINTS  # noqa: F401
-from tb_devicecost.provider_reads import RunRecord  # noqa: F401
+from tb_devicecost.provider_reads import DEFAULT_SERIES_POINTS
+from tb_devicecost.provider_reads import RunRecord
 from tb_devicecost.provider_reads import read_runs
+
+__all__ = [
+    "DEFAULT_SERIES_POINTS",
+    "LogdirScan",
+    "MAX_RUN_NAME",
+    "NO_DATA_REASON",
+    "RunRecord",
+    "find_profile_runs",
+    "fingerprint",
+    "list_profile_captures",
+    "local_provider",
+    "read_logdir",
+    "read_runs",
+    "reload_runs",
+    "scan_if_local",
+    "scan_logdir",
+]
 
 # The longest run name that is listed and can be opened (Linux's PATH_MAX):
 # longer ones are skipped with the reason, never listed unopenable.
