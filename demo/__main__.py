@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 
+from tb_devicecost import backends
 from tb_devicecost import serve as tb_serve
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -157,7 +158,6 @@ def choose_backend():
 
 def visible_devices(backend):
     """`/CPU:0` and each GPU the backend can use, as `/GPU:<index>`."""
-    gpus = 0
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -165,15 +165,8 @@ def visible_devices(backend):
             # Two logical CPUs, so the placement scenario still crosses devices.
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        gpus = len(tf.config.list_logical_devices("GPU"))
-    elif backend == "jax":
-        import jax
-
-        gpus = sum(device.platform == "gpu" for device in jax.devices())
-    elif backend == "torch":
-        import torch
-
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    # The GPUs counted as the batch sweep counts them (one listing a backend).
+    gpus = backends.get(backend).device_counts()["gpu"]
     return ["/CPU:0"] + [f"/GPU:{index}" for index in range(gpus)]
 
 

@@ -1,4 +1,5 @@
-"""Where the work ran: devices, variables, the ops of the first step, copies.
+"""Where the work ran: device names, batches, the ops of the first step,
+copies.
 
 The op placement of a `tf.function` is only observable while it is first
 instantiated: `capture_step_placement` switches on the eager context's run
@@ -44,45 +45,6 @@ def short_device_name(device):
         return "unplaced"
     match = re.search(r"(?:device:)?([A-Za-z_]+:\d+)\s*$", device)
     return match.group(1).upper() if match else device
-
-
-def list_devices(tf):
-    """Physical and logical devices, with the model name where known."""
-    physical = []
-    for device in tf.config.list_physical_devices():
-        entry = {"name": short_device_name(device.name), "kind": device.device_type}
-        if device.device_type != "CPU":
-            try:
-                details = tf.config.experimental.get_device_details(device)
-                entry["model"] = details.get("device_name")
-                if "compute_capability" in details:
-                    entry["compute_capability"] = list(details["compute_capability"])
-            except Exception:  # pylint: disable=broad-except
-                pass
-        physical.append(entry)
-    logical = [
-        {"name": short_device_name(device.name), "kind": device.device_type}
-        for device in tf.config.list_logical_devices()
-    ]
-    return {"physical": physical, "logical": logical}
-
-
-def variable_devices(variables):
-    """Counts variables per device (Keras variables or backend tensors).
-
-    A variable mirrored on several devices (`tf.distribute`) counts once on
-    each of them.
-    """
-    counts = collections.Counter()
-    for variable in variables:
-        value = getattr(variable, "value", variable)
-        components = getattr(value, "values", None)
-        if not isinstance(components, tuple) or not components:
-            components = (value,)
-        for component in components:
-            device = getattr(component, "device", None)
-            counts[short_device_name(device if isinstance(device, str) else str(device))] += 1
-    return dict(sorted(counts.items()))
 
 
 def _leaves(batch):

@@ -14,8 +14,9 @@ As Keras organises `keras/src/backend/{jax,tensorflow,torch}/`:
   and PyTorch;
 - `keras_loop`: every use of Keras internals (the callback list around the
   batch hooks, the epoch iterator), shared by all backends;
-- `devices`: devices, variables and placement documents of the backends
-  that cannot tell the op placement of a step.
+- `devices`: variables' devices on every backend; batches' devices and
+  placement documents of the backends that cannot tell the op placement
+  of a step.
 """
 
 import importlib

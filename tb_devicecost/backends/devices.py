@@ -1,8 +1,12 @@
-"""What the JAX and PyTorch backends can tell about variables, batches and
-placement, asked the way each backend answers (each lists its own devices:
-`backends/jax.py`, `backends/torch.py`).
+"""What the backends can tell about variables, batches and placement, asked
+the way each backend answers (each lists its own devices:
+`backends/tensorflow.py`, `backends/jax.py`, `backends/torch.py`).
 
-Where a backend cannot tell something (the op placement of a step, copies
+`variable_devices` serves every backend: it reads a variable's devices
+from what its value holds (a JAX array's shards, `tf.distribute`'s
+mirrored components, a tensor's device). The rest is for the backends
+that cannot tell the op placement of a step (JAX, PyTorch): where a
+backend cannot tell something (the op placement of a step, copies
 between devices), the document says so (`null` and a note) rather than
 writing a misleading 0.
 """
@@ -37,23 +41,40 @@ def _addressable_devices(array):
 
 
 def variable_devices(variables):
-    """Variables per device; a sharded or replicated one counts on each."""
+    """Counts variables per device, on any backend.
+
+    A variable sharded or replicated over several devices (a JAX array,
+    `tf.distribute`'s mirrored variables) counts once on each of them; one
+    whose value names no device is not counted.
+
+    Args:
+        variables: Keras variables, or the backend's arrays or tensors.
+
+    Returns:
+        `{device: count}` by short device name (`GPU:0`), in name order.
+    """
     counts = {}
     for variable in variables:
-        value = getattr(variable, "value", variable)
-        devices = None
-        if hasattr(value, "devices"):  # a JAX array
-            try:
-                devices = _addressable_devices(value)
-            except Exception:  # pylint: disable=broad-except
-                devices = None
-        if devices is None:
-            device = getattr(value, "device", None)
-            devices = [device] if device is not None else []
-        for device in devices:
+        for device in _value_devices(getattr(variable, "value", variable)):
             name = short_name(device)
             counts[name] = counts.get(name, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _value_devices(value):
+    """The devices a variable's value is on."""
+    if hasattr(value, "devices"):  # a JAX array
+        try:
+            return _addressable_devices(value)
+        except Exception:  # pylint: disable=broad-except
+            pass
+    components = getattr(value, "values", None)
+    if isinstance(components, tuple) and components:
+        # `tf.distribute`'s MirroredVariable: one component per replica.
+        devices = [getattr(component, "device", None) for component in components]
+    else:
+        devices = [getattr(value, "device", None)]
+    return [device for device in devices if device is not None]
 
 
 def input_devices(batch):

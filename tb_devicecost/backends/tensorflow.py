@@ -17,6 +17,7 @@ import weakref
 from tb_devicecost import placement
 from tb_devicecost import trace as trace_module
 from tb_devicecost.backends import base
+from tb_devicecost.backends import devices as devices_module
 
 # The step functions that Keras has already called (and so traced) itself,
 # each with the element specs of the iterators it was called on. Module-wide:
@@ -207,9 +208,26 @@ class TensorFlowBackend(base.Backend):
         return isinstance(error, (StopIteration, tf.errors.OutOfRangeError))
 
     def list_devices(self):
+        """Physical and logical devices, with the model name where known."""
         import tensorflow as tf
 
-        return placement.list_devices(tf)
+        physical = []
+        for device in tf.config.list_physical_devices():
+            entry = {"name": placement.short_device_name(device.name), "kind": device.device_type}
+            if device.device_type != "CPU":
+                try:
+                    details = tf.config.experimental.get_device_details(device)
+                    entry["model"] = details.get("device_name")
+                    if "compute_capability" in details:
+                        entry["compute_capability"] = list(details["compute_capability"])
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            physical.append(entry)
+        logical = [
+            {"name": placement.short_device_name(device.name), "kind": device.device_type}
+            for device in tf.config.list_logical_devices()
+        ]
+        return {"physical": physical, "logical": logical}
 
     def placement_document(self, variables, optimizer_variables, batch, step_ops=None):
         """The `devicecost/placement` document, with the first step's ops
@@ -221,8 +239,8 @@ class TensorFlowBackend(base.Backend):
             "accelerator_visible": any(
                 device["kind"] != "CPU" for device in devices["physical"]
             ),
-            "variables": placement.variable_devices(variables),
-            "optimizer_variables": placement.variable_devices(optimizer_variables),
+            "variables": devices_module.variable_devices(variables),
+            "optimizer_variables": devices_module.variable_devices(optimizer_variables),
             "input_bytes_per_step": placement.input_bytes(batch),
             "input_devices": placement.input_devices(batch),
         }
