@@ -32,6 +32,7 @@ from tb_devicecost.formatting import fmt_share
 
 
 def no_steps():
+    """The words of `no_steps`: nothing recorded yet to judge."""
     return (
         wording.no_steps(),
         "No training step was recorded yet, so nothing can be judged.",
@@ -96,6 +97,8 @@ def _is_training(run):
 
 
 def input_bound(run, severity):
+    """The words of `input_bound`: the wait above the cost of a ready batch,
+    and a fix for the pipeline that fed the fit."""
     step = run["step_ms"]["mean"]
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
@@ -132,6 +135,8 @@ def input_bound(run, severity):
 
 
 def no_fetch_floor(run):
+    """The words of `no_fetch_floor`: why a wait without a floor is not
+    called slow."""
     wait = run["data_wait_ms"]
     share = run["input_share"]
     reasons = []
@@ -163,6 +168,7 @@ def no_fetch_floor(run):
 
 
 def input_stalls(run):
+    """The words of `input_stalls`: a few long waits, not starvation."""
     wait = run["data_wait_ms"]
     return (
         wording.input_stalls(_wait_max(run)),
@@ -184,6 +190,7 @@ def _wait_max(run):
 
 
 def host_overhead_bound(run, severity):
+    """The words of `host_overhead_bound`: the time outside the step function."""
     step = run["step_ms"]["mean"]
     host = run["host_overhead_ms"]["mean"]
     adverb = "highly" if severity == "high" else "moderately"
@@ -210,6 +217,8 @@ def host_overhead_bound(run, severity):
 
 
 def latency_bound(run, input_severity=None):
+    """The words of `latency_bound`: the accelerator idle most of the step,
+    with the trace's evidence (`input_severity`: a moderate wait beside it)."""
     if input_severity:
         # A moderate wait: the pipeline's Python may also hold the GIL
         # that dispatching and completing the step need.
@@ -278,6 +287,8 @@ def _busy_evidence(run):
 
 
 def compute_bound(run, input_severity=None, unjudged=None):
+    """The words of `compute_bound`, with what the input's share was judged
+    (`input_severity` moderate, or `unjudged` without a fetch floor)."""
     step = run["step_ms"]["mean"]
     compute = run["compute_ms"]["mean"]
     message = (
@@ -328,6 +339,8 @@ def compute_bound(run, input_severity=None, unjudged=None):
 
 
 def warmup(run, finding_id, steady_verdict=None):
+    """The words of `warmup` or `warmup_dominated` (`finding_id`), the latter
+    naming the run's `steady_verdict`."""
     warmup = run["warmup_ms"]
     share = run["warmup_share_of_wall"]
     wall = run["wall_ms"]
@@ -384,6 +397,7 @@ def _steps_text(steps, limit=5):
 
 
 def retracing(run):
+    """The words of `retracing`: the recorded retraces after warm-up."""
     retraces = run["retraces"]
     count = retraces["count"]
     batches = run["batch_sizes"]
@@ -441,6 +455,7 @@ def stalls(run, unexplained, unexplained_steps):
 
 
 def incomplete_run(run):
+    """The words of `incomplete_run`: a run still written, or interrupted."""
     status = run["status"]
     return (
         wording.incomplete_run(status, run["steps"]),
@@ -457,6 +472,7 @@ def incomplete_run(run):
 
 
 def fetch_in_graph(run):
+    """The words of `fetch_in_graph`: the input's wait hidden in compute."""
     return (
         wording.fetch_in_graph(run["steps_per_record"]),
         f"With steps_per_execution={run['steps_per_record']} each record "
@@ -507,6 +523,7 @@ def cpu_ops_on_accelerator_run(run):
 
 
 def cross_device_copies(run):
+    """The words of `cross_device_copies`: the graph's Send/Recv pairs."""
     copies = run["placement"]["cross_device_copies"]
     busy = ", ".join(
         f"{name} ({fmt_count(n)} ops)"
@@ -528,6 +545,7 @@ def cross_device_copies(run):
 
 
 def small_batch(run):
+    """The words of `small_batch`: fixed per-step costs outweigh the work."""
     batch = run["batch_size"]
     median = run["step_ms"]["p50"]
     on_accelerator = is_accelerator(run["device"])

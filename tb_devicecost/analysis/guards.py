@@ -85,6 +85,7 @@ def as_number(value):
 
 
 def plausible(value):
+    """Whether a float is finite and 0 or inside `[MIN_VALUE, MAX_VALUE]`."""
     return math.isfinite(value) and (value == 0 or MIN_VALUE <= value <= MAX_VALUE)
 
 

@@ -66,6 +66,8 @@ def _where_the_step_ran(visible, ops, variables):
 
 
 def read_placement(placement):
+    """A `Placement` from the raw placement document (`{}` reads as nothing
+    placed)."""
     placement = as_dict(placement)
     devices = placement.get("devices")
     names = _device_names(devices)

@@ -48,6 +48,9 @@ def _component_stats(summary):
 
 
 def numbers_from_aggregate(aggregate, problems):
+    """Exact `StepNumbers` from the aggregate, or `None` (the series are
+    read instead) when it is missing or holds invalid numbers; what it finds
+    wrong is added to `problems`."""
     if not isinstance(aggregate, dict):
         return None
     error = aggregate.get("error")
@@ -143,6 +146,8 @@ def _series_array(series, key, length):
 
 
 def numbers_from_series(series, problems):
+    """Estimated `StepNumbers` from the sampled per-step series, or `None`
+    without a readable step; implausible steps are dropped, in `problems`."""
     series = as_dict(series)
     steps = float_array(series.get("step", ()))
     if steps is None or steps.size == 0:

@@ -24,6 +24,7 @@ def _mean_of(entries, key):
 
 
 def read_trace_window(window):
+    """A `TraceWindow` from one raw window of the trace document."""
     recorded = [e for e in as_list(window.get("recorded_steps")) if isinstance(e, dict)]
     traced = [e for e in as_list(window.get("steps")) if isinstance(e, dict)]
     ours_by_step = {as_count(entry.get("step")): entry for entry in recorded}
