@@ -317,6 +317,6 @@ def _available(backend):
 
 def _run_prefix(device):
     """`cpu:0` -> `cpu`, `gpu:1` -> `gpu1`: the run's directory, as
-    `analysis/record.py` reads it back."""
+    `analysis/sweep_marks.py` reads it back."""
     kind, _, index = device.partition(":")
     return kind if index == "0" else kind + index

@@ -6,7 +6,7 @@ in a data adapter held by its epoch iterator. The kind and the settings
 that decide how far ahead it can run (a PyDataset's `workers` and
 `use_multiprocessing`, a DataLoader's `num_workers` and `pin_memory`) let
 the input finding advise a fix for that pipeline, and never a setting it
-already has (`analysis/verdicts.py`).
+already has (`analysis/wording.py`, `input_fix`).
 """
 
 # Keras's adapter classes, by name: no import of Keras internals needed.

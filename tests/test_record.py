@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost.analysis import guards
+from tb_devicecost.analysis import names
 from tb_devicecost.analysis import record
+from tb_devicecost.analysis import run_data
 
 
 def test_series_fallback_without_aggregate(helpers):
@@ -147,14 +150,14 @@ def test_analyze_run_accepts_a_dict(helpers):
 
 def test_a_run_without_steps_reads_as_no_numbers(helpers):
     run = record.read_run(helpers.make_record("empty/train"))
-    assert run.numbers == record.StepNumbers()
+    assert run.numbers == run_data.StepNumbers()
     assert run.numbers.source is None
-    assert run.numbers.stats["step"] == record.Stats()
+    assert run.numbers.stats["step"] == run_data.Stats()
     assert run.steps_per_record == 1
 
 
 def test_stats_per_step_divide_statistics_but_not_totals():
-    stats = record.Stats(count=3, sum=30.0, mean=10.0, p50=9.0, p90=12.0, p99=None)
+    stats = run_data.Stats(count=3, sum=30.0, mean=10.0, p50=9.0, p90=12.0, p99=None)
     per_step = stats.per_step(10)
     assert (per_step.count, per_step.sum) == (3, 30.0)
     assert per_step.percentiles() == {"p50": 0.9, "p90": 1.2, "p99": None, "mean": 1.0,
@@ -167,7 +170,7 @@ def test_stats_per_step_divide_statistics_but_not_totals():
     ("train", ("train", "")), ("x/other", ("x/other", "")),
 ])
 def test_role_is_the_last_part_of_the_run_name(name, role):
-    assert record.role(name) == role
+    assert names.role(name) == role
 
 
 # The device's busy share, from the trace document as written.
@@ -228,9 +231,9 @@ def test_integers_too_large_for_a_float_are_ignored(helpers):
 
 @pytest.mark.parametrize("value", [1e308, 1e-310, 1e16, float("inf")])
 def test_implausible_finite_values_are_invalid_numbers(value):
-    assert record._as_number(value) is None
-    assert record._as_number(0.0) == 0.0
-    assert record._as_number(1e-6) == 1e-6
+    assert guards.as_number(value) is None
+    assert guards.as_number(0.0) == 0.0
+    assert guards.as_number(1e-6) == 1e-6
 
 
 def test_extreme_finite_values_in_the_series_are_ignored(helpers):
@@ -268,6 +271,6 @@ def test_what_a_run_object_holds_is_bounded_whatever_a_document_holds(helpers):
     placement["ops"] = {f"CPU:{index}": 1 for index in range(100_000)}
     result = analysis.analyze_run(helpers.make_record(
         "big/train", aggregate=aggregate, trace=trace, placement=placement))
-    assert len(result["trace_windows"]) == record.MAX_TRACE_WINDOWS
-    assert result["warmup_steps"] == list(range(100_000 - record.MAX_ITEMS, 100_000))
-    assert len(result["placement"]["ops"]) == record.MAX_ITEMS
+    assert len(result["trace_windows"]) == guards.MAX_TRACE_WINDOWS
+    assert result["warmup_steps"] == list(range(100_000 - guards.MAX_ITEMS, 100_000))
+    assert len(result["placement"]["ops"]) == guards.MAX_ITEMS

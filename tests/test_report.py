@@ -40,8 +40,10 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         for path in glob.glob(os.path.join(package, "*.py"))
     }
     assert set(modules) == {
-        "__init__", "device_split", "record", "sweeps", "verdicts", "compare", "waiting",
-        "jobs", "workers", "report", "wording"}
+        "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
+        "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
+        "device_side", "estimates", "finding_text", "verdicts", "compare", "waiting", "jobs",
+        "workers", "report", "wording"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -55,12 +57,15 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
-    # Imports run one way: wording <- device_split <- record <- sweeps <-
-    # verdicts <- compare <- waiting <- jobs <- workers <- report.
-    order = ["wording", "device_split", "record", "sweeps", "verdicts", "compare", "waiting", "jobs",
-             "workers", "report"]
+    # Imports run one way: each module imports only those before it, from
+    # the checks of raw values up to the report.
+    order = ["wording", "device_split", "guards", "names", "run_data", "step_numbers",
+             "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
+             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "compare",
+             "waiting", "jobs", "workers", "report"]
     for index, name in enumerate(order):
-        inside = {module.rsplit(".", 1)[-1] for module in modules[name]
+        # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
+        inside = {module.split(".")[2] for module in modules[name]
                   if module.startswith("tb_devicecost.analysis.")}
         assert inside <= set(order[:index]), (name, inside)
     # Nor does importing it load a framework (the package loads only

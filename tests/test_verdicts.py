@@ -16,6 +16,7 @@ from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import metadata
 from tb_devicecost import reader
+from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
 
 from support import FakeClock
@@ -37,7 +38,7 @@ def test_input_bound_fit_is_input_bound(fit_records, helpers):
         components["data_wait"]["mean_ms"] - result["ready_fetch_ms"]
     ) / components["step"]["mean_ms"]
     assert result["input_share"] == pytest.approx(expected_share)
-    assert expected_share >= verdicts.INPUT_HIGH
+    assert expected_share >= thresholds.INPUT_HIGH
     message = result["findings"][0]["message"]
     assert formatting.fmt_share(expected_share) in message
     assert formatting.fmt_ms(components["step"]["mean_ms"]) + " ms" in message
@@ -59,7 +60,7 @@ def test_compute_bound_fit_is_not_input_bound(fit_records, helpers):
     assert helpers.finding(result, "compute_bound")["severity"] == "info"
     # Cached and prefetched: its wait is about the cost of a ready batch.
     assert result["starved_data_wait_ms"] < result["data_wait_ms"]["mean"]
-    assert result["input_share"] < verdicts.INPUT_HIGH
+    assert result["input_share"] < thresholds.INPUT_HIGH
     message = helpers.finding(result, "compute_bound")["message"]
     if found is None:
         # The wait is the cost of ready batches: the message says so.
@@ -125,7 +126,7 @@ def test_a_floor_below_50_microseconds_is_raised_to_it(helpers):
     arrays in memory) is the cost of a ready batch, not starvation."""
     step, wait = 0.5, 0.05
     result = helpers.run(wait, step - wait, 0.0, batch_size=32, fetch_floor_ms=0.0)
-    assert result["ready_fetch_ms"] == pytest.approx(verdicts.MIN_READY_FETCH_MS)
+    assert result["ready_fetch_ms"] == pytest.approx(thresholds.MIN_READY_FETCH_MS)
     assert result["input_share"] == pytest.approx(0.0, abs=1e-9)
     assert helpers.finding(result, "input_bound") is None
 
@@ -234,7 +235,7 @@ def test_rare_stalls_are_not_input_bound(helpers):
     result = helpers.run(waits, 4.0, 0.0, fetch_floor_ms=floor, batch_size=512)
     mean_wait = float(np.mean(waits))
     assert result["input_share"] == pytest.approx((mean_wait - 0.2) / (mean_wait + 4.0))
-    assert result["input_share"] >= verdicts.INPUT_MODERATE
+    assert result["input_share"] >= thresholds.INPUT_MODERATE
     assert result["verdict"] == "compute_bound"
     stalls = helpers.finding(result, "input_stalls")
     assert stalls is not None
@@ -500,7 +501,7 @@ def test_run_without_fetch_floor_is_judged_conservatively(helpers):
     assert formatting.fmt_share(0.5 / 7.0) in note["message"]
     # A high share of short waits is no evidence either.
     short = helpers.run(0.4, 0.6, 0.0, name="loop/train", batch_size=512)
-    assert short["shares"]["data_wait"] >= verdicts.INPUT_HIGH
+    assert short["shares"]["data_wait"] >= thresholds.INPUT_HIGH
     assert short["verdict"] == "compute_bound"
     assert helpers.finding(short, "no_fetch_floor") is not None
     # A high share of long waits is.
@@ -756,7 +757,7 @@ def test_host_time_in_a_few_long_pauses_is_a_finding_not_the_verdict(helpers):
     busy elsewhere, a collection): a fifth of the time, but not what the
     typical step is. The same share in every step is the verdict."""
     paused = helpers.run(0.1, 8.0, [0.05] * 95 + [200.0] * 5)
-    assert paused["shares"]["host_overhead"] > verdicts.HOST_HIGH * 1.5
+    assert paused["shares"]["host_overhead"] > thresholds.HOST_HIGH * 1.5
     assert paused["steady_verdict"] == "compute_bound"
     assert helpers.finding(paused, "host_overhead_bound")["severity"] == "moderate"
     steady = helpers.run(0.1, 8.0, 3.0)

@@ -9,12 +9,18 @@ result is plain JSON-ready data (no NaN: missing numbers are `None`).
 One module per decision, in the order data flows through them (each imports
 only those before it):
 
-- `record`: reads a run's raw documents once into a typed `RunData`; the
-  only code that checks raw values.
+- `record`: reads a run's raw documents once into a typed `RunData`
+  (`run_data`), through the only code that checks raw values (`guards`):
+  step numbers (`step_numbers`), where the step ran (`placement`), trace
+  windows (`trace_windows`), the run's sweep (`sweep_marks`); run and
+  device names in `names`.
 - `sweeps`: runs of one batch-size sweep, each device's fixed and
   per-sample cost, and where one device overtakes the other.
-- `verdicts`: the thresholds, the verdict and the findings
-  (`docs/VERDICTS.md`).
+- `verdicts`: the verdict and the findings, their ids and severities
+  (`docs/VERDICTS.md`), by the thresholds of `thresholds`; the data wait
+  set apart as the cost of a ready batch (`data_wait`), the device side of
+  the trace windows (`device_side`), what a fix would buy (`estimates`);
+  every finding's words in `finding_text` and `wording` (headlines).
 - `compare`: which run is compared with which, speedups and explanations.
 - `workers`: the processes of a distributed job lined up by step, their
   waits for each other and the straggler (`docs/VERDICTS.md`).
@@ -23,14 +29,14 @@ only those before it):
 
 from tb_devicecost.analysis.compare import compare_runs
 from tb_devicecost.analysis.compare import default_baseline
-from tb_devicecost.analysis.record import WALL_PARTS
 from tb_devicecost.analysis.report import REPORT_SCHEMA
 from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.report import json_ready
+from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.sweeps import find_sweeps
-from tb_devicecost.analysis.verdicts import INPUT_HIGH
+from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
 from tb_devicecost.vocabulary import COMPONENTS

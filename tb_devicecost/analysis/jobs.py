@@ -11,7 +11,10 @@ run info may claim a million processes.
 
 import re
 
-from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis.guards import as_count
+from tb_devicecost.analysis.guards import as_dict
+from tb_devicecost.analysis.guards import record_field
+from tb_devicecost.analysis.names import run_name
 from tb_devicecost.formatting import confined
 
 # The part of a run's name that holds the process index: `log_dir/process_1/train`.
@@ -24,10 +27,10 @@ def process_claim(record):
     process of several, else `None`. Unlike `process_of`, the two indices
     need not agree: a run that claims a place in a job without fitting it
     is named as such (`build_workers`), not dropped."""
-    name = record_module.run_name(record)
-    info = record_module._as_dict(record_module._field(record, "info"))
-    count = record_module._as_count(info.get("process_count"))
-    index = record_module._as_count(info.get("process_index"))
+    name = run_name(record)
+    info = as_dict(record_field(record, "info"))
+    count = as_count(info.get("process_count"))
+    index = as_count(info.get("process_index"))
     if not isinstance(name, str) or count is None or count < 2:
         return None
     parts = name.split("/")
@@ -92,9 +95,9 @@ def group_runs(records, by_name):
             left out.
     """
     groups = {}
-    for record in sorted(records, key=lambda item: str(record_module.run_name(item))):
+    for record in sorted(records, key=lambda item: str(run_name(item))):
         claim = process_claim(record)
-        name = record_module.run_name(record)
+        name = run_name(record)
         if claim is None or name not in by_name:
             continue
         group, directory_index, index, count = claim
@@ -117,11 +120,11 @@ def group_runs(records, by_name):
             # names it (`process_1`) is lined up, else the first by name.
             first = job["members"][index]
             if f"/process_{index}/" in f"/{name}/" and \
-                    f"/process_{index}/" not in f"/{record_module.run_name(first)}/":
-                job["members"][index], record, name = record, first, record_module.run_name(first)
+                    f"/process_{index}/" not in f"/{run_name(first)}/":
+                job["members"][index], record, name = record, first, run_name(first)
                 directory_index = process_claim(first)[1]
             reason = (f"process {index:,} is also recorded as "
-                      f"{confined(record_module.run_name(job['members'][index]))}, which is "
+                      f"{confined(run_name(job['members'][index]))}, which is "
                       "the one lined up; this run is not.")
         if reason is None:
             job["members"][index] = record

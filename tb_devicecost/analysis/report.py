@@ -14,10 +14,14 @@ import numpy as np
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import data_wait
+from tb_devicecost.analysis import names
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
+from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import workers
+from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.formatting import confined
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_share
@@ -26,7 +30,6 @@ from tb_devicecost.formatting import fmt_share
 # reader of the report would misread it. Not the event files' format
 # version, which is `metadata.SCHEMA_VERSION`.
 REPORT_SCHEMA = 1
-WALL_PARTS = record_module.WALL_PARTS
 
 # Our data wait and the trace's input wait for the same steps disagree when
 # they differ by more than this share of the larger one (and by more than
@@ -96,7 +99,7 @@ def analyze_run(record):
         warmup_share = warmup_ms / (warmup_ms + steady_wall_ms)
 
     wait = stats["data_wait"]
-    ready_ms, starved_ms = verdicts.split_data_wait(
+    ready_ms, starved_ms = data_wait.split_data_wait(
         wait.mean, wait.p50, run.fetch_floor_ms, run.fetch_in_graph
     )
     records = numbers.records
@@ -197,12 +200,12 @@ def _device_compute_ms(windows):
 
 def borderline_findings(run):
     """The ids of the run's input and host findings whose share is within
-    `verdicts.BORDERLINE` of its high threshold: findings, never the
+    `thresholds.BORDERLINE` of its high threshold: findings, never the
     verdict, since the same fit lands on either side from run to run."""
     ids = {finding["id"] for finding in run["findings"]}
     near = (
-        ("input_bound", run["input_share"], verdicts.INPUT_HIGH),
-        ("host_overhead_bound", run["shares"]["host_overhead"], verdicts.HOST_HIGH),
+        ("input_bound", run["input_share"], thresholds.INPUT_HIGH),
+        ("host_overhead_bound", run["shares"]["host_overhead"], thresholds.HOST_HIGH),
     )
     return [
         finding_id
@@ -383,7 +386,7 @@ def build_report(records, baseline=None, unread=None):
     for record in records:
         result, reason = analyze_record(record)
         if reason:
-            skipped.append({"run": record_module.run_name(record), "reason": reason})
+            skipped.append({"run": names.run_name(record), "reason": reason})
         else:
             runs.append(result)
     # The processes of a distributed fit side by side; the straggler's

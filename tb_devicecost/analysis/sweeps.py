@@ -1,7 +1,7 @@
 """Batch-size sweeps: where one device's samples/s overtakes another's.
 
 A sweep (`tb_devicecost.sweep`) records one short fit per device and batch
-size, each as a run marked in its run info (`record.SweepMark`; older runs
+size, each as a run marked in its run info (`run_data.SweepMark`; older runs
 by their names). This module groups a report's run objects into sweeps and,
 per device, fits the step time as a fixed cost plus a cost per sample:
 
@@ -23,7 +23,8 @@ device changes once between two adjacent batch sizes measured on both).
 
 import math
 
-from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_speedup
@@ -37,7 +38,7 @@ def find_sweeps(runs):
 
     Args:
         runs: Run objects (`report.analyze_run`), each with its `sweep` mark
-            (`record.SweepMark.as_dict()` or `None`).
+            (`run_data.SweepMark.as_dict()` or `None`).
 
     Returns:
         A list of sweep objects (`docs/CLI.md`, "Sweeps"), ordered by name:
@@ -231,15 +232,15 @@ def _sweep(name, members):
 def _device_order(device):
     # CPUs first, then accelerators, each by index.
     kind, _, index = device.partition(":")
-    return (record_module.is_accelerator(device), kind, int(index) if index.isdigit() else 0)
+    return (is_accelerator(device), kind, int(index) if index.isdigit() else 0)
 
 
 def _pair(devices):
     """The two fitted devices compared: a CPU and an accelerator when the
     sweep has both (the first of each), else its first two."""
     fitted = [device for device, fit in devices.items() if fit["fixed_ms"] is not None]
-    cpus = [device for device in fitted if not record_module.is_accelerator(device)]
-    accelerators = [device for device in fitted if record_module.is_accelerator(device)]
+    cpus = [device for device in fitted if not is_accelerator(device)]
+    accelerators = [device for device in fitted if is_accelerator(device)]
     if cpus and accelerators:
         return cpus[0], accelerators[0]
     return tuple(fitted[:2]) if len(fitted) >= 2 else None
@@ -255,7 +256,7 @@ def _crossover(result, devices, pair):
     per_sample_gap = (first["per_sample_us"] - second["per_sample_us"]) / 1e3
     batch = fixed_gap / per_sample_gap if per_sample_gap else None
     # A per-sample gap near zero puts the crossing beyond any batch size.
-    if batch is not None and 0 < batch < record_module.MAX_VALUE:
+    if batch is not None and 0 < batch < MAX_VALUE:
         # Above `batch` the device with the smaller per-sample cost wins.
         above, below = pair if per_sample_gap < 0 else pair[::-1]
         result["crossover_batch"] = round(batch)

@@ -15,7 +15,7 @@ The straggler keeps its own verdict and its `straggler` finding.
 `docs/VERDICTS.md` ("Stragglers") documents it.
 """
 
-from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import wording
 from tb_devicecost import formatting
 from tb_devicecost.formatting import fmt_ms
@@ -72,7 +72,7 @@ def waiting_finding(entry, group, run):
         f"Nothing to change in this process: make process {straggler} keep pace "
         f"(its `straggler` finding: cause {cause or 'unknown'})."
     )
-    expected = (group.get("finding") or {}).get("expected") or verdicts.no_estimate(
+    expected = (group.get("finding") or {}).get("expected") or estimates.no_estimate(
         "what this process gains is what the straggler's fix buys"
     )
     return {

@@ -4,9 +4,10 @@ A headline is one plain sentence of at most `MAX_HEADLINE_WORDS` words that
 says what is slow and by how much, with the number that matters. The
 arithmetic behind it (floors, thresholds, statistics) stays in the finding's
 `message`, which the tab shows under "details" and the CLI under
-`--verbose`. `verdicts.py` (and `workers.py`, `waiting.py`) choose the
-facts; this module only words them, so every headline is written here and
-tested in one place (tests/test_wording.py).
+`--verbose`, written by `finding_text.py`. `verdicts.py` (and
+`workers.py`, `waiting.py`) choose the facts; this module only words them,
+so every headline is written here and tested in one place
+(tests/test_wording.py).
 
 Headlines avoid the internal names (`JARGON`): the glossary,
 docs/READING.md, explains the few terms they use.

@@ -1,0 +1,311 @@
+"""What a fix would buy: each finding's `expected` (docs/VERDICTS.md).
+
+Every estimate is computed from the run's own numbers and says how
+(`basis`): the mean step without the wait a faster pipeline would remove,
+the fit's wall time with a warm-up as short as a steady step, the step at a
+larger batch from the trace's device time per sample. Where the numbers
+are missing it says so and claims nothing (`no_estimate`). Its words
+(`text`) are rounded so that a bound stays true.
+"""
+
+import math
+
+from tb_devicecost import vocabulary
+from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.thresholds import LATENCY_MAX_BATCH_GROWTH
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+
+# Why a finding has no estimate.
+_NO_ESTIMATE = {
+    "no_steps": "nothing was measured yet",
+    "incomplete_run": "this finding is about the record, not the speed",
+    "fetch_in_graph": "this finding is about what can be measured, not the speed",
+    "no_fetch_floor": "nothing here is evidence of a slowdown to remove",
+    "compute_bound": (
+        "what a cheaper step buys depends on the change (XLA fusion, mixed "
+        "precision); nothing in this run's numbers predicts it"
+    ),
+    "cpu_ops_on_accelerator_run": (
+        "the time those ops and their copies take is part of compute and not "
+        "recorded apart"
+    ),
+    "cross_device_copies": (
+        "the time the copies take is part of compute and not recorded apart"
+    ),
+}
+_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
+
+
+# How an estimate's figures are rounded in words: a bound from below never
+# rounds up, a bound from above never rounds down. (The 1e-9 absorbs the
+# float error of the scaling, as in `formatting.fmt_share`.)
+_ROUNDING = {
+    "about": lambda scaled: math.floor(scaled + 0.5),
+    "at_most": lambda scaled: math.ceil(scaled - 1e-9),
+    "at_least": lambda scaled: math.floor(scaled + 1e-9),
+}
+_OPPOSITE = {"about": "about", "at_most": "at_least", "at_least": "at_most"}
+
+
+def rounded(value, bound="about", digits=2):
+    """`value` (positive) to `digits` significant digits, with commas: an
+    estimate's words claim no more precision than it has (`3.1`, `10`,
+    `410,000`), rounded so that a bound stays true (`_ROUNDING`); its fields
+    keep the exact figure."""
+    if value <= 0:
+        return "0"
+    exponent = math.floor(math.log10(value)) - (digits - 1)
+    mantissa = _ROUNDING[bound](value / 10.0**exponent)
+    return f"{mantissa * 10.0**exponent:,.{max(0, -exponent)}f}"
+
+
+def no_estimate(reason):
+    """An `expected` that claims nothing, and says why."""
+    return {
+        "bound": None,
+        "speedup": None,
+        "of": None,
+        "samples_per_s": None,
+        "step_ms": None,
+        "wall_ms": None,
+        "batch_size": None,
+        "capped": False,
+        "basis": reason,
+        "text": "no estimate",
+    }
+
+
+def not_estimated(finding_id):
+    """The `expected` of a finding that never has an estimate, with why."""
+    return no_estimate(_NO_ESTIMATE[finding_id])
+
+
+def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_size=None,
+                      capped=False):
+    """What a fix buys in samples/s: a mean step of `step_ms` for
+    `samples_per_step` samples (the run's own by default)."""
+    before = run["samples_per_s"]
+    samples = samples_per_step or run["samples_per_step"]
+    if not before or not samples:
+        return no_estimate("the run's samples per step or samples/s were not recorded")
+    if not step_ms or step_ms <= 0:
+        return no_estimate(
+            "without it the step would take no time at all, which no fix can buy"
+        )
+    after = samples / step_ms * 1e3
+    speedup = after / before
+    expected = no_estimate(basis)
+    expected.update(
+        bound=bound,
+        speedup=speedup,
+        of="samples_per_s",
+        samples_per_s=after,
+        step_ms=step_ms,
+        batch_size=batch_size,
+        capped=capped,
+        text=(
+            f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x the samples/s"
+            + (f" at batch {fmt_count(batch_size)}" if batch_size else "")
+            + f" ({rounded(after, bound)} instead of {fmt_count(before)})"
+        ),
+    )
+    return expected
+
+
+def _fit_wall(run):
+    """(the fit's wall time, whether it was recorded whole): the total the
+    warm-up share is of (the warm-up finding's rule)."""
+    wall = run["wall_ms"]
+    if wall["total"]:
+        return wall["total"], True
+    steady = (run["step_ms"]["mean"] or 0.0) * (run["steady_steps"] or 0)
+    return (run["warmup_ms"] or 0.0) + steady, False
+
+
+def _wall_estimate(run, bound, saved_ms, basis):
+    """What a fix buys in the fit's wall time: `saved_ms` less of it."""
+    before, whole = _fit_wall(run)
+    after = before - saved_ms
+    if not before:
+        return no_estimate("the fit's wall time was not recorded")
+    if saved_ms <= 0:
+        return no_estimate("it took no longer than steady steps would have")
+    if after <= 0:
+        return no_estimate("the time it took is the whole fit's, so no ratio can be given")
+    if not whole:
+        basis += (
+            "; the fit's time outside the steps was not recorded, so its wall "
+            "time here is warm-up and steady steps only"
+        )
+    speedup = before / after
+    if speedup < 1.1:
+        # "1.0x as fast" says nothing: the time saved does.
+        text = (
+            f"{_BOUND_WORDS[bound]} {rounded(saved_ms, bound)} ms less wall "
+            f"time, {fmt_share(saved_ms / before)} of the fit's {fmt_ms(before)} ms"
+        )
+    else:
+        # Three digits for the wall time, so that it reads as less than
+        # the time it is set against.
+        text = (
+            f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x as fast a fit "
+            f"({rounded(after, _OPPOSITE[bound], digits=3)} ms of wall time "
+            f"instead of {fmt_ms(before)} ms)"
+        )
+    expected = no_estimate(basis)
+    expected.update(
+        bound=bound,
+        speedup=speedup,
+        of="fit_wall_time",
+        wall_ms=after,
+        text=text,
+    )
+    return expected
+
+
+def input_estimate(run):
+    """The mean step without the wait above the cost of a ready batch."""
+    step, starved = run["step_ms"]["mean"], run["starved_data_wait_ms"]
+    if step is None or starved is None:
+        return no_estimate("the run's mean step or data wait was not recorded")
+    after = step - min(starved, step)
+    wait = (
+        "wait above the cost of a ready batch"
+        if run["ready_fetch_ms"] is not None
+        else "data wait (no fetch floor was measured, so all of it)"
+    )
+    return _samples_estimate(
+        run,
+        "about",
+        after,
+        f"the {fmt_ms(step)} ms mean step without its {fmt_ms(starved)} ms mean "
+        f"{wait}: {fmt_ms(after)} ms, if the pipeline kept ahead of the step",
+    )
+
+
+def host_estimate(run):
+    """At most: the mean step without any host overhead."""
+    step, host = run["step_ms"]["mean"], run["host_overhead_ms"]["mean"]
+    if step is None or host is None:
+        return no_estimate("the run's mean step or host overhead was not recorded")
+    after = step - min(host, step)
+    return _samples_estimate(
+        run,
+        "at_most",
+        after,
+        f"the {fmt_ms(step)} ms mean step without any of its {fmt_ms(host)} ms "
+        f"mean host overhead: {fmt_ms(after)} ms; some of the Keras loop always "
+        "remains, so this is a bound",
+    )
+
+
+def warmup_estimate(run):
+    """At most: the fit's wall time had its warm-up steps taken a steady step."""
+    step = run["step_ms"]["mean"]
+    wall = run["wall_ms"]
+    warmup = wall["warmup"] if wall["total"] and wall["warmup"] is not None else run["warmup_ms"]
+    count = run["warmups"] or 1
+    if step is None or warmup is None:
+        return no_estimate(
+            "no steady step was recorded to set against the warm-up"
+            if step is None
+            else "the warm-up was not recorded"
+        )
+    saved = max(0.0, warmup - count * step)
+    steps = "step" if count == 1 else f"{fmt_count(count)} steps"
+    return _wall_estimate(
+        run,
+        "at_most",
+        saved,
+        f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup)} ms in "
+        f"total) had taken the {fmt_ms(step)} ms mean steady step; compilation "
+        "is never free, so this is a bound",
+    )
+
+
+def spike_estimate(run, spikes, what):
+    """At least: `spikes` steps each longer than SPIKE_RATIO x the p50 compute
+    were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical one."""
+    compute = run["compute_ms"]["p50"]
+    if not spikes or not compute:
+        return no_estimate(
+            f"none of the {what} was a step longer than {vocabulary.SPIKE_RATIO:g}x "
+            "the p50 compute, so its cost is not set apart from the other steps'"
+        )
+    saved = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute
+    return _wall_estimate(
+        run,
+        "at_least",
+        saved,
+        f"{fmt_count(spikes)} step(s) each took more than "
+        f"{vocabulary.SPIKE_RATIO:g}x the {fmt_ms(compute)} ms p50 compute, so "
+        f"each was at least {fmt_ms((vocabulary.SPIKE_RATIO - 1.0) * compute)} ms "
+        f"longer than a typical step: {fmt_ms(saved)} ms in all",
+    )
+
+
+def batch_estimate(run):
+    """A larger batch, from the trace's device time per sample.
+
+    The device time per step grows with the batch (its time per sample, from
+    the trace, at the batch that ran); the rest of the mean step is a fixed
+    cost paid at any batch. The batch N chosen is the largest power of two at
+    which the device would be busy at most half the step, and at most
+    LATENCY_MAX_BATCH_GROWTH times the batch that ran. Samples/s can never
+    exceed the mean step over the device time per step (the device busy all
+    the time); at N it is below that.
+    """
+    trace = device_trace(run)
+    step, batch = run["step_ms"]["mean"], run["samples_per_step"] or run["batch_size"]
+    if trace is None or trace["busy_ms"] is None:
+        return no_estimate(
+            "what a larger batch buys needs the device's time per sample: a "
+            "trace window with a device plane (profile_steps), or runs of this "
+            "model at two batch sizes (see the comparison)"
+        )
+    if not step or not batch:
+        return no_estimate("the run's mean step or batch size was not recorded")
+    busy = min(trace["busy_ms"], step)
+    fixed = step - busy
+    if busy <= 0 or fixed <= 0:
+        return no_estimate(
+            "the trace shows no device time, or no time outside it, to set apart"
+        )
+    per_sample = busy / batch
+    half = batch * fixed / busy
+    limit = LATENCY_MAX_BATCH_GROWTH * batch
+    capped = half > limit
+    target = 1
+    while target * 2 <= min(half, limit):
+        target *= 2
+    if target <= batch:
+        return no_estimate(
+            f"the device is already busy {fmt_share(busy / step)} of the mean "
+            "step: a larger batch fills little more of it"
+        )
+    after = fixed + per_sample * target
+    why = (
+        f"the largest power of two up to {fmt_count(limit)}, "
+        f"{fmt_count(LATENCY_MAX_BATCH_GROWTH)}x the batch that ran; capped there: "
+        "the device would be busy half the step only at about "
+        f"{fmt_count(half)} samples, further than one traced batch size supports"
+        if capped
+        else f"the largest power of two up to {fmt_count(half)}, the batch at "
+        "which the device would be busy half the step"
+    )
+    return _samples_estimate(
+        run,
+        "about",
+        after,
+        f"the trace's {fmt_ms(busy)} ms of device time per step for "
+        f"{fmt_count(batch)} samples is {fmt_ms(per_sample * 1e3)} µs per sample; "
+        f"the rest of the {fmt_ms(step)} ms mean step, {fmt_ms(fixed)} ms, is a "
+        f"fixed cost paid at any batch. At batch {fmt_count(target)} ({why}) a "
+        f"step would take about {fmt_ms(after)} ms",
+        samples_per_step=target,
+        batch_size=target,
+        capped=capped,
+    )

@@ -1,0 +1,564 @@
+"""The words of each finding: its headline, its details and its fix.
+
+`verdicts.py` decides which findings a run gets, with their ids and
+severities; this module words them. Each function takes the run object
+(and what the rules decided: a severity, the share left unjudged) and
+returns `(headline, message, fix)`: the headline is one plain sentence
+written by `wording.py`; the message the arithmetic behind it (the tab's
+"details", the CLI's `--verbose`), quoting the run's own numbers as
+`tb_devicecost.formatting` writes them and the thresholds they were judged
+by; the fix what to change. A change of words, or a translation, touches
+this module and `wording.py` only.
+"""
+
+from tb_devicecost import vocabulary
+from tb_devicecost.analysis import wording
+from tb_devicecost.analysis.data_wait import ready_cost
+from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.names import role
+from tb_devicecost.analysis.thresholds import EPSILON
+from tb_devicecost.analysis.thresholds import FETCH_FLOOR_MAX_FACTOR
+from tb_devicecost.analysis.thresholds import HOST_HIGH
+from tb_devicecost.analysis.thresholds import HOST_MODERATE
+from tb_devicecost.analysis.thresholds import INPUT_HIGH
+from tb_devicecost.analysis.thresholds import INPUT_MODERATE
+from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
+from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
+from tb_devicecost.formatting import MISSING
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_share
+
+
+def no_steps():
+    """The words of `no_steps`: nothing recorded yet to judge."""
+    return (
+        wording.no_steps(),
+        "No training step was recorded yet, so nothing can be judged.",
+        "Let the fit run past its first epoch (aggregates are written "
+        "at each epoch end), then report again.",
+    )
+
+
+def _wait_clause(run):
+    """How the data wait splits into the cost of a ready batch and waiting.
+
+    The fetch floor (a p50) is compared with the p50 data wait; the cost it
+    gives is then set apart from the mean wait, clamped to it, so the part
+    printed is never larger than the whole (no final stop).
+    """
+    wait = run["data_wait_ms"]
+    p50, mean = wait["p50"], wait["mean"]
+    floor, ready = run["fetch_floor_ms"], run["ready_fetch_ms"]
+    if ready is None:
+        return (
+            "no fetch floor was measured for this run, so none of its mean data "
+            f"wait of {fmt_ms(mean)} ms per step (p50 {fmt_ms(p50)} ms) can be set "
+            "apart as the fixed cost of handing over a batch that is already ready"
+        )
+    factor = f"{FETCH_FLOOR_MAX_FACTOR:g}x"
+    typical = (
+        f"the fetch floor, the p50 cost of next() on an iterator whose batches "
+        f"are ready, is {fmt_ms(floor)} ms, and the p50 data wait {fmt_ms(p50)} ms"
+    )
+    if p50 is not None and p50 <= floor:
+        typical += (
+            ": no more than the floor, so the typical step got a ready batch and "
+            "its cost is the p50 wait itself, not the larger floor"
+        )
+    elif p50 is not None and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
+        typical += (
+            f": within {factor} the floor, so the typical step got a ready batch "
+            f"and {fmt_ms(p50)} ms (p50) is this pipeline's cost of handing one over"
+        )
+    else:
+        typical += (
+            f": more than {factor} the floor, so the typical step waited for its "
+            "batch and only the floor counts as the cost of a ready one"
+        )
+    cost = ready_cost(run)
+    if cost is not None and mean is not None and cost > mean + EPSILON:
+        split = (
+            f"that cost is more than the mean data wait of {fmt_ms(mean)} ms per "
+            f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean)} ms "
+            f"per step, {fmt_ms(ready)} ms (all of it) is that cost and none is waiting"
+        )
+    else:
+        split = (
+            f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready)} ms "
+            f"is that cost and {fmt_ms(run['starved_data_wait_ms'])} ms is waiting"
+        )
+    return f"{typical}; {split}"
+
+
+def _is_training(run):
+    return role(run["run"])[1] in ("train", "")
+
+
+def input_bound(run, severity):
+    """The words of `input_bound`: the wait above the cost of a ready batch,
+    and a fix for the pipeline that fed the fit."""
+    step = run["step_ms"]["mean"]
+    adverb = "HIGHLY" if severity == "high" else "MODERATELY"
+    message = (
+        f"{fmt_share(run['input_share'])} of the mean step is spent waiting for "
+        "the input pipeline beyond the cost of a ready batch: "
+        f"{fmt_ms(run['starved_data_wait_ms'])} ms of the {fmt_ms(step)} ms mean "
+        f"step ({adverb} input-bound by the profiler's "
+        f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
+        "apply to this share"
+        + (
+            ""
+            if severity == "high"
+            else "; a moderate share is a finding, not the run's bottleneck"
+        )
+        + "). In all, the data wait is "
+        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time; "
+        f"{_wait_clause(run)}."
+    )
+    pipeline = run.get("input_pipeline")
+    fix = wording.input_fix(pipeline, run.get("backend"), is_accelerator(run["device"]))
+    if _is_training(run):
+        fix += (
+            " If the pipeline augments the data (random flips, crops, "
+            "rotations), move that into the model (keras.layers.RandomFlip, "
+            "RandomRotation...) so it runs with the step on the accelerator."
+        )
+    elif (pipeline or {}).get("kind") in (None, "tf.data"):
+        fix += (
+            " A validation or evaluation pipeline only loads and batches: "
+            ".cache() it when it fits in memory and end it with "
+            ".prefetch(tf.data.AUTOTUNE)."
+        )
+    return wording.input_bound(severity, run["starved_data_wait_ms"], step), message, fix
+
+
+def no_fetch_floor(run):
+    """The words of `no_fetch_floor`: why a wait without a floor is not
+    called slow."""
+    wait = run["data_wait_ms"]
+    share = run["input_share"]
+    reasons = []
+    if share is None or share < INPUT_HIGH - EPSILON:
+        reasons.append(
+            f"a share under the {fmt_share(INPUT_HIGH)} high threshold could be the "
+            "cost of handing over ready batches alone"
+        )
+    if wait["p50"] is None or wait["p50"] < NO_FLOOR_MIN_P50_MS - EPSILON:
+        reasons.append(
+            f"the p50 wait is under {fmt_ms(NO_FLOOR_MIN_P50_MS)} ms, within what "
+            "handing over a ready batch costs"
+        )
+    return (
+        wording.no_fetch_floor(wait["mean"], run["shares"]["data_wait"]),
+        "No fetch floor was measured for this run (validation and custom-loop "
+        "runs have none), so its data wait cannot be split into the fixed cost "
+        "of handing over a ready batch and real waiting. The data wait is "
+        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time: "
+        f"{fmt_ms(wait['mean'])} ms per step (mean), p50 {fmt_ms(wait['p50'])} ms. "
+        "Judged conservatively, that is no evidence of a slow pipeline: "
+        + " and ".join(reasons)
+        + ".",
+        "Nothing to fix unless the wait grows. A pipeline that ends with "
+        ".cache() (when it fits in memory) and .prefetch(tf.data.AUTOTUNE) hands "
+        "over ready batches; training runs recorded by DeviceCostCallback get a "
+        "fetch floor to judge the wait against.",
+    )
+
+
+def input_stalls(run):
+    """The words of `input_stalls`: a few long waits, not starvation."""
+    wait = run["data_wait_ms"]
+    return (
+        wording.input_stalls(_wait_max(run)),
+        f"Nine steps in ten got their batch within {fmt_ms(wait['p90'])} ms (the "
+        f"p90 data wait; a ready batch costs {fmt_ms(run['ready_fetch_ms'])} ms), "
+        f"but a few waited up to {fmt_ms(_wait_max(run))} ms (the max): "
+        f"{fmt_ms(run['starved_data_wait_ms'])} ms per step as a mean, "
+        f"{fmt_share(run['input_share'])} of the mean step. The pipeline keeps up; "
+        "these are occasional stalls, not starvation.",
+        "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
+        "that is not yet filled: a smaller shuffle buffer, .cache() before "
+        ".shuffle(), and .prefetch(tf.data.AUTOTUNE) at the end smooth them.",
+    )
+
+
+def _wait_max(run):
+    value = run["data_wait_ms"]["max"]
+    return value if value is not None else run["data_wait_ms"]["p99"]
+
+
+def host_overhead_bound(run, severity):
+    """The words of `host_overhead_bound`: the time outside the step function."""
+    step = run["step_ms"]["mean"]
+    host = run["host_overhead_ms"]["mean"]
+    adverb = "highly" if severity == "high" else "moderately"
+    return (
+        wording.host_overhead_bound(severity, host, step),
+        f"{fmt_share(run['shares']['host_overhead'])} of the total steady-state "
+        "time is host overhead outside the step function: "
+        f"{fmt_ms(host)} ms of the {fmt_ms(step)} ms mean step "
+        "(the Keras loop, callbacks, logging and the progress bar; "
+        f"{adverb} host-bound by the profiler's "
+        f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds"
+        + (
+            ""
+            if severity == "high"
+            else "; a moderate share is a finding, not the run's bottleneck"
+        )
+        + ").",
+        "Cut per-batch Python work: fit(..., verbose=2) or verbose=0 instead of "
+        "the per-batch progress bar; callbacks that log every N batches or per "
+        "epoch (update_freq='epoch'); no .numpy() or float() on tensors in "
+        "batch hooks; compile(..., steps_per_execution=N) to run N steps per "
+        "call from Python.",
+    )
+
+
+def latency_bound(run, input_severity=None):
+    """The words of `latency_bound`: the accelerator idle most of the step,
+    with the trace's evidence (`input_severity`: a moderate wait beside it)."""
+    if input_severity:
+        # A moderate wait: the pipeline's Python may also hold the GIL
+        # that dispatching and completing the step need.
+        opening = (
+            f"The input keeps up only in part ({fmt_share(run['input_share'])} "
+            f"of the mean step waits for it), and {_busy_evidence(run)}. The "
+            "rest is host time paid on every step: the Keras loop, "
+            "dispatching the step, launching kernels and waiting for their "
+            "results, and the input pipeline's Python, which holds the GIL "
+            "that dispatching the step and reading its results need (so "
+            "part of its wait is counted as compute: docs/FORMAT.md)"
+        )
+    else:
+        opening = (
+            f"The input keeps up, yet {_busy_evidence(run)}. The rest is a "
+            "fixed cost paid on every step (the Keras loop, dispatching the "
+            "step, launching kernels and waiting for their results)"
+        )
+    return (
+        wording.latency_bound(run["device"], run["device_busy_fraction"], run["step_ms"]["mean"]),
+        f"{opening}, not arithmetic; our mean steady step is "
+        f"{fmt_ms(run['step_ms']['mean'])} ms.",
+        "Give each launch more work: a larger batch; "
+        "compile(..., steps_per_execution=N); jit_compile=True to fuse small "
+        "kernels (XLA); or train this model on the CPU, which has no launch "
+        "latency."
+        + (
+            " " + wording.input_out_of_process(run.get("input_pipeline"))
+            if input_severity and wording.input_out_of_process(run.get("input_pipeline"))
+            else ""
+        ),
+    )
+
+
+def _busy_evidence(run):
+    """`GPU:0 was busy only 2.2% of each traced step: ...`, from the trace.
+
+    The share is the run's `device_busy_fraction`; the milliseconds, kernel
+    counts and durations are the trace windows' per-step means, each quoted
+    only when the trace holds it.
+    """
+    trace = device_trace(run) or {}
+    windows = trace.get("windows") or 0
+    text = (
+        f"{run['device'] or 'the accelerator'} was busy only "
+        f"{fmt_share(run['device_busy_fraction'])} of each traced step (under "
+        f"{fmt_share(LATENCY_DEVICE_BUSY)})"
+    )
+    if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
+        # Windows digested since the split count compute kernels only
+        # (collectives and copies apart); older ones kernels and copies.
+        what = "compute kernels" if run.get("device_split") else "kernels and copies"
+        text += (
+            f": {fmt_ms(trace['busy_ms'])} ms of {what} in the "
+            f"{fmt_ms(trace['traced_step_ms'])} ms mean traced step"
+        )
+    kernels = trace.get("kernels")
+    if kernels is not None:
+        text += f" ({fmt_count(kernels)} kernels per step"
+        if trace.get("kernel_mean_us") is not None:
+            text += f", {fmt_ms(trace['kernel_mean_us'])} µs each on average"
+        text += ")"
+    if windows > 1:
+        text += f"; means over {fmt_count(windows)} trace windows"
+    return text
+
+
+def compute_bound(run, input_severity=None, unjudged=None):
+    """The words of `compute_bound`, with what the input's share was judged
+    (`input_severity` moderate, or `unjudged` without a fetch floor)."""
+    step = run["step_ms"]["mean"]
+    compute = run["compute_ms"]["mean"]
+    message = (
+        f"Compute takes {fmt_share(run['shares']['compute'])} of the total "
+        f"steady-state time: {fmt_ms(compute)} ms of the {fmt_ms(step)} ms mean "
+        f"step on {run['device'] or 'the device'}. "
+    )
+    if run["fetch_in_graph"]:
+        message += (
+            f"With steps_per_execution={run['steps_per_record']} the batch is "
+            "fetched inside the compiled function, so any data wait is counted "
+            "in compute."
+        )
+    elif input_severity:
+        message += (
+            f"Waiting for data beyond the cost of a ready batch is "
+            f"{fmt_share(run['input_share'])} of the mean step: a moderate share, "
+            "reported as a finding (input_bound), while compute sets the pace."
+        )
+    elif unjudged or run["ready_fetch_ms"] is None:
+        message += (
+            f"As for the input, {_wait_clause(run)} (see no_fetch_floor)."
+            if unjudged
+            else f"As for the input, {_wait_clause(run)}."
+        )
+    else:
+        message += (
+            f"The input pipeline keeps up: {_wait_clause(run)}, so only "
+            f"{fmt_share(run['input_share'])} of the mean step is spent waiting "
+            "beyond that cost."
+        )
+    fix = (
+        "The healthy case: the step itself sets the pace. To go faster make "
+        "it cheaper: jit_compile=True (XLA fusion), mixed precision "
+        "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
+        "with tensor cores, a larger batch for better device utilisation."
+    )
+    if is_accelerator(run["device"]) and run["device_busy_fraction"] is None:
+        fix += (
+            " A device trace would tell whether the accelerator is busy or "
+            "waiting on kernel launches (latency_bound)."
+        )
+        note = run.get("device_busy_window") or {}
+        if note.get("reason"):
+            # The default window was not traced: say why (trace_budget).
+            fix += " " + note["reason"]
+    return wording.compute_bound(compute, step, run["fetch_in_graph"]), message, fix
+
+
+def warmup(run, finding_id, steady_verdict=None):
+    """The words of `warmup` or `warmup_dominated` (`finding_id`), the latter
+    naming the run's `steady_verdict`."""
+    warmup = run["warmup_ms"]
+    share = run["warmup_share_of_wall"]
+    wall = run["wall_ms"]
+    if wall["total"] and wall["warmup"] is not None:
+        warmup = wall["warmup"]  # The part the share was computed from.
+    count = run["warmups"] or 1
+    fits = run["sessions"] or 1
+    # A fit's warm-up can be two steps (Keras's first call traces the step,
+    # the next instantiates it): count steps and fits apart.
+    steps = "1 step" if count == 1 else f"{fmt_count(count)} steps"
+    where = "the fit" if fits == 1 else f"{fmt_count(fits)} fits"
+    message = (
+        f"Warm-up ({steps} at the start of {where}: tracing, graph "
+        "optimisation, compilation) took "
+    )
+    if wall["total"]:
+        message += (
+            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the fit's "
+            f"{fmt_ms(wall['total'])} ms total wall time; the "
+            f"{fmt_count(run['steady_steps'])} steady steps after it took "
+            f"{fmt_ms(wall['steps'])} ms in total, the time between steps (epoch "
+            "starts, validation, callbacks at epoch end) "
+            f"{fmt_ms(wall['between_steps'])} ms and the tool's own measurements "
+            f"{fmt_ms(wall['measurement'])} ms."
+        )
+    else:
+        steady_wall = run["step_ms"]["mean"] or 0.0
+        steady_wall *= run["steady_steps"] or 0
+        message += (
+            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the "
+            f"{fmt_ms(warmup + steady_wall)} ms total of warm-up and steady steps; "
+            f"the {fmt_count(run['steady_steps'])} steady steps after it took "
+            f"{fmt_ms(steady_wall)} ms in total. The fit's time outside the steps "
+            "was not recorded, so its total wall time is unknown."
+        )
+    if finding_id == "warmup_dominated" and steady_verdict:
+        message += f" In steady state the run is {steady_verdict}."
+    fix = (
+        "Exclude warm-up when comparing devices: compare the steady-state step "
+        "times (as this report does), not the fit's total time. Train for more "
+        "steps so compilation is amortised, reuse one compiled model across fit "
+        "calls instead of recompiling, and expect a longer first step with "
+        "jit_compile=True."
+    )
+    return wording.warmup(count, warmup, share, bool(wall["total"])), message, fix
+
+
+def _steps_text(steps, limit=5):
+    """` (steps 12, 40, ...)`, or nothing without steps."""
+    if not steps:
+        return ""
+    shown = ", ".join(str(step) for step in steps[:limit])
+    return f" (step{'s' if len(steps) > 1 else ''} {shown}{', ...' if len(steps) > limit else ''})"
+
+
+def retracing(run):
+    """The words of `retracing`: the recorded retraces after warm-up."""
+    retraces = run["retraces"]
+    count = retraces["count"]
+    batches = run["batch_sizes"]
+    reason = ""
+    if batches["distinct"] and batches["distinct"] > 1:
+        reason = (
+            f" Batch sizes vary from {batches['min']} to {batches['max']}: "
+            "a smaller last batch is a new input shape, which can make "
+            "TensorFlow trace the step again."
+        )
+    return (
+        wording.retracing(count),
+        f"The step function was traced again {fmt_count(count)} time(s) "
+        f"after warm-up{_steps_text(retraces['steps'])}, by "
+        f"{retraces['source'] or 'the backend'}: each retrace repeats "
+        "tracing and graph optimisation inside a step." + reason,
+        "Keep input shapes fixed: batch(..., drop_remainder=True), pad "
+        "to bucketed lengths, pass tensors rather than Python values; "
+        "for custom tf.functions use reduce_retracing=True or an "
+        "input_signature.",
+    )
+
+
+def stalls(run, unexplained, unexplained_steps):
+    """The words of `unexplained` spikes (at `unexplained_steps`, when known)
+    that the recorded retraces do not account for."""
+    retraces = run["retraces"]
+    count = retraces["count"]
+    if count is None:
+        evidence = (
+            "Whether the step function was traced again was not recorded, so "
+            "they are not called retracing."
+        )
+    elif count == 0:
+        evidence = (
+            "The step function was not traced again (by "
+            f"{retraces['source'] or 'the backend'}), so they are not retracing."
+        )
+    else:
+        evidence = "The retraces recorded do not account for them."
+    return (
+        wording.stalls(unexplained, vocabulary.SPIKE_RATIO),
+        f"{fmt_count(unexplained)} step(s) after warm-up took more than "
+        f"{vocabulary.SPIKE_RATIO:g}x the p50 compute{_steps_text(unexplained_steps)}. "
+        + evidence
+        + " Causes can be Python garbage collection, another process on "
+        "the machine or on a shared accelerator, or a checkpoint or log "
+        "written in a batch hook.",
+        "Look at what else ran at those steps: other processes, "
+        "callbacks that save or log every N batches. gc.freeze() after "
+        "building the model shortens garbage-collection pauses. A "
+        "profiler trace window over such a step (profile_steps=...) "
+        "shows what it waited for.",
+    )
+
+
+def incomplete_run(run):
+    """The words of `incomplete_run`: a run still written, or interrupted."""
+    status = run["status"]
+    return (
+        wording.incomplete_run(status, run["steps"]),
+        (
+            "This run is still being written (or its process ended "
+            "without closing it)"
+            if status == "running"
+            else "This fit was interrupted"
+        )
+        + f": the numbers cover the {fmt_count(run['steps'])} step(s) "
+        "recorded so far.",
+        "Report again once the fit has finished.",
+    )
+
+
+def fetch_in_graph(run):
+    """The words of `fetch_in_graph`: the input's wait hidden in compute."""
+    return (
+        wording.fetch_in_graph(run["steps_per_record"]),
+        f"With steps_per_execution={run['steps_per_record']} each record "
+        "covers one execution, and the batches are fetched inside the "
+        "compiled function: waiting for data is counted in compute, so "
+        "this run cannot be judged input-bound or not.",
+        "To measure the input pipeline, run one short fit with "
+        "steps_per_execution=1.",
+    )
+
+
+def cpu_ops_off_accelerator(run):
+    """An accelerator visible, and none of the step's ops ran on it."""
+    placement = run["placement"]
+    ops = placement["ops"]
+    accelerators = [name for name in placement["devices"] if is_accelerator(name)]
+    return (
+        wording.cpu_ops_off_accelerator(sum(ops.values())),
+        f"An accelerator is visible ({', '.join(accelerators) or 'GPU'}) "
+        f"but none of the step's {fmt_count(sum(ops.values()))} ops ran on it: "
+        f"the model trained on {run['device']}.",
+        "Check that the model and its data are not pinned with "
+        "tf.device('/CPU:0'), that the TensorFlow build sees the GPU "
+        "(tf.config.list_physical_devices('GPU')), and that the ops have "
+        "GPU kernels.",
+    )
+
+
+def cpu_ops_on_accelerator_run(run):
+    """The step on an accelerator, some of its ops on the CPU."""
+    device = run["device"]
+    ops = run["placement"]["ops"]
+    names = run["placement"]["cpu_ops_on_accelerator_run"]
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    cpu_ops = sum(n for name, n in ops.items() if not is_accelerator(name))
+    return (
+        wording.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
+        f"The step runs on {device}, yet {fmt_count(cpu_ops)} of its "
+        f"{fmt_count(sum(ops.values()))} ops ran on the CPU, of {len(names)} "
+        f"type(s): {shown}. Each forces copies between host and device "
+        "in the middle of the step.",
+        "Keep ops on the accelerator: replace ops without GPU kernels "
+        "(tf.py_function, string ops, some int64 ops) with ones that "
+        "have them, create layers and variables inside the model rather "
+        "than under tf.device('/CPU:0'), and pin only the input "
+        "pipeline to the CPU.",
+    )
+
+
+def cross_device_copies(run):
+    """The words of `cross_device_copies`: the graph's Send/Recv pairs."""
+    copies = run["placement"]["cross_device_copies"]
+    busy = ", ".join(
+        f"{name} ({fmt_count(n)} ops)"
+        for name, n in sorted(run["placement"]["ops"].items())
+        if n
+    )
+    return (
+        wording.cross_device_copies(copies),
+        f"The step's graph has {fmt_count(copies)} edge(s) where data crosses "
+        f"between devices (Send/Recv pairs); its ops ran on "
+        f"{busy or MISSING}. "
+        f"Each copy is paid on every step.",
+        "Keep the step on one device: remove tf.device(...) pins inside "
+        "layers, keep variables on the device that uses them, and move "
+        "data to the accelerator once per batch with "
+        ".prefetch(tf.data.AUTOTUNE) (or "
+        "tf.data.experimental.prefetch_to_device) rather than per op.",
+    )
+
+
+def small_batch(run):
+    """The words of `small_batch`: fixed per-step costs outweigh the work."""
+    batch = run["batch_size"]
+    median = run["step_ms"]["p50"]
+    on_accelerator = is_accelerator(run["device"])
+    return (
+        wording.small_batch(batch, median),
+        f"Each step processes only {batch} samples in {fmt_ms(median)} ms "
+        f"(p50): at this size the fixed cost of a step (the Python "
+        "loop, dispatch"
+        + (", kernel launches, host-device synchronisation" if on_accelerator else "")
+        + ") is a large part of it, so "
+        + ("an accelerator cannot pay off." if on_accelerator else "throughput is low."),
+        "Use a larger batch (e.g. 256 or more, adjusting the learning "
+        "rate), or compile(..., steps_per_execution=N) to run N steps "
+        "per call; for a model this small the CPU may simply be the "
+        "faster device.",
+    )

@@ -1,0 +1,129 @@
+"""Guards: the only code that looks at a run's raw values.
+
+What the reader hands over is what was written: JSON documents and per-step
+series, from this version, an older one or a damaged file. They can hold
+anything: a missing key, NaN, a negative time, a string where a list
+belongs. Each function here reads one kind of field and returns it checked,
+or an empty or `None` value when it cannot be trusted: numbers finite,
+non-negative and inside `[MIN_VALUE, MAX_VALUE]` (or 0), lists and objects
+bounded by `MAX_ITEMS`. `record.read_run` and the modules it calls read raw
+documents through them (and, until they take a `RunData`, `jobs.py` and
+`workers.py`).
+"""
+
+import math
+
+import numpy as np
+
+# Bounds of every number read (ms, counts, rates, bytes), besides 0: a
+# nanosecond is far below any step's part, 1e15 ms is 31,000 years. Ratios
+# and sums of numbers inside them stay finite (docs/FORMAT.md, "Damaged
+# data").
+MIN_VALUE = 1e-9
+MAX_VALUE = 1e15
+# At most this many items of a list (the newest) or keys of an object are
+# read, and the newest MAX_TRACE_WINDOWS trace windows (the recorder keeps
+# 20): what a run object holds, and what analysing it costs, stays bounded
+# whatever a document holds.
+MAX_ITEMS = 1000
+MAX_TRACE_WINDOWS = 20
+
+
+def record_field(record, name, default=None):
+    """A field of a `reader.RunRecord` or of a dict; `default` for `None`."""
+    if isinstance(record, dict):
+        value = record.get(name, default)
+    else:
+        value = getattr(record, name, default)
+    return default if value is None else value
+
+
+def as_dict(value):
+    """A JSON object field, or `{}` when it is missing or malformed."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value, limit=MAX_ITEMS):
+    """A JSON list field (its last `limit` items), or `[]` when it is
+    missing or malformed."""
+    return value[-limit:] if isinstance(value, list) else []
+
+
+def as_items(value, limit=MAX_ITEMS):
+    """The first `limit` `(key, value)` pairs of a JSON object field."""
+    items = []
+    for item in as_dict(value).items():
+        if len(items) == limit:
+            break
+        items.append(item)
+    return items
+
+
+def as_text(value):
+    """A JSON string field, or `None` when it is missing or not a string."""
+    return value if isinstance(value, str) else None
+
+
+def as_number(value):
+    """A plausible non-negative float, or `None`.
+
+    NaN, infinities, negatives and anything outside `0` or
+    `[MIN_VALUE, MAX_VALUE]` (an integer too large for a float, 1e308 ms,
+    a subnormal 1e-310 ms) are ignored: no time, count or rate that was
+    really recorded lies there, and within those bounds no sum, ratio or
+    product the analysis forms can overflow to infinity.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not plausible(value):
+        return None
+    return value
+
+
+def plausible(value):
+    """Whether a float is finite and 0 or inside `[MIN_VALUE, MAX_VALUE]`."""
+    return math.isfinite(value) and (value == 0 or MIN_VALUE <= value <= MAX_VALUE)
+
+
+def as_count(value):
+    """A non-negative whole number (a fraction is truncated), or `None`."""
+    value = as_number(value)
+    return None if value is None else int(value)
+
+
+def as_counts(values):
+    """The readable counts of a JSON list (e.g. step numbers)."""
+    return [as_count(value) for value in as_list(values) if as_count(value) is not None]
+
+
+def as_count_map(value):
+    """`{name: count}` of a JSON object, unreadable counts left out."""
+    counts = {}
+    for key, count in as_items(value):
+        count = as_count(count)
+        if count is not None:
+            counts[str(key)] = count
+    return counts
+
+
+def float_array(values):
+    """A 1-D float array of `values`, or `None` when they are not numbers."""
+    if values is None:
+        return None
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def plausible_array(values):
+    """`plausible` of each value of a float array."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (
+            (values == 0) | ((values >= MIN_VALUE) & (values <= MAX_VALUE))
+        )

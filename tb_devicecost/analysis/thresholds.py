@@ -1,0 +1,70 @@
+"""The thresholds of the verdict and the findings: every number the rules use.
+
+Each constant is named once here and documented beside its value, with
+where it comes from: the input and host thresholds are the built-in
+profiler's (xprof's `InputAnalysis`,
+`op_stats_to_input_pipeline_analysis.cc`), so both tools call the same run
+input-bound. `verdicts.py` applies them (docs/VERDICTS.md), `data_wait.py`
+and `estimates.py` compute with them, and `finding_text.py` quotes them.
+"""
+
+# Steady-state share of each step spent waiting for data, above the fetch
+# floor: xprof's kHighlyInfeedBoundThresholdInPercent and
+# kModeratelyInfeedBoundThresholdInPercent (comparisons are `>=`).
+INPUT_HIGH = 0.20
+INPUT_MODERATE = 0.05
+# Share of each step outside data wait and compute (the Keras loop,
+# callbacks, logging): xprof's "All Others" thresholds. From HOST_HIGH it is
+# the verdict; from HOST_MODERATE a finding.
+HOST_HIGH = 0.15
+HOST_MODERATE = 0.03
+# Warm-up (the first step of each fit) as a share of the fit's wall time:
+# from WARMUP_DOMINATED it is the verdict, from WARMUP_FINDING a finding.
+WARMUP_DOMINATED = 0.5
+WARMUP_FINDING = 0.2
+# With a device trace: the accelerator busy less than this share of the step
+# while the input keeps up is `latency_bound` (torch-tb-profiler's "GPU
+# utilisation < 50%"); below LATENCY_HIGH_BUSY the finding is high.
+LATENCY_DEVICE_BUSY = 0.5
+LATENCY_HIGH_BUSY = 0.2
+# The fetch floor (a p50) is measured on a synthetic ready iterator; the
+# pipeline's own handover of a ready batch costs up to a few times more
+# (measured here: 1.8-3.7x on CPU). When the p50 data wait is within this
+# factor of the floor (or below it), the p50 wait is the run's own cost of a
+# ready batch.
+FETCH_FLOOR_MAX_FACTOR = 4.0
+# Handing over a ready batch never costs less than this (ms): xprof's rule
+# of thumb, a fetch that returns within 50 microseconds is no bottleneck. A
+# floor measured lower (a Python handover of arrays already in memory) is
+# raised to it, so a few tens of microseconds of loop are not a verdict.
+MIN_READY_FETCH_MS = 0.05
+# A share this close to a verdict's threshold (relative) is `borderline`:
+# run-to-run noise moves it across, so it makes a finding, not the verdict.
+BORDERLINE = 0.15
+# Without a measured floor (validation and custom-loop runs, older data) the
+# wait cannot be split into handover and starvation, so it is judged
+# conservatively: only a HIGH share whose p50 wait is at least this long (above
+# every fetch floor measured so far, 0.1-0.7 ms) is evidence of starvation.
+NO_FLOOR_MIN_P50_MS = 1.0
+# When 90% of the steps waited at most this multiple of the floor, the
+# pipeline keeps up: waits above it are occasional stalls, not starvation.
+STALL_P90_FACTOR = 2.0
+# Batches of at most this many samples whose median step is shorter than
+# SMALL_BATCH_STEP_MS get the `small_batch` finding: the fixed cost of a
+# step (dispatch, synchronisation, the Python loop) outweighs the work.
+SMALL_BATCH_SIZE = 64
+SMALL_BATCH_STEP_MS = 10.0
+# Retraces (counted by the backend, e.g. TensorFlow's tracing count of the
+# train function) from this count on are a moderate finding (info below).
+RETRACING_MODERATE = 3
+# Spikes with no retrace to explain them (`stalls`): moderate from this
+# count, info below.
+STALLS_MODERATE = 10
+# What a larger batch would buy is estimated from the trace of one batch
+# size: for at most this many times the batch that ran. Further is
+# extrapolation the trace cannot support (memory, per-sample costs that stop
+# growing linearly).
+LATENCY_MAX_BATCH_GROWTH = 32
+# Shares are sums of float milliseconds: a threshold met exactly must not be
+# missed by a rounding error in the last digit.
+EPSILON = 1e-9
