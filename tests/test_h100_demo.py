@@ -119,6 +119,24 @@ def test_the_python_input_pipelines_are_input_bound_on_the_gpu(demo):
         assert run["data_wait_ms"]["mean"] > 0.5 * run["step_ms"]["mean"], variant
 
 
+def test_the_python_input_pipelines_are_input_bound_on_the_cpu(demo):
+    """The same pipelines with the model on the host's CPU, where the step
+    and the Python input share the machine: still input_bound on both
+    backends. `naive` computes about what the model computes with its
+    augmentation in the model (the completion JAX hides behind the
+    training thread's Python is placed by the step Keras's worker read at
+    the epoch's end); the wait is most of the step."""
+    _, _, runs = demo
+    in_model = runs["input_pipeline/augment_in_model-cpu0/train"]
+    for variant in ("naive", "parallel_workers"):
+        run = runs[f"input_pipeline/{variant}-cpu0/train"]
+        assert run["verdict"] == "input_bound", variant
+        assert run["data_wait_ms"]["mean"] > 0.4 * run["step_ms"]["mean"], variant
+    naive = runs["input_pipeline/naive-cpu0/train"]
+    assert naive["compute_ms"]["mean"] < 2 * in_model["compute_ms"]["mean"]
+    assert naive["data_wait_ms"]["mean"] > 5 * naive["compute_ms"]["mean"]
+
+
 def test_the_comparison_with_the_cpu_names_the_fixed_cost(demo):
     """The GPU run at batch 10 is slower than the CPU run of the same
     model; the comparison says why in the runs' numbers: a fixed per-step
