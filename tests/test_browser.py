@@ -402,10 +402,13 @@ def _cli_figures(text, name):
     row = lines[start]
     step = re.search(r"(\S+ ms)$", row[:p50_end].rstrip()).group(1)
     shares_line = next(line for line in lines[start + 1:] if " wait " in line)
-    wait, compute, host = re.search(r"wait (\S+) compute (\S+) host (\S+)", shares_line).groups()
-    warmup = re.search(r"warm-up (\S+)", shares_line).group(1)
-    return {"p50": step, "data_wait": wait, "compute": compute, "host_overhead": host,
-            "warmup": warmup}
+    wait, handover, compute, host = re.search(
+        r"wait (\S+) (?:\(handover (\S+)\) )?compute (\S+) host (\S+)", shares_line).groups()
+    # On the shares line, or on the wall line under it when that was recorded.
+    after = lines[lines.index(shares_line):lines.index(shares_line) + 2]
+    warmup = re.search(r"warm-up (\S+?),?(?:\s|$)", " ".join(after)).group(1)
+    return {"p50": step, "data_wait": wait, "handover": handover, "compute": compute,
+            "host_overhead": host, "warmup": warmup}
 
 
 def _open_detail(frame, name):
@@ -513,9 +516,10 @@ def test_the_tab_prints_the_numbers_the_report_prints(tab, cli_text):
         expect(row.locator('td[data-stat="p50"]')).to_have_text(cli["p50"].removesuffix(" ms"))
         expect(row.locator(".dc-warmup-pct")).to_have_text(cli["warmup"])
         bar = row.locator("svg.dc-share-bar")
+        handover = f" (handover {cli['handover']})" if cli["handover"] else ""
         expect(bar).to_have_attribute(
             "aria-label",
-            f"data wait {cli['data_wait']} \u00b7 compute {cli['compute']} \u00b7 "
+            f"data wait {cli['data_wait']}{handover} \u00b7 compute {cli['compute']} \u00b7 "
             f"host overhead {cli['host_overhead']}",
         )
     _open_detail(frame, "cpu/train")

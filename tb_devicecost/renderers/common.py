@@ -46,6 +46,24 @@ WARMUP_TEXT = (
 )
 
 
+# What the lighter part of a data-wait bar is, in the same words in every
+# output (the tab's legend says it too: frontend/views/charts.js).
+HANDOVER_TEXT = (
+    "handover: the part of the data wait spent handing over batches that "
+    "were ready, not waiting for them"
+)
+
+
+def handover_text(run):
+    """`4.2%`: the part of a run's data-wait share spent handing over ready
+    batches (its `handover_share`), or `None` when it is unknown or rounds
+    to nothing."""
+    share = run.get("handover_share")
+    if share is None or formatting.fmt_share(share) == formatting.fmt_share(0.0):
+        return None
+    return formatting.fmt_share(share)
+
+
 def one_line(text):
     """`text` with every run of whitespace (newlines too) as one space."""
     return " ".join(str(text).split())

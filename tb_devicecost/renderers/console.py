@@ -20,6 +20,11 @@ WIDTH = 80
 # Character bars for the shares: data wait, compute, host overhead.
 BARS = ("█", "▓", "░")
 ASCII_BARS = ("#", "=", "-")
+# The part of the data wait that is handing over ready batches, in its own
+# shade at the start of the data wait's cells: a pipeline that keeps up
+# does not look input-bound.
+HANDOVER_BAR = "▒"
+ASCII_HANDOVER_BAR = ":"
 _BAR_WIDTH = 26
 _RUN_WIDTH = 22
 
@@ -47,9 +52,24 @@ def _row_groups(rows):
     return list(groups.items())
 
 
-def share_bar(shares, width=_BAR_WIDTH, characters=BARS):
-    """A bar of `width` characters split by the steady-state shares."""
+def share_bar(shares, width=_BAR_WIDTH, characters=BARS, handover=None,
+              handover_character=HANDOVER_BAR):
+    """A bar of `width` characters split by the steady-state shares.
+
+    Args:
+        shares: The run's `shares` (data wait, compute, host overhead).
+        width: The bar's length in characters. Defaults to 26.
+        characters: One character per component. Defaults to `BARS`.
+        handover: The part of the data wait's share that is handing over
+            ready batches (the run's `handover_share`), drawn first in
+            `handover_character`. Defaults to `None` (not shown).
+        handover_character: Defaults to `HANDOVER_BAR`.
+    """
     values = [shares.get(name) or 0.0 for name in vocabulary.COMPONENTS]
+    if handover and values[0] > 0:
+        part = min(handover, values[0])
+        values = [part, values[0] - part] + values[1:]
+        characters = (handover_character,) + tuple(characters)
     total = sum(values)
     if total <= 0:
         return " " * width
@@ -89,6 +109,7 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             behind its headline). Defaults to `False`.
     """
     bars = ASCII_BARS if ascii_only else BARS
+    handover_bar = ASCII_HANDOVER_BAR if ascii_only else HANDOVER_BAR
     # Every string of the recorded data is shown, never acted on.
     report = common.neutralised(report)
     logdir = None if logdir is None else common.neutral(logdir)
@@ -121,14 +142,22 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             )
         )
         shares = run["shares"]
-        detail = (
-            f"wait {fmt_share(shares['data_wait'])} "
+        handover = run.get("handover_share")
+        detail = f"wait {fmt_share(shares['data_wait'])} "
+        if common.handover_text(run):
+            detail += f"(handover {common.handover_text(run)}) "
+        detail += (
             f"compute {fmt_share(shares['compute'])} "
             f"host {fmt_share(shares['host_overhead'])}"
         )
-        if run["warmup_share_of_wall"] is not None:
+        if (run.get("wall_shares") or {}).get("warmup") is None and (
+            run["warmup_share_of_wall"] is not None
+        ):
+            # Else the wall line below gives it.
             detail += f"  warm-up {fmt_share(run['warmup_share_of_wall'])}"
-        lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
+        bar = share_bar(shares, characters=bars, handover=handover,
+                        handover_character=handover_bar)
+        lines.append(_fit(f"  {bar}  {detail}"))
         lines.append(_fit(f"  {_wall_text(run)}"))
     lines.append(
         _fit(
@@ -136,9 +165,11 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             "shares of the total steady-state time"
         )
     )
+    lines.append(_wrap(f"{handover_bar} {common.HANDOVER_TEXT}", "  "))
     lines.append(
         _wrap(
-            "warm-up: its share of the fit's wall time; " + common.WARMUP_TEXT
+            "warm-up: its share of the fit's wall time (on the wall line when "
+            "that was recorded); " + common.WARMUP_TEXT
             + ". wall: the fit's whole time, in parts",
             "  ",
         )

@@ -76,7 +76,7 @@ def render(report, verbose=False):
                     fmt_count(run["batch_size"]),
                     fmt_ms_unit(run["step_ms"]["p50"]),
                     fmt_count(run["samples_per_s"]),
-                    fmt_share(shares["data_wait"]),
+                    _wait_cell(run),
                     fmt_share(shares["compute"]),
                     fmt_share(shares["host_overhead"]),
                     warmup,
@@ -89,7 +89,8 @@ def render(report, verbose=False):
     lines.append(
         "Shares are of the total time of the steps after warm-up; "
         + common.WARMUP_TEXT
-        + ", and is shown as its total and its share of the fit's wall time."
+        + ", and is shown as its total and its share of the fit's wall time. "
+        + common.HANDOVER_TEXT[0].upper() + common.HANDOVER_TEXT[1:] + "."
     )
     lines.extend(_wall_table(report["runs"]))
     lines.append("")
@@ -166,6 +167,14 @@ def render(report, verbose=False):
         for item in report["skipped"]:
             lines.append(f"- {_md_code(item['run'])}: {_md_cell(item['reason'])}")
     return "\n".join(lines) + "\n"
+
+
+def _wait_cell(run):
+    """`54% (handover 4.2%)`: the data wait's share and the part of it that
+    is handing over ready batches, when that shows."""
+    text = fmt_share(run["shares"]["data_wait"])
+    handover = common.handover_text(run)
+    return text + f" (handover {handover})" if handover else text
 
 
 def _workers_table(groups):
