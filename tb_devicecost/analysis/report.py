@@ -14,6 +14,7 @@ import numpy as np
 
 from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import verdicts
@@ -419,11 +420,15 @@ def build_report(records, baseline=None, unread=None):
         raise ValueError(
             f"Unknown baseline run {baseline!r}; the runs are: {known}.{why}"
         )
+    sweeps = json_ready(sweeps_module.find_sweeps(runs))
     return {
         "schema": REPORT_SCHEMA,
         "runs": runs,
         "comparison": json_ready(compare.compare_runs(runs, baseline)),
-        "sweeps": json_ready(sweeps_module.find_sweeps(runs)),
+        "sweeps": sweeps,
         "workers": json_ready(worker_groups),
+        # Each finding's predicted gain beside what a fixed counterpart of
+        # its run achieved (`predictions`).
+        "predictions": json_ready(predictions_module.check_predictions(runs, records, sweeps)),
         "skipped": skipped,
     }

@@ -130,6 +130,55 @@ def no_comparison_text(report):
     )
 
 
+# Predictions checked (`analysis/predictions.py`): a pair's change in words.
+_CHANGES = {
+    "input_pipeline": "faster input pipeline",
+    "batch_size": "larger batch",
+    "device": "other device",
+}
+_BOUND_SIGNS = {"at_most": "≤ ", "at_least": "≥ "}
+PREDICTIONS_TEXT = (
+    "predicted: the gain a finding's estimate (or a sweep's fits, for the "
+    "other device) gives at the counterpart's batch size; achieved: the "
+    "counterpart's samples/s over the run's; * where that batch is beyond "
+    "the estimate's own"
+)
+
+
+def change_text(pair):
+    """`larger batch (10 → 1,024)`: what differs between a run and its
+    counterpart in a prediction checked."""
+    text = _CHANGES.get(pair.get("change"), str(pair.get("change")))
+    if pair.get("change") == "batch_size":
+        sizes = pair.get("batch_size") or {}
+        text += (
+            f" ({formatting.fmt_count(sizes.get('run'))} → "
+            f"{formatting.fmt_count(sizes.get('counterpart'))})"
+        )
+    elif pair.get("change") == "device":
+        devices = pair.get("device") or {}
+        text += f" ({neutral(devices.get('run'))} → {neutral(devices.get('counterpart'))})"
+    return text
+
+
+def predicted_text(pair):
+    """`≤ 3.10x`, `34.89x*`: a pair's predicted speedup, its bound, and a
+    star where the counterpart's batch is beyond the estimate's."""
+    bound = (pair.get("predicted") or {}).get("bound")
+    return (
+        _BOUND_SIGNS.get(bound, "")
+        + formatting.fmt_speedup(pair.get("predicted_speedup"))
+        + ("*" if pair.get("extrapolated") else "")
+    )
+
+
+def predicted_by_text(pair):
+    """`input_bound`, or `sweep <name>`: what made a pair's prediction."""
+    if pair.get("predicted_by") == "sweep":
+        return f"sweep {neutral(pair.get('sweep'))}"
+    return neutral(pair.get("predicted_by"))
+
+
 def is_baseline(row):
     """Whether a comparison row is a baseline (a run compared with itself)."""
     return row.get("is_baseline", row["run"] == row.get("against"))

@@ -14,6 +14,7 @@ from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.formatting import fmt_speedup
 from tb_devicecost.renderers import common
 
 WIDTH = 80
@@ -250,6 +251,8 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
 
     lines.extend(_sweep_lines(report.get("sweeps") or []))
 
+    lines.extend(_prediction_lines(report.get("predictions") or []))
+
     if report["skipped"]:
         lines.append("")
         lines.append("SKIPPED")
@@ -320,6 +323,30 @@ def _sweep_lines(sweeps):
     return lines
 
 
+def _prediction_lines(pairs):
+    """Each run with a fixed counterpart: the gain predicted and achieved."""
+    if not pairs:
+        return []
+    lines = ["", "PREDICTIONS CHECKED: each fix's predicted gain beside the achieved one"]
+    lines.append(
+        f"  {'PREDICTED BY':<20} {'CHANGE':<28} {'PREDICTED':>9} {'ACHIEVED':>9} "
+        f"{'RATIO':>6}"
+    )
+    for pair in pairs:
+        lines.append(_wrap(f"{pair['run']} → {pair['counterpart']}", "  "))
+        lines.append(_fit(
+            f"  {_cut(common.predicted_by_text(pair), 20):<20} "
+            f"{_cut(common.change_text(pair), 28):<28} "
+            f"{common.predicted_text(pair):>9} "
+            f"{fmt_speedup(pair['achieved_speedup']):>9} "
+            f"{fmt_speedup(pair['achieved_over_predicted']):>6}"
+        ))
+    lines.append(_wrap(
+        common.PREDICTIONS_TEXT + "; ratio: achieved over predicted. --json gives "
+        "each pair's basis", "  "))
+    return lines
+
+
 def _workers_lines(groups):
     """The processes of each distributed job side by side, and its straggler."""
     lines = []
@@ -363,6 +390,10 @@ def _workers_lines(groups):
     return lines
 
 
+def _cut(text, width):
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _fit(line, width=WIDTH):
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -371,7 +402,8 @@ def _ascii(text):
     """The few non-ASCII characters of the report, for a terminal without them."""
     for character, replacement in (
         ("Δ", "d"), ("…", "~"), (MISSING, "-"), ("\u2212", "-"),
-        ("×", "x"), ("–", "-"), ("µ", "u"),
+        ("×", "x"), ("–", "-"), ("µ", "u"), ("\u2192", "->"), ("\u2264", "<="),
+        ("\u2265", ">="),
     ):
         text = text.replace(character, replacement)
     return text

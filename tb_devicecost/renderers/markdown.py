@@ -16,6 +16,7 @@ from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.formatting import fmt_speedup
 from tb_devicecost.renderers import common
 
 
@@ -160,6 +161,7 @@ def render(report, verbose=False):
                 lines.append(f"- {_md_cell(row['explanation'])}")
     lines.extend(_workers_table(report.get("workers") or []))
     lines.extend(_sweep_tables(report.get("sweeps") or []))
+    lines.extend(_predictions_table(report.get("predictions") or []))
     if report["skipped"]:
         lines.append("")
         lines.append("### Skipped")
@@ -215,6 +217,31 @@ def _workers_table(groups):
             if group["straggler"]
             else common.balance_text(group)
         )
+    return lines
+
+
+def _predictions_table(pairs):
+    """Each run with a fixed counterpart: the gain predicted and achieved
+    (Markdown lines)."""
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "### Predictions checked",
+        "",
+        "| Run | With the fix | Change | Predicted by | Predicted | Achieved "
+        "| Achieved ÷ predicted |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for pair in pairs:
+        lines.append(
+            f"| {_md_code(pair['run'])} | {_md_code(pair['counterpart'])} "
+            f"| {_md_cell(common.change_text(pair))} | {_md_cell(common.predicted_by_text(pair))} "
+            f"| {_md_cell(common.predicted_text(pair))} "
+            f"| {fmt_speedup(pair['achieved_speedup'])} "
+            f"| {fmt_speedup(pair['achieved_over_predicted'])} |"
+        )
+    lines += ["", _md_cell(common.PREDICTIONS_TEXT[0].upper() + common.PREDICTIONS_TEXT[1:] + ".")]
     return lines
 
 
