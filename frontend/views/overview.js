@@ -10,6 +10,7 @@ import {
   WARMUP_TEXT,
 } from './common.js';
 import {buildSweeps} from './sweeps.js';
+import {buildPredictions} from './predictions.js';
 
 /**
  * @param {Object} data the `runs` route's JSON.
@@ -139,6 +140,9 @@ export function buildOverview(data, app) {
   // Batch-size sweeps: where each device wins (views/sweeps.js).
   const sweeps = buildSweeps(data.sweeps, app);
   if (sweeps) root.appendChild(sweeps);
+  // Runs with a fixed counterpart: each prediction beside what it bought.
+  const checked = buildPredictions(data.predictions);
+  if (checked) root.appendChild(checked);
 
   const skipped = skippedList(data.skipped);
   const profileOnly = profileOnlyList(data.profile_only);
