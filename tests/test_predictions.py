@@ -298,3 +298,24 @@ def test_an_upper_bound_says_whether_it_held():
     assert pair["within_bound"] is True
     assert pair["achieved_over_predicted"] == pytest.approx(0.75)
     assert not math.isnan(pair["achieved_speedup"])
+
+
+def test_docs_list_exactly_the_keys_of_a_pair():
+    """docs/CLI.md, "Predictions", documents every key of a pair."""
+    import re
+
+    report = json_report(os.path.join(DATA, "jax"))
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "CLI.md")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    keys, in_table = [], False
+    for line in text[text.index("### Predictions"):].splitlines()[1:]:
+        if line.startswith("|"):
+            in_table = True
+            if line.startswith("| `"):
+                keys.extend(re.findall(r"`([a-z_0-9]+)`", line.split("|")[1]))
+        elif in_table:
+            break
+    for pair in report["predictions"]:
+        assert sorted(keys) == sorted(pair)
+        assert sorted(pair["predicted"]) == ["batch_size", "bound", "speedup", "text"]

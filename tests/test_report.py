@@ -41,7 +41,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     }
     assert set(modules) == {
         "__init__", "device_split", "record", "sweeps", "verdicts", "compare", "waiting",
-        "jobs", "workers", "report", "wording"}
+        "jobs", "workers", "predictions", "report", "wording"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -56,9 +56,9 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     assert not {module for module in vocabulary
                 if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
     # Imports run one way: wording <- device_split <- record <- sweeps <-
-    # verdicts <- compare <- waiting <- jobs <- workers <- report.
+    # verdicts <- compare <- waiting <- jobs <- workers <- predictions <- report.
     order = ["wording", "device_split", "record", "sweeps", "verdicts", "compare", "waiting", "jobs",
-             "workers", "report"]
+             "workers", "predictions", "report"]
     for index, name in enumerate(order):
         inside = {module.rsplit(".", 1)[-1] for module in modules[name]
                   if module.startswith("tb_devicecost.analysis.")}
