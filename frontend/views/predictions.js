@@ -22,10 +22,12 @@ export const PREDICTIONS_TEXT = 'Predicted: the gain a finding\u2019s estimate (
 /** `larger batch (10 → 1,024)`: what differs between the two runs. */
 function changeText(pair) {
   let text = CHANGES[pair.change] || String(pair.change);
-  if (pair.change === 'batch_size' && pair.batch_size) {
-    text += ' (' + fmtCount(pair.batch_size.run) + ' \u2192 ' + fmtCount(pair.batch_size.counterpart) + ')';
-  } else if (pair.change === 'device' && pair.device) {
-    text += ' (' + String(pair.device.run) + ' \u2192 ' + String(pair.device.counterpart) + ')';
+  const sizes = pair.batch_size && typeof pair.batch_size === 'object' ? pair.batch_size : null;
+  const devices = pair.device && typeof pair.device === 'object' ? pair.device : null;
+  if (pair.change === 'batch_size' && sizes) {
+    text += ' (' + fmtCount(sizes.run) + ' \u2192 ' + fmtCount(sizes.counterpart) + ')';
+  } else if (pair.change === 'device' && devices) {
+    text += ' (' + String(devices.run) + ' \u2192 ' + String(devices.counterpart) + ')';
   }
   return text;
 }

@@ -37,6 +37,7 @@ import math
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_speedup
 
 # A counterpart is a faster input pipeline when its mean wait above a ready
@@ -293,7 +294,7 @@ def _device_pair(first, second, sweep):
     basis = (
         f"the sweep {sweep['name']}'s fits of this model's step on each device "
         f"(a fixed cost plus a cost per sample) at batch {fmt_count(batch)}: "
-        f"{fitted(slow):.3g} ms on {slow['device']}, {fitted(fast):.3g} ms on "
+        f"{fmt_ms(fitted(slow))} ms on {slow['device']}, {fmt_ms(fitted(fast))} ms on "
         f"{fast['device']}"
     )
     predicted_by = {"speedup": predicted, "bound": "about", "batch_size": batch,
