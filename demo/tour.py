@@ -15,6 +15,7 @@ import re
 import sys
 
 from tb_devicecost import analysis
+from tb_devicecost import formatting
 from tb_devicecost import reader
 
 START = "<!-- tour:start -->"
@@ -209,10 +210,51 @@ def render(report, device="cpu0", images="docs/images"):
     return "\n".join(parts)
 
 
+_PREDICTIONS_NOTE = (
+    "Predicted: the gain a finding's estimate (or the sweep's fits, for the "
+    "other device) gives at the fixed run's batch size; achieved: the fixed "
+    "run's samples/s over the run's; \\* where that batch is beyond the "
+    "estimate's own (docs/READING.md says how runs are paired)."
+)
+# The comparison's sentence on how the two devices scale with the batch,
+# fitted on the two batch sizes of `small_work` only: the sweep's five give
+# the section's one crossover, so this one is left out of the README.
+_SCALING_SENTENCE = re.compile(r" Across batch sizes \(.*?\): .*?\.(?=\s|$)")
+
+
+def without_scaling(explanation):
+    """A comparison's explanation without its "Across batch sizes" sentence."""
+    return _SCALING_SENTENCE.sub("", explanation)
+
+
+def predictions_table(pairs):
+    """The report's predictions checked as a Markdown table: each run with a
+    fixed counterpart, the gain predicted beside the gain achieved, the
+    figures as `tb-devicecost report` writes them."""
+    from tb_devicecost.renderers import common
+
+    lines = [
+        "| run | with the fix | change | predicted by | predicted | achieved | achieved ÷ predicted |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for pair in pairs:
+        by = pair["predicted_by"]
+        lines.append(
+            f"| `{pair['run']}` | `{pair['counterpart']}` | {common.change_text(pair)} | "
+            f"{'`' + by + '`' if by != 'sweep' else 'sweep `' + pair['sweep'] + '`'} | "
+            f"{common.predicted_text(pair).replace('*', chr(92) + '*')} | "
+            f"{formatting.fmt_speedup(pair['achieved_speedup'])} | "
+            f"{formatting.fmt_speedup(pair['achieved_over_predicted'])} |"
+        )
+    return "\n".join(lines)
+
+
 def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
     """The README's "On an NVIDIA H100" section, from a demo run on a GPU
-    machine: the GPU mostly idle at a small batch, why against the CPU, and
-    where the GPU starts to win."""
+    machine: the GPU mostly idle at a small batch, why against the CPU,
+    where the GPU starts to win (the model's one crossover and speedup, from
+    its sweep), and each finding's prediction checked against the run with
+    its fix applied."""
     runs = {run["run"]: run for run in report["runs"]}
     gpu = runs["small_work/batch10-gpu0/train"]
     cpu = runs["small_work/batch10-cpu0/train"]
@@ -272,7 +314,7 @@ def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
         "",
         f"![The H100 run in the tab, with the trace's numbers]({images}/h100_detail.png)",
         "",
-        f"**Why the CPU is faster here.** {row['explanation']}",
+        f"**Why the CPU is faster here.** {without_scaling(row['explanation'])}",
         "",
         f"![The GPU run against the CPU run of the same model]({images}/h100_compare.png)",
         "",
@@ -282,6 +324,17 @@ def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
         "\n".join(sweep_lines),
         "",
         f"![The sweep: samples/s against batch size on each device]({images}/h100_sweep.png)",
+        "",
+        "**Predictions checked.** Each finding's expected gain, beside what the "
+        "same model with the fix applied achieved in this log directory (for the "
+        "other device, the sweep's prediction), as measured: achieved ÷ predicted "
+        "is 1.00x for a perfect prediction.",
+        "",
+        predictions_table(report["predictions"]),
+        "",
+        f"{_PREDICTIONS_NOTE}",
+        "",
+        f"![The predictions checked, in the tab]({images}/h100_predictions.png)",
         "",
         GPU_END,
     ])
@@ -320,6 +373,7 @@ def take_gpu_screenshots(logdir, images):
         "h100_detail": ("view=detail&run=" + _encode(gpu), None),
         "h100_compare": ("view=compare&runs=" + ",".join(_encode(r) for r in (gpu, cpu)), None),
         "h100_sweep": ("", ".dc-sweep-message"),
+        "h100_predictions": ("", ".dc-predictions"),
     }
     _screenshot_views(logdir, images, views, height=1300)
 

@@ -402,10 +402,13 @@ def _cli_figures(text, name):
     row = lines[start]
     step = re.search(r"(\S+ ms)$", row[:p50_end].rstrip()).group(1)
     shares_line = next(line for line in lines[start + 1:] if " wait " in line)
-    wait, compute, host = re.search(r"wait (\S+) compute (\S+) host (\S+)", shares_line).groups()
-    warmup = re.search(r"warm-up (\S+)", shares_line).group(1)
-    return {"p50": step, "data_wait": wait, "compute": compute, "host_overhead": host,
-            "warmup": warmup}
+    wait, handover, compute, host = re.search(
+        r"wait (\S+) (?:\(handover (\S+)\) )?compute (\S+) host (\S+)", shares_line).groups()
+    # On the shares line, or on the wall line under it when that was recorded.
+    after = lines[lines.index(shares_line):lines.index(shares_line) + 2]
+    warmup = re.search(r"warm-up (\S+?),?(?:\s|$)", " ".join(after)).group(1)
+    return {"p50": step, "data_wait": wait, "handover": handover, "compute": compute,
+            "host_overhead": host, "warmup": warmup}
 
 
 def _open_detail(frame, name):
@@ -513,9 +516,10 @@ def test_the_tab_prints_the_numbers_the_report_prints(tab, cli_text):
         expect(row.locator('td[data-stat="p50"]')).to_have_text(cli["p50"].removesuffix(" ms"))
         expect(row.locator(".dc-warmup-pct")).to_have_text(cli["warmup"])
         bar = row.locator("svg.dc-share-bar")
+        handover = f" (handover {cli['handover']})" if cli["handover"] else ""
         expect(bar).to_have_attribute(
             "aria-label",
-            f"data wait {cli['data_wait']} \u00b7 compute {cli['compute']} \u00b7 "
+            f"data wait {cli['data_wait']}{handover} \u00b7 compute {cli['compute']} \u00b7 "
             f"host overhead {cli['host_overhead']}",
         )
     _open_detail(frame, "cpu/train")
@@ -1077,6 +1081,89 @@ def test_the_sweep_chart_says_where_the_gpu_wins(browser, tmp_path, screenshots)
         expect(mine.locator("circle.dc-sweep-point")).to_have_count(4)
         panel.scroll_into_view_if_needed()
         panel.screenshot(path=os.path.join(screenshots, "sweep.png"))
+        assert problems["console_errors"] == []
+        assert problems["page_errors"] == []
+        page.close()
+    finally:
+        serve.stop_tensorboard(process)
+
+
+def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_path, screenshots):
+    """The demo recorded on a real NVIDIA H100 (tests/data/h100_demo/jax, the
+    JAX backend): each share bar draws the part of the data wait spent
+    handing over ready batches in its own, lighter shade, with a legend
+    entry, so a pipeline that keeps up does not look input-bound; the
+    comparison's stacked bars do too. Under the sweep, the predictions
+    checked: each run with a fixed counterpart, the gain predicted beside
+    the gain achieved, as the report gives them (issue 23)."""
+    import shutil
+
+    source = os.path.join(os.path.dirname(__file__), "data", "h100_demo", "jax")
+    shutil.copytree(source, tmp_path / "jax")
+    logdir = str(tmp_path / "jax")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    runs = {run["run"]: run for run in report["runs"]}
+    process, url = serve.start_tensorboard(logdir, expected_runs=len(runs))
+    try:
+        page, frame, problems = _open_tab(browser, url, rows=len(runs))
+        # A run whose wait is partly a handover: its own shade, first.
+        name = "small_work/batch10-gpu0/train"
+        handover = runs[name]["handover_share"]
+        assert 0 < handover < runs[name]["shares"]["data_wait"]
+        bar = frame.locator(f'.dc-run-row[data-run="{name}"] svg.dc-share-bar')
+        parts = bar.locator("rect")
+        expect(parts.first).to_have_attribute("data-component", "handover")
+        expect(parts.nth(1)).to_have_attribute("data-component", "data_wait")
+        fills = {
+            parts.nth(i).get_attribute("data-component"): parts.nth(i).get_attribute("fill")
+            for i in range(parts.count())
+        }
+        assert len(set(fills.values())) == len(fills) == 4, fills
+        widths = {
+            parts.nth(i).get_attribute("data-component"): float(parts.nth(i).get_attribute("width"))
+            for i in range(parts.count())
+        }
+        total = sum(widths.values())
+        assert widths["handover"] / total == pytest.approx(handover, abs=0.01)
+        expect(bar).to_have_attribute(
+            "aria-label", re.compile(r"^data wait \S+ \(handover " +
+                                     re.escape(formatting.fmt_share(handover)) + r"\) \u00b7 "))
+        # A run without a handover to show draws none.
+        expect(frame.locator(
+            '.dc-run-row[data-run="input_pipeline/augment_in_model-cpu0/train"] '
+            'rect[data-component="handover"]')).to_have_count(0)
+        legend = frame.locator('.dc-overview .dc-legend-item[data-component="handover"]')
+        expect(legend).to_have_count(1)
+        expect(legend).to_contain_text("handover of ready batches")
+        swatch = legend.locator(".dc-swatch").get_attribute("style")
+        assert fills["handover"].lower() in swatch.lower()
+
+        # The predictions checked, in the report's order and figures.
+        table = frame.locator(".dc-predictions table.dc-predictions-table")
+        table.scroll_into_view_if_needed()
+        rows = table.locator("tbody tr.dc-prediction")
+        expect(rows).to_have_count(len(report["predictions"]))
+        for index, pair in enumerate(report["predictions"]):
+            row = rows.nth(index)
+            expect(row).to_have_attribute("data-run", pair["run"])
+            expect(row).to_have_attribute("data-counterpart", pair["counterpart"])
+            predicted = formatting.fmt_speedup(pair["predicted_speedup"]) + (
+                "*" if pair["extrapolated"] else "")
+            expect(row.locator(".dc-predicted")).to_have_text(predicted)
+            expect(row.locator(".dc-achieved")).to_have_text(
+                formatting.fmt_speedup(pair["achieved_speedup"]))
+            expect(row.locator(".dc-achieved-over-predicted")).to_have_text(
+                formatting.fmt_speedup(pair["achieved_over_predicted"]))
+        batch = table.locator('tr[data-change="batch_size"]')
+        expect(batch.locator(".dc-prediction-change")).to_have_text("larger batch (10 \u2192 1,024)")
+        page.screenshot(path=os.path.join(screenshots, "predictions.png"), full_page=True)
+
+        # The comparison's bars shade the handover too.
+        frame.locator(".dc-overview").scroll_into_view_if_needed()
+        _open_compare(frame, [name, "small_work/batch10-cpu0/train"])
+        chart = frame.locator(".dc-compare svg.dc-bars")
+        expect(chart.locator('rect[data-component="handover"]')).to_have_count(2)
+        expect(frame.locator('.dc-compare .dc-legend-item[data-component="handover"]')).to_have_count(1)
         assert problems["console_errors"] == []
         assert problems["page_errors"] == []
         page.close()

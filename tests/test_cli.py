@@ -108,7 +108,7 @@ def test_text_report(fit_logdir, capsys):
     # Shares as a bar of characters, 26 wide, right under each run.
     bar_line = lines[lines.index(input_row) + 1]
     bar = bar_line.split()[0]
-    assert len(bar) == 26 and set(bar) <= set(console.BARS)
+    assert len(bar) == 26 and set(bar) <= set(console.BARS) | {console.HANDOVER_BAR}
     assert "FINDINGS" in lines
     assert "Fix: Make the tf.data pipeline parallel" in out
     # Headlines by default; the arithmetic behind each with --verbose.

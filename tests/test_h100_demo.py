@@ -12,6 +12,7 @@ there. CI has no GPU: these recorded runs are how it checks the GPU story.
 """
 
 import os
+import re
 
 import pytest
 
@@ -203,3 +204,90 @@ def test_the_readme_section_is_written_from_these_runs():
     assert f"{gpu['samples_per_s']:,.0f}" in text
     with open(os.path.join(os.path.dirname(DATA), "..", "..", "README.md"), encoding="utf-8") as readme:
         assert text in readme.read()
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A crossover or a speedup between devices, however it is worded: the
+# sweep's sentence, a comparison's, or by hand.
+_CROSSOVER = re.compile(
+    r"overtakes (\S+) above about ([\d,]+) samples per step"
+    r"|wins (?:above|from) about ([\d,]+)"
+    r"|crossover (?:at|is|of) (?:about )?([\d,]+)"
+    r"|overtakes between ([\d,]+)"
+    r"|faster at every batch size"
+)
+_AT_YOUR_BATCH = re.compile(r"at your batch of ([\d,]+) (\S+) is ([\d.]+x) as fast as (\S+)")
+
+
+def _report_json(logdir):
+    """`tb-devicecost report LOGDIR --json`, parsed."""
+    import contextlib
+    import io
+    import json
+
+    from tb_devicecost import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["report", logdir, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def _read(*path):
+    with open(os.path.join(REPO, *path), encoding="utf-8") as file:
+        return file.read()
+
+
+def test_the_readme_gives_one_crossover_and_speedup_per_model_from_the_report():
+    """The README's crossover and speedup of the MLP on the H100 appear
+    once, and are those `tb-devicecost report --json` gives for its sweep in
+    tests/data/h100_demo/jax; no other page of the docs gives another
+    (docs/PERFORMANCE.md, the log of how sweeps were measured, aside)."""
+    from tb_devicecost import formatting
+
+    report = _report_json(os.path.join(DATA, "jax"))
+    [sweep] = report["sweeps"]
+    readme = _read("README.md")
+    crossovers = [match for match in _CROSSOVER.finditer(readme)]
+    assert len(crossovers) == 1, [m.group(0) for m in crossovers]
+    [crossover] = crossovers
+    assert crossover.group(1) == sweep["faster_below"]
+    assert crossover.group(2) == formatting.fmt_count(sweep["crossover_batch"])
+    assert readme.count(formatting.fmt_count(sweep["crossover_batch"])) == 1
+    [speedup] = list(_AT_YOUR_BATCH.finditer(readme))
+    faster = sweep["faster_at"]
+    assert speedup.groups() == (
+        formatting.fmt_count(faster["batch_size"]), faster["device"],
+        formatting.fmt_speedup(faster["times"]), faster["other"],
+    )
+    for name in sorted(os.listdir(os.path.join(REPO, "docs"))):
+        if not name.endswith(".md") or name == "PERFORMANCE.md":
+            continue
+        for match in _CROSSOVER.finditer(_read("docs", name)):
+            # Only the same figure, where a page quotes the report (the
+            # pages define "faster at every batch size" without a claim).
+            numbers = [group for group in match.groups()[1:] if group]
+            if numbers:
+                assert numbers == [formatting.fmt_count(sweep["crossover_batch"])], (
+                    name, match.group(0))
+
+
+def test_the_readme_checks_each_prediction_as_the_report_does():
+    """The README's predicted-against-achieved table holds a row per pair of
+    `tb-devicecost report --json`'s predictions, with its figures."""
+    from tb_devicecost import formatting
+
+    report = _report_json(os.path.join(DATA, "jax"))
+    readme = _read("README.md")
+    start = readme.index("| run | with the fix |")
+    table = readme[start:readme.index("\n\n", start)].splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    assert len(rows) == len(report["predictions"]) > 0
+    for row, pair in zip(rows, report["predictions"]):
+        run, counterpart, _, by, predicted, achieved, ratio = row
+        assert (run, counterpart) == (f"`{pair['run']}`", f"`{pair['counterpart']}`")
+        assert pair["predicted_by"] in by
+        star = "\\*" if pair["extrapolated"] else ""
+        assert predicted == formatting.fmt_speedup(pair["predicted_speedup"]) + star
+        assert achieved == formatting.fmt_speedup(pair["achieved_speedup"])
+        assert ratio == formatting.fmt_speedup(pair["achieved_over_predicted"])

@@ -163,3 +163,60 @@ def test_each_column_says_its_statistic_and_warm_up_reads_the_same(report):
     legend = " ".join(" ".join(lines).split())
     assert common.WARMUP_TEXT in legend
     assert text.count(common.WARMUP_TEXT.split(" is ", 1)[1]) == 2
+
+
+def test_share_bar_shades_the_handover_apart_from_waiting():
+    """Issue 23: the data wait's cells start with the part spent handing over
+    ready batches, in its own character; the bar stays full width."""
+    shares = {"data_wait": 0.5, "compute": 0.25, "host_overhead": 0.25}
+    assert console.share_bar(shares, 8, handover=0.25) == "▒▒██▓▓░░"
+    assert console.share_bar(shares, 8, characters=console.ASCII_BARS, handover=0.25,
+                             handover_character=console.ASCII_HANDOVER_BAR) == "::##==--"
+    # All of the wait a handover: no waiting cell at all.
+    assert console.share_bar(shares, 8, handover=0.5) == "▒▒▒▒▓▓░░"
+    # Never more than the data wait, and none without one.
+    assert console.share_bar(shares, 8, handover=0.9) == "▒▒▒▒▓▓░░"
+    assert console.share_bar(shares, 8, handover=None) == "████▓▓░░"
+    for handover in (0.001, 0.1, 1 / 3):
+        assert len(console.share_bar(shares, 26, handover=handover)) == 26
+
+
+def test_a_pipeline_that_keeps_up_reads_as_handover_not_waiting(helpers):
+    """A pipeline whose batches are ready (its whole 0.2 ms data wait is the
+    0.2 ms fetch floor) beside a starved one (5 ms waits, the same floor):
+    the report's `handover_share` is all of the first's data wait and a
+    sliver of the second's, and the terminal's bar, its text and its
+    legend, and the Markdown's data-wait cell, say so."""
+    records = [
+        helpers.make_record("ready/train", aggregate=helpers.make_aggregate(
+            0.2, 0.6, 0.2, fetch_floor_ms=0.2)),
+        helpers.make_record("starved/train", aggregate=helpers.make_aggregate(
+            5.0, 4.0, 1.0, fetch_floor_ms=0.2)),
+    ]
+    report = analysis.build_report(records)
+    runs = {run["run"]: run for run in report["runs"]}
+    ready, starved = runs["ready/train"], runs["starved/train"]
+    # Figures of the aggregates above: 0.2 of 1.0 ms, and 0.2 of 10 ms.
+    assert ready["shares"]["data_wait"] == pytest.approx(0.2)
+    assert ready["handover_share"] == pytest.approx(0.2)
+    assert starved["handover_share"] == pytest.approx(0.02)
+    lines = console.render(report).splitlines()
+    assert not [line for line in lines if len(line) > console.WIDTH]
+
+    def bar_line(name):
+        return lines[lines.index(next(line for line in lines if line.startswith(name))) + 1]
+
+    bar, text = bar_line("ready/train").split(None, 1)
+    assert set(bar[:5]) == {console.HANDOVER_BAR} and console.BARS[0] not in bar
+    assert text.startswith("wait 20% (handover 20%) compute 60% host 20%")
+    bar, text = bar_line("starved/train").split(None, 1)
+    assert bar.count(console.HANDOVER_BAR) == 1 and bar.count(console.BARS[0]) == 12
+    assert text.startswith("wait 50% (handover 2%) compute 40% host 10%")
+    flat = " ".join(lines)
+    assert f"{console.HANDOVER_BAR} handover: the part of the data wait spent handing over" in flat
+    ascii_text = console.render(report, ascii_only=True)
+    assert ascii_text.isascii() and console.ASCII_HANDOVER_BAR * 5 in ascii_text
+    table = markdown.render(report)
+    assert "| 20% (handover 20%) | 60% |" in table
+    assert "| 50% (handover 2%) | 40% |" in table
+    assert "Handover: the part of the data wait" in table

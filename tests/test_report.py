@@ -43,7 +43,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "compare", "waiting", "jobs",
-        "workers", "report", "wording"}
+        "workers", "predictions", "report", "wording"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -62,7 +62,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     order = ["wording", "device_split", "guards", "names", "run_data", "step_numbers",
              "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
              "data_wait", "device_side", "estimates", "finding_text", "verdicts", "compare",
-             "waiting", "jobs", "workers", "report"]
+             "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
         inside = {module.split(".")[2] for module in modules[name]

@@ -17,6 +17,14 @@ export const COMPONENTS = [
   {key: 'compute', column: 'compute_ms', label: 'compute', color: '#1976d2'},
   {key: 'host_overhead', column: 'host_overhead_ms', label: 'host overhead', color: '#9e9e9e'},
 ];
+/**
+ * The part of the data wait spent handing over batches that were ready (the
+ * run's `handover_share`): a lighter shade of the data wait, so a pipeline
+ * that keeps up does not look input-bound.
+ */
+export const HANDOVER = {
+  key: 'handover', label: 'handover of ready batches (part of the data wait)', color: '#ffcc80',
+};
 export const WARMUP_COLOR = '#7b1fa2';
 export const SPIKE_COLOR = '#c62828';
 /** Profiler-traced step ranges on the step chart (a translucent band). */
@@ -26,15 +34,16 @@ export const TRACE_COLOR = '#00897b';
 // Legend (HTML, so it wraps and reads well).
 
 /**
- * @param {Array<{label: string, color: string, kind?: string}>} items kind is
- *     'box' (default), 'line' (dashed vertical line) or 'marker' (triangle).
+ * @param {Array<{label: string, color: string, kind?: string, key?: string}>} items
+ *     kind is 'box' (default), 'line' (dashed vertical line) or 'marker'
+ *     (triangle); key, a component's, becomes the item's data-component.
  */
 function legend(items) {
   return el(
     'div',
     {class: 'dc-legend'},
     items.map((item) =>
-      el('span', {class: 'dc-legend-item'}, [
+      el('span', {class: 'dc-legend-item', attrs: {'data-component': item.key}}, [
         swatch(item.color, item.kind),
         el('span', {text: item.label}),
       ]),
@@ -52,8 +61,19 @@ export function swatch(color, kind = 'box') {
   return el('span', {class: 'dc-swatch dc-swatch-' + kind, attrs: {style: property + ':' + color}});
 }
 
-export function componentLegend(extra = []) {
-  return legend(COMPONENTS.map((c) => ({label: c.label, color: c.color})).concat(extra));
+/**
+ * The components' legend, with the handover's shade after the data wait
+ * when `handover` is set, then `extra` items.
+ * @param {Array<{label: string, color: string, kind?: string}>} [extra]
+ * @param {{handover?: boolean}} [opts]
+ */
+export function componentLegend(extra = [], {handover = false} = {}) {
+  const items = [];
+  for (const c of COMPONENTS) {
+    items.push({label: c.label, color: c.color, key: c.key});
+    if (handover && c.key === 'data_wait') items.push(HANDOVER);
+  }
+  return legend(items.concat(extra));
 }
 
 // ---------------------------------------------------------------------------
@@ -61,30 +81,45 @@ export function componentLegend(extra = []) {
 
 /**
  * @param {{data_wait?: number, compute?: number, host_overhead?: number}|null} shares
- * @param {{width?: number, height?: number}} [opts]
+ * @param {{width?: number, height?: number, handover?: ?number}} [opts]
+ *     `handover`: the part of the data wait's share spent handing over
+ *     ready batches (the run's `handover_share`), drawn first in its own
+ *     shade; the rest of the data wait is waiting.
  * @return {SVGElement|HTMLElement}
  */
-export function shareBar(shares, {width = 160, height = 14} = {}) {
+export function shareBar(shares, {width = 160, height = 14, handover = null} = {}) {
   const values = COMPONENTS.map((c) => (shares && isNum(shares[c.key]) ? Math.max(0, shares[c.key]) : 0));
   const total = values.reduce((a, b) => a + b, 0);
   if (!shares || total <= 0) {
     return el('span', {class: 'dc-muted', text: 'no steady-state steps'});
   }
+  const ready = isNum(handover) ? Math.min(values[0], Math.max(0, handover)) : 0;
   // The shares as the report prints them (not renormalised: the same text).
-  const label = COMPONENTS.map((c) => c.label + ' ' + fmtShare(shares[c.key])).join(' \u00b7 ');
+  const label = COMPONENTS.map((c) => c.label + ' ' + fmtShare(shares[c.key]) +
+      (c.key === 'data_wait' && fmtShare(ready) !== fmtShare(0)
+        ? ' (handover ' + fmtShare(ready) + ')' : '')).join(' \u00b7 ');
   const children = [svg('title', {}, [label])];
-  let x = 0;
+  const segments = [];
   COMPONENTS.forEach((c, i) => {
-    const w = (values[i] / total) * width;
-    if (w <= 0) return;
+    if (i === 0 && ready > 0) {
+      segments.push({key: HANDOVER.key, color: HANDOVER.color, value: ready});
+      segments.push({key: c.key, color: c.color, value: values[i] - ready});
+    } else {
+      segments.push({key: c.key, color: c.color, value: values[i]});
+    }
+  });
+  let x = 0;
+  for (const segment of segments) {
+    const w = (segment.value / total) * width;
+    if (w <= 0) continue;
     children.push(
       svg('rect', {
         x: x.toFixed(2), y: 0, width: w.toFixed(2), height,
-        fill: c.color, 'data-component': c.key,
+        fill: segment.color, 'data-component': segment.key,
       }),
     );
     x += w;
-  });
+  }
   return svg(
     'svg',
     {
@@ -167,7 +202,9 @@ function quantile(sorted, q) {
 // Stacked horizontal bars (compare view): ms per step by component.
 
 /**
- * @param {Array<{label: string, values: Object<string, ?number>, note?: string}>} rows
+ * @param {Array<{label: string, values: Object<string, ?number>, note?: string,
+ *     handover?: ?number}>} rows `handover`: the part of the row's data wait
+ *     spent handing over ready batches, drawn first in its own shade.
  * @param {{width?: number, unit?: string}} [opts]
  */
 export function stackedBars(rows, {width = 860, unit = 'ms per step'} = {}) {
@@ -210,11 +247,20 @@ export function stackedBars(rows, {width = 860, unit = 'ms per step'} = {}) {
     for (const c of COMPONENTS) {
       const v = row.values[c.key];
       if (!isNum(v) || v <= 0) continue;
-      const w = scale(v);
-      children.push(svg('rect', {
-        x: x.toFixed(2), y, width: Math.max(0.5, w).toFixed(2), height: barH, fill: c.color,
-      }, [svg('title', {}, [row.label + ' \u2014 ' + c.label + ': ' + fmtMsUnit(v)])]));
-      x += w;
+      const ready = c.key === 'data_wait' && isNum(row.handover) ? Math.min(v, Math.max(0, row.handover)) : 0;
+      const parts = ready > 0
+        ? [{value: ready, color: HANDOVER.color, key: HANDOVER.key, label: 'handover of ready batches'},
+          {value: v - ready, color: c.color, key: c.key, label: 'data wait beyond the handover'}]
+        : [{value: v, color: c.color, key: c.key, label: c.label}];
+      for (const part of parts) {
+        if (part.value <= 0) continue;
+        const w = scale(part.value);
+        children.push(svg('rect', {
+          x: x.toFixed(2), y, width: Math.max(0.5, w).toFixed(2), height: barH, fill: part.color,
+          'data-component': part.key,
+        }, [svg('title', {}, [row.label + ' \u2014 ' + part.label + ': ' + fmtMsUnit(part.value)])]));
+        x += w;
+      }
     }
     children.push(svg('text', {
       class: 'dc-bar-value', x: x + 6, y: y + barH / 2 + 4,

@@ -67,10 +67,11 @@ export function buildCompare(data, app) {
   if (why) root.appendChild(why);
 
   root.appendChild(panel('Mean time per step', [
-    componentLegend(),
+    componentLegend([], {handover: true}),
     stackedBars(runs.map((run) => ({
       label: String(run.run),
       values: meanComponents(run),
+      handover: run.ready_fetch_ms,
     })), {width: app.chartWidth || 860, unit: 'ms per step (mean)'}),
   ], 'dc-chart-panel'));
 

@@ -10,6 +10,7 @@ import {
   WARMUP_TEXT,
 } from './common.js';
 import {buildSweeps} from './sweeps.js';
+import {buildPredictions} from './predictions.js';
 
 /**
  * @param {Object} data the `runs` route's JSON.
@@ -75,7 +76,8 @@ export function buildOverview(data, app) {
   });
   toolbar.appendChild(compareButton);
   toolbar.appendChild(el('span', {class: 'dc-spacer'}));
-  toolbar.appendChild(componentLegend([{label: 'warm-up (share of wall time)', color: WARMUP_COLOR}]));
+  toolbar.appendChild(componentLegend([{label: 'warm-up (share of wall time)', color: WARMUP_COLOR}],
+    {handover: true}));
   root.appendChild(toolbar);
   if (runs.length >= 2) root.appendChild(baselineNote(comparison));
 
@@ -132,11 +134,15 @@ export function buildOverview(data, app) {
     class: 'dc-footnote',
     text: 'Shares are of the total time of the steps after warm-up; ' + WARMUP_TEXT +
       ', kept apart and shown as its share of the whole fit\u2019s wall time. ' +
+      'The lighter part of the data wait is handing over batches that were ready, not waiting for them. ' +
       'Click a run for its per-step chart, placement and findings.',
   }));
   // Batch-size sweeps: where each device wins (views/sweeps.js).
   const sweeps = buildSweeps(data.sweeps, app);
   if (sweeps) root.appendChild(sweeps);
+  // Runs with a fixed counterpart: each prediction beside what it bought.
+  const checked = buildPredictions(data.predictions);
+  if (checked) root.appendChild(checked);
 
   const skipped = skippedList(data.skipped);
   const profileOnly = profileOnlyList(data.profile_only);
@@ -169,7 +175,7 @@ function runRow(run, cmp, baseline, app) {
   tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.batch_size)}));
   tr.appendChild(el('td', {class: 'dc-num dc-step-ms', attrs: {'data-stat': 'p50'}, text: fmtMs(run.step_ms && run.step_ms.p50)}));
   tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.samples_per_s)}));
-  tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares)]));
+  tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares, {handover: run.handover_share})]));
   tr.appendChild(el('td', {class: 'dc-col-warmup'}, [warmupBar(run.warmup_share_of_wall, run.warmup_ms)]));
   tr.appendChild(el('td', {class: 'dc-col-verdict'}, [verdictBadge(run.verdict)]));
   tr.appendChild(speedupCell(name, cmp, baseline));

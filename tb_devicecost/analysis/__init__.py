@@ -24,6 +24,8 @@ only those before it):
 - `compare`: which run is compared with which, speedups and explanations.
 - `workers`: the processes of a distributed job lined up by step, their
   waits for each other and the straggler (`docs/VERDICTS.md`).
+- `predictions`: each finding's predicted gain beside what a fixed
+  counterpart of its run (the same model with the fix applied) achieved.
 - `report`: the run object (`analyze_run`) and the report (`build_report`).
 """
 

@@ -16,6 +16,7 @@ from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import data_wait
 from tb_devicecost.analysis import names
+from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import thresholds
@@ -136,6 +137,9 @@ def analyze_run(record):
         "fetch_floor_ms": run.fetch_floor_ms,
         "ready_fetch_ms": ready_ms,
         "starved_data_wait_ms": starved_ms,
+        # The part of the data wait's share that is handing over ready
+        # batches: a bar shades it apart from waiting (docs/READING.md).
+        "handover_share": _handover_share(shares["data_wait"], ready_ms, wait.mean),
         "input_share": _ratio(starved_ms, step_mean),
         "input_share_without_longest_wait": _share_without_longest(
             stats["data_wait"], stats["step"], steady * per_record, ready_ms
@@ -178,6 +182,15 @@ def analyze_run(record):
     result["findings"] = findings
     result["borderline"] = borderline_findings(result)
     return _json_ready(result)
+
+
+def _handover_share(wait_share, ready_ms, wait_mean):
+    """The share of the steady-state time spent handing over ready batches:
+    the data wait's share times the ready cost's part of the mean wait;
+    `None` without a ready cost (no fetch floor, or a fetch in the graph)."""
+    if wait_share is None or ready_ms is None or not wait_mean or wait_mean <= 0:
+        return None
+    return wait_share * min(1.0, max(0.0, ready_ms / wait_mean))
 
 
 def _device_compute_ms(windows):
@@ -410,11 +423,15 @@ def build_report(records, baseline=None, unread=None):
         raise ValueError(
             f"Unknown baseline run {baseline!r}; the runs are: {known}.{why}"
         )
+    sweeps = json_ready(sweeps_module.find_sweeps(runs))
     return {
         "schema": REPORT_SCHEMA,
         "runs": runs,
         "comparison": json_ready(compare.compare_runs(runs, baseline)),
-        "sweeps": json_ready(sweeps_module.find_sweeps(runs)),
+        "sweeps": sweeps,
         "workers": json_ready(worker_groups),
+        # Each finding's predicted gain beside what a fixed counterpart of
+        # its run achieved (`predictions`).
+        "predictions": json_ready(predictions_module.check_predictions(runs, records, sweeps)),
         "skipped": skipped,
     }

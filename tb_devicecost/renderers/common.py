@@ -46,6 +46,24 @@ WARMUP_TEXT = (
 )
 
 
+# What the lighter part of a data-wait bar is, in the same words in every
+# output (the tab's legend says it too: frontend/views/charts.js).
+HANDOVER_TEXT = (
+    "handover: the part of the data wait spent handing over batches that "
+    "were ready, not waiting for them"
+)
+
+
+def handover_text(run):
+    """`4.2%`: the part of a run's data-wait share spent handing over ready
+    batches (its `handover_share`), or `None` when it is unknown or rounds
+    to nothing."""
+    share = run.get("handover_share")
+    if share is None or formatting.fmt_share(share) == formatting.fmt_share(0.0):
+        return None
+    return formatting.fmt_share(share)
+
+
 def one_line(text):
     """`text` with every run of whitespace (newlines too) as one space."""
     return " ".join(str(text).split())
@@ -110,6 +128,55 @@ def no_comparison_text(report):
         "compare against a run of your choice, pass --baseline RUN, e.g. "
         f"--baseline {neutral(runs[0]['run'])}."
     )
+
+
+# Predictions checked (`analysis/predictions.py`): a pair's change in words.
+_CHANGES = {
+    "input_pipeline": "faster input pipeline",
+    "batch_size": "larger batch",
+    "device": "other device",
+}
+_BOUND_SIGNS = {"at_most": "≤ ", "at_least": "≥ "}
+PREDICTIONS_TEXT = (
+    "predicted: the gain a finding's estimate (or a sweep's fits, for the "
+    "other device) gives at the counterpart's batch size; achieved: the "
+    "counterpart's samples/s over the run's; * where that batch is beyond "
+    "the estimate's own"
+)
+
+
+def change_text(pair):
+    """`larger batch (10 → 1,024)`: what differs between a run and its
+    counterpart in a prediction checked."""
+    text = _CHANGES.get(pair.get("change"), str(pair.get("change")))
+    if pair.get("change") == "batch_size":
+        sizes = pair.get("batch_size") or {}
+        text += (
+            f" ({formatting.fmt_count(sizes.get('run'))} → "
+            f"{formatting.fmt_count(sizes.get('counterpart'))})"
+        )
+    elif pair.get("change") == "device":
+        devices = pair.get("device") or {}
+        text += f" ({neutral(devices.get('run'))} → {neutral(devices.get('counterpart'))})"
+    return text
+
+
+def predicted_text(pair):
+    """`≤ 3.10x`, `34.89x*`: a pair's predicted speedup, its bound, and a
+    star where the counterpart's batch is beyond the estimate's."""
+    bound = (pair.get("predicted") or {}).get("bound")
+    return (
+        _BOUND_SIGNS.get(bound, "")
+        + formatting.fmt_speedup(pair.get("predicted_speedup"))
+        + ("*" if pair.get("extrapolated") else "")
+    )
+
+
+def predicted_by_text(pair):
+    """`input_bound`, or `sweep <name>`: what made a pair's prediction."""
+    if pair.get("predicted_by") == "sweep":
+        return f"sweep {neutral(pair.get('sweep'))}"
+    return neutral(pair.get("predicted_by"))
 
 
 def is_baseline(row):

@@ -14,12 +14,18 @@ from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.formatting import fmt_speedup
 from tb_devicecost.renderers import common
 
 WIDTH = 80
 # Character bars for the shares: data wait, compute, host overhead.
 BARS = ("█", "▓", "░")
 ASCII_BARS = ("#", "=", "-")
+# The part of the data wait that is handing over ready batches, in its own
+# shade at the start of the data wait's cells: a pipeline that keeps up
+# does not look input-bound.
+HANDOVER_BAR = "▒"
+ASCII_HANDOVER_BAR = ":"
 _BAR_WIDTH = 26
 _RUN_WIDTH = 22
 
@@ -47,9 +53,24 @@ def _row_groups(rows):
     return list(groups.items())
 
 
-def share_bar(shares, width=_BAR_WIDTH, characters=BARS):
-    """A bar of `width` characters split by the steady-state shares."""
+def share_bar(shares, width=_BAR_WIDTH, characters=BARS, handover=None,
+              handover_character=HANDOVER_BAR):
+    """A bar of `width` characters split by the steady-state shares.
+
+    Args:
+        shares: The run's `shares` (data wait, compute, host overhead).
+        width: The bar's length in characters. Defaults to 26.
+        characters: One character per component. Defaults to `BARS`.
+        handover: The part of the data wait's share that is handing over
+            ready batches (the run's `handover_share`), drawn first in
+            `handover_character`. Defaults to `None` (not shown).
+        handover_character: Defaults to `HANDOVER_BAR`.
+    """
     values = [shares.get(name) or 0.0 for name in vocabulary.COMPONENTS]
+    if handover and values[0] > 0:
+        part = min(handover, values[0])
+        values = [part, values[0] - part] + values[1:]
+        characters = (handover_character,) + tuple(characters)
     total = sum(values)
     if total <= 0:
         return " " * width
@@ -89,6 +110,7 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             behind its headline). Defaults to `False`.
     """
     bars = ASCII_BARS if ascii_only else BARS
+    handover_bar = ASCII_HANDOVER_BAR if ascii_only else HANDOVER_BAR
     # Every string of the recorded data is shown, never acted on.
     report = common.neutralised(report)
     logdir = None if logdir is None else common.neutral(logdir)
@@ -121,14 +143,22 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             )
         )
         shares = run["shares"]
-        detail = (
-            f"wait {fmt_share(shares['data_wait'])} "
+        handover = run.get("handover_share")
+        detail = f"wait {fmt_share(shares['data_wait'])} "
+        if common.handover_text(run):
+            detail += f"(handover {common.handover_text(run)}) "
+        detail += (
             f"compute {fmt_share(shares['compute'])} "
             f"host {fmt_share(shares['host_overhead'])}"
         )
-        if run["warmup_share_of_wall"] is not None:
+        if (run.get("wall_shares") or {}).get("warmup") is None and (
+            run["warmup_share_of_wall"] is not None
+        ):
+            # Else the wall line below gives it.
             detail += f"  warm-up {fmt_share(run['warmup_share_of_wall'])}"
-        lines.append(_fit(f"  {share_bar(shares, characters=bars)}  {detail}"))
+        bar = share_bar(shares, characters=bars, handover=handover,
+                        handover_character=handover_bar)
+        lines.append(_fit(f"  {bar}  {detail}"))
         lines.append(_fit(f"  {_wall_text(run)}"))
     lines.append(
         _fit(
@@ -136,9 +166,11 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
             "shares of the total steady-state time"
         )
     )
+    lines.append(_wrap(f"{handover_bar} {common.HANDOVER_TEXT}", "  "))
     lines.append(
         _wrap(
-            "warm-up: its share of the fit's wall time; " + common.WARMUP_TEXT
+            "warm-up: its share of the fit's wall time (on the wall line when "
+            "that was recorded); " + common.WARMUP_TEXT
             + ". wall: the fit's whole time, in parts",
             "  ",
         )
@@ -219,6 +251,8 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
 
     lines.extend(_sweep_lines(report.get("sweeps") or []))
 
+    lines.extend(_prediction_lines(report.get("predictions") or []))
+
     if report["skipped"]:
         lines.append("")
         lines.append("SKIPPED")
@@ -289,6 +323,30 @@ def _sweep_lines(sweeps):
     return lines
 
 
+def _prediction_lines(pairs):
+    """Each run with a fixed counterpart: the gain predicted and achieved."""
+    if not pairs:
+        return []
+    lines = ["", "PREDICTIONS CHECKED: each fix's predicted gain beside the achieved one"]
+    lines.append(
+        f"  {'PREDICTED BY':<20} {'CHANGE':<28} {'PREDICTED':>9} {'ACHIEVED':>9} "
+        f"{'RATIO':>6}"
+    )
+    for pair in pairs:
+        lines.append(_wrap(f"{pair['run']} → {pair['counterpart']}", "  "))
+        lines.append(_fit(
+            f"  {_cut(common.predicted_by_text(pair), 20):<20} "
+            f"{_cut(common.change_text(pair), 28):<28} "
+            f"{common.predicted_text(pair):>9} "
+            f"{fmt_speedup(pair['achieved_speedup']):>9} "
+            f"{fmt_speedup(pair['achieved_over_predicted']):>6}"
+        ))
+    lines.append(_wrap(
+        common.PREDICTIONS_TEXT + "; ratio: achieved over predicted. --json gives "
+        "each pair's basis", "  "))
+    return lines
+
+
 def _workers_lines(groups):
     """The processes of each distributed job side by side, and its straggler."""
     lines = []
@@ -332,6 +390,10 @@ def _workers_lines(groups):
     return lines
 
 
+def _cut(text, width):
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _fit(line, width=WIDTH):
     return line if len(line) <= width else line[: width - 1] + "…"
 
@@ -340,7 +402,8 @@ def _ascii(text):
     """The few non-ASCII characters of the report, for a terminal without them."""
     for character, replacement in (
         ("Δ", "d"), ("…", "~"), (MISSING, "-"), ("\u2212", "-"),
-        ("×", "x"), ("–", "-"), ("µ", "u"),
+        ("×", "x"), ("–", "-"), ("µ", "u"), ("\u2192", "->"), ("\u2264", "<="),
+        ("\u2265", ">="),
     ):
         text = text.replace(character, replacement)
     return text

@@ -16,6 +16,7 @@ from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_ms_unit
 from tb_devicecost.formatting import fmt_share
 from tb_devicecost.formatting import fmt_signed_ms
+from tb_devicecost.formatting import fmt_speedup
 from tb_devicecost.renderers import common
 
 
@@ -76,7 +77,7 @@ def render(report, verbose=False):
                     fmt_count(run["batch_size"]),
                     fmt_ms_unit(run["step_ms"]["p50"]),
                     fmt_count(run["samples_per_s"]),
-                    fmt_share(shares["data_wait"]),
+                    _wait_cell(run),
                     fmt_share(shares["compute"]),
                     fmt_share(shares["host_overhead"]),
                     warmup,
@@ -89,7 +90,8 @@ def render(report, verbose=False):
     lines.append(
         "Shares are of the total time of the steps after warm-up; "
         + common.WARMUP_TEXT
-        + ", and is shown as its total and its share of the fit's wall time."
+        + ", and is shown as its total and its share of the fit's wall time. "
+        + common.HANDOVER_TEXT[0].upper() + common.HANDOVER_TEXT[1:] + "."
     )
     lines.extend(_wall_table(report["runs"]))
     lines.append("")
@@ -159,6 +161,7 @@ def render(report, verbose=False):
                 lines.append(f"- {_md_cell(row['explanation'])}")
     lines.extend(_workers_table(report.get("workers") or []))
     lines.extend(_sweep_tables(report.get("sweeps") or []))
+    lines.extend(_predictions_table(report.get("predictions") or []))
     if report["skipped"]:
         lines.append("")
         lines.append("### Skipped")
@@ -166,6 +169,14 @@ def render(report, verbose=False):
         for item in report["skipped"]:
             lines.append(f"- {_md_code(item['run'])}: {_md_cell(item['reason'])}")
     return "\n".join(lines) + "\n"
+
+
+def _wait_cell(run):
+    """`54% (handover 4.2%)`: the data wait's share and the part of it that
+    is handing over ready batches, when that shows."""
+    text = fmt_share(run["shares"]["data_wait"])
+    handover = common.handover_text(run)
+    return text + f" (handover {handover})" if handover else text
 
 
 def _workers_table(groups):
@@ -206,6 +217,31 @@ def _workers_table(groups):
             if group["straggler"]
             else common.balance_text(group)
         )
+    return lines
+
+
+def _predictions_table(pairs):
+    """Each run with a fixed counterpart: the gain predicted and achieved
+    (Markdown lines)."""
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "### Predictions checked",
+        "",
+        "| Run | With the fix | Change | Predicted by | Predicted | Achieved "
+        "| Achieved ÷ predicted |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for pair in pairs:
+        lines.append(
+            f"| {_md_code(pair['run'])} | {_md_code(pair['counterpart'])} "
+            f"| {_md_cell(common.change_text(pair))} | {_md_cell(common.predicted_by_text(pair))} "
+            f"| {_md_cell(common.predicted_text(pair))} "
+            f"| {fmt_speedup(pair['achieved_speedup'])} "
+            f"| {fmt_speedup(pair['achieved_over_predicted'])} |"
+        )
+    lines += ["", _md_cell(common.PREDICTIONS_TEXT[0].upper() + common.PREDICTIONS_TEXT[1:] + ".")]
     return lines
 
 

@@ -1,0 +1,94 @@
+// Predictions checked (the report's `predictions`): where the log directory
+// holds a run and a fixed counterpart of it (the same model with a faster
+// input pipeline, a larger batch or on the other device), the gain the
+// finding predicted beside the gain the counterpart achieved. Every figure
+// is the report's; names are shown as text.
+
+import {el, runName} from './dom.js';
+import {fmtCount, fmtSpeedup, isNum} from '../format.js';
+import {panel} from './common.js';
+
+const CHANGES = {
+  input_pipeline: 'faster input pipeline',
+  batch_size: 'larger batch',
+  device: 'other device',
+};
+const BOUND_SIGNS = {at_most: '\u2264 ', at_least: '\u2265 '};
+/** The same words as the report's (tb_devicecost/renderers/common.py). */
+export const PREDICTIONS_TEXT = 'Predicted: the gain a finding\u2019s estimate (or a sweep\u2019s fits, ' +
+    'for the other device) gives at the counterpart\u2019s batch size; achieved: the counterpart\u2019s ' +
+    'samples/s over the run\u2019s; * where that batch is beyond the estimate\u2019s own.';
+
+/** `larger batch (10 → 1,024)`: what differs between the two runs. */
+function changeText(pair) {
+  let text = CHANGES[pair.change] || String(pair.change);
+  const sizes = pair.batch_size && typeof pair.batch_size === 'object' ? pair.batch_size : null;
+  const devices = pair.device && typeof pair.device === 'object' ? pair.device : null;
+  if (pair.change === 'batch_size' && sizes) {
+    text += ' (' + fmtCount(sizes.run) + ' \u2192 ' + fmtCount(sizes.counterpart) + ')';
+  } else if (pair.change === 'device' && devices) {
+    text += ' (' + String(devices.run) + ' \u2192 ' + String(devices.counterpart) + ')';
+  }
+  return text;
+}
+
+/** `≤ 3.10x`, `34.89x*`: the predicted speedup, its bound, a star beyond it. */
+function predictedText(pair) {
+  const bound = pair.predicted && typeof pair.predicted === 'object' ? pair.predicted.bound : null;
+  return (BOUND_SIGNS[bound] || '') + fmtSpeedup(pair.predicted_speedup) + (pair.extrapolated ? '*' : '');
+}
+
+function predictedByText(pair) {
+  return pair.predicted_by === 'sweep' ? 'sweep ' + String(pair.sweep) : String(pair.predicted_by);
+}
+
+/**
+ * @param {Array<Object>|undefined} pairs the report's `predictions`.
+ * @return {?HTMLElement} null when no run has a fixed counterpart.
+ */
+export function buildPredictions(pairs) {
+  const list = Array.isArray(pairs)
+    ? pairs.filter((p) => p && typeof p === 'object' && p.run != null && p.counterpart != null)
+    : [];
+  if (list.length === 0) return null;
+  const head = el('tr', {}, [
+    el('th', {text: 'Run'}),
+    el('th', {text: 'With the fix'}),
+    el('th', {text: 'Change'}),
+    el('th', {text: 'Predicted by'}),
+    el('th', {class: 'dc-num', text: 'Predicted (samples/s)', title: 'The gain in samples/s the estimate gives at the counterpart\u2019s batch size'}),
+    el('th', {class: 'dc-num', text: 'Achieved (samples/s)', title: 'The counterpart\u2019s samples/s over the run\u2019s (mean steps)'}),
+    el('th', {class: 'dc-num', text: 'Achieved \u00f7 predicted'}),
+  ]);
+  const body = el('tbody', {}, list.map((pair) => el('tr', {
+    class: 'dc-prediction',
+    attrs: {'data-run': String(pair.run), 'data-counterpart': String(pair.counterpart),
+      'data-change': String(pair.change)},
+    title: typeof pair.text === 'string' ? pair.text : '',
+  }, [
+    el('td', {class: 'dc-col-run'}, [runName(String(pair.run))]),
+    el('td', {class: 'dc-col-run'}, [runName(String(pair.counterpart))]),
+    el('td', {class: 'dc-prediction-change', text: changeText(pair)}),
+    el('td', {class: 'dc-prediction-by', text: predictedByText(pair)}),
+    el('td', {
+      class: 'dc-num dc-predicted', text: predictedText(pair),
+      title: typeof pair.basis === 'string' ? pair.basis : '',
+    }),
+    el('td', {class: 'dc-num dc-achieved', text: fmtSpeedup(pair.achieved_speedup)}),
+    el('td', {
+      class: 'dc-num dc-achieved-over-predicted',
+      text: isNum(pair.achieved_over_predicted) ? fmtSpeedup(pair.achieved_over_predicted) : '\u2014',
+    }),
+  ])));
+  return panel('Predictions checked', [
+    el('p', {
+      class: 'dc-muted',
+      text: 'Runs of the same model with a fix applied: what the finding (or, for the other ' +
+        'device, the batch-size sweep) predicted it would buy, and what it bought.',
+    }),
+    el('div', {class: 'dc-table-wrap'}, [
+      el('table', {class: 'dc-table dc-predictions-table'}, [el('thead', {}, [head]), body]),
+    ]),
+    el('p', {class: 'dc-footnote', text: PREDICTIONS_TEXT}),
+  ], 'dc-predictions');
+}

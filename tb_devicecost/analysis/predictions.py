@@ -1,0 +1,371 @@
+"""Predictions checked: what a finding's fix was expected to buy, beside
+what the same model with the fix applied achieved.
+
+A finding's `expected` estimates the gain of its fix from the run's own
+numbers (`verdicts`). Where the log directory also holds a fixed
+counterpart of the run, the same model with that fix applied, the gain is
+measured: the counterpart's samples/s over the run's. `check_predictions`
+pairs the runs and sets the two gains side by side.
+
+The pairing rule (docs/READING.md, docs/FORMAT.md "Runs checked against
+each other"): two runs are of the same model when they have the same role
+(`train`, ...), backend, parameter count and dtype policy (the run info's
+`keras_model_info`). Of those,
+
+- **a faster input pipeline**: runs in the same directory (`naive-gpu0` and
+  `tf_ops-gpu0` under `input_pipeline/`) on the same device at the same
+  batch size, where the run has an input finding (`input_bound`,
+  `input_stalls`) with an estimate, the counterpart's mean wait above a
+  ready batch is at most `FASTER_INPUT_WAIT` of the run's, and the
+  counterpart was fed by another pipeline (the run info's
+  `input_pipeline` differs: `workers=4` against one, arrays against a
+  `PyDataset`; `tf.data` pipelines, whose settings are not recorded, all
+  count as different), so a longer fit of one pipeline is not its fix;
+- **a larger batch**: runs whose names differ only in batch-size words
+  (`compare.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
+  device, where the run has a finding that estimates a larger batch
+  (`latency_bound`, `small_batch`); the counterpart is the larger batch
+  nearest the one the finding chose;
+- **the other device**: runs whose names differ only in device words, at
+  the same batch size, predicted by a batch-size sweep of the same model in
+  the log directory (each device's step as a fixed cost plus a cost per
+  sample, `sweeps`): from the device the sweep says is slower at that batch
+  to the faster one. The sweep's own runs are not checked against it.
+
+Pure functions over the report's run objects and the runs' info documents;
+everything returned is JSON-ready data.
+"""
+
+import math
+
+from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import record as record_module
+from tb_devicecost.formatting import fmt_count
+from tb_devicecost.formatting import fmt_ms
+from tb_devicecost.formatting import fmt_speedup
+
+# A counterpart is a faster input pipeline when its mean wait above a ready
+# batch is at most this share of the run's: a quarter of the waiting gone.
+# (Two fits of one pipeline differ by a few percent, so longer and shorter
+# fits of one pipeline are never taken for a fix.)
+FASTER_INPUT_WAIT = 0.75
+# The findings whose fix is a faster input pipeline, and those whose fix is
+# a larger batch, in the order they are looked for.
+INPUT_FINDINGS = ("input_bound", "input_stalls")
+BATCH_FINDINGS = ("latency_bound", "small_batch")
+CHANGES = ("input_pipeline", "batch_size", "device")
+_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
+
+
+def model_signature(info):
+    """`(backend, parameters, dtype_policy)`, what makes two runs' models
+    the same, from a run-info document; `None` without a parameter count.
+
+    Args:
+        info: A run-info document (`reader.RunRecord.info`).
+    """
+    if not isinstance(info, dict):
+        return None
+    parameters = info.get("parameters")
+    if not isinstance(parameters, int) or isinstance(parameters, bool) or parameters <= 0:
+        return None
+    backend = info.get("backend") if isinstance(info.get("backend"), str) else None
+    policy = info.get("dtype_policy") if isinstance(info.get("dtype_policy"), str) else None
+    return backend, parameters, policy
+
+
+def _info(record):
+    info = record.get("info") if isinstance(record, dict) else getattr(record, "info", None)
+    return info if isinstance(info, dict) else {}
+
+
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def _directory(run_name):
+    """`("input_pipeline", "naive-gpu0", "train")` for
+    `input_pipeline/naive-gpu0/train`."""
+    prefix, role = record_module.role(run_name)
+    directory, _, leaf = prefix.rpartition("/")
+    return directory, leaf, role
+
+
+def _finding(run, ids, of="samples_per_s"):
+    """The run's first finding among `ids` (in that order) whose `expected`
+    estimates a gain in `of`, or `None`."""
+    for finding_id in ids:
+        for finding in run.get("findings") or ():
+            expected = finding.get("expected") or {}
+            if (
+                finding.get("id") == finding_id
+                and _number(expected.get("speedup")) is not None
+                and expected.get("of") == of
+            ):
+                return finding
+    return None
+
+
+def _rate(run):
+    return _number(run.get("samples_per_s"))
+
+
+def check_predictions(runs, records=(), sweeps=()):
+    """Each run with a fixed counterpart: the gain predicted and achieved.
+
+    Args:
+        runs: Run objects of `report.analyze_run`.
+        records: The runs' `reader.RunRecord`s (or dicts with `run` and
+            `info`): their run info says which model each run trained.
+        sweeps: The report's sweeps (`sweeps.find_sweeps`), which predict
+            what the other device buys.
+
+    Returns:
+        A list of pair objects (docs/CLI.md, "Predictions"), in the order
+        of `CHANGES`, then by run and counterpart name: `run` (before the
+        fix), `counterpart` (the fix applied), `change`, `predicted_by` (a
+        finding id, or `"sweep"`), `sweep`, `predicted` (the estimate as
+        stated: `speedup`, `bound`, `text`, `batch_size`),
+        `predicted_speedup` (at the counterpart's batch size),
+        `achieved_speedup` (the counterpart's samples/s over the run's),
+        `achieved_over_predicted`, `within_bound` (for an `at_most` or
+        `at_least` estimate, else `None`), `extrapolated`,
+        `samples_per_s`, `batch_size` and `device` (`{"run",
+        "counterpart"}` each), `basis` and `text`.
+    """
+    signatures = {
+        record_module.run_name(record): model_signature(_info(record)) for record in records
+    }
+    usable = [
+        run for run in runs
+        if signatures.get(run["run"]) is not None and _rate(run) is not None
+    ]
+    in_sweeps = {name for sweep in sweeps or () for name in sweep.get("runs") or ()}
+    pairs = []
+    for run in usable:
+        pairs.extend(_input_pairs(run, usable, signatures))
+        pairs.extend(_batch_pairs(run, usable, signatures))
+    pairs.extend(_device_pairs(
+        [run for run in usable if run["run"] not in in_sweeps], signatures, sweeps or (),
+    ))
+    pairs.sort(key=lambda pair: (CHANGES.index(pair["change"]), pair["run"], pair["counterpart"]))
+    return pairs
+
+
+def _same_model(run, other, signatures):
+    return (
+        run["run"] != other["run"]
+        and signatures[run["run"]] == signatures[other["run"]]
+        and record_module.role(run["run"])[1] == record_module.role(other["run"])[1]
+    )
+
+
+def _input_pairs(run, runs, signatures):
+    """The run against each faster input pipeline of the same set-up."""
+    finding = _finding(run, INPUT_FINDINGS)
+    starved = _number(run.get("starved_data_wait_ms"))
+    if finding is None or starved is None or not run.get("device"):
+        return []
+    directory, _, _ = _directory(run["run"])
+    pairs = []
+    for other in runs:
+        other_starved = other.get("starved_data_wait_ms")
+        if (
+            not _same_model(run, other, signatures)
+            or _directory(other["run"])[0] != directory
+            or other.get("device") != run["device"]
+            or other.get("batch_size") != run.get("batch_size")
+            or not isinstance(other_starved, (int, float))
+            or other_starved > FASTER_INPUT_WAIT * starved
+            or not _other_pipeline(run, other)
+        ):
+            continue
+        expected = finding["expected"]
+        pairs.append(_pair(
+            run, other, "input_pipeline", finding["id"], finding, expected["speedup"],
+            f"the {finding['id']} finding's estimate, at the same batch size and device",
+        ))
+    return pairs
+
+
+def _other_pipeline(run, other):
+    first, second = run.get("input_pipeline"), other.get("input_pipeline")
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        return True  # Not recorded: the waits alone decide.
+    return first != second or first.get("kind") == "tf.data"
+
+
+def _batch_pairs(run, runs, signatures):
+    """The run against the same model at the larger batch nearest the one
+    its finding chose."""
+    finding = _finding(run, BATCH_FINDINGS)
+    batch = run.get("batch_size")
+    if finding is None or not batch or not run.get("device"):
+        return []
+    expected = finding["expected"]
+    target = expected.get("batch_size")
+    candidates = [
+        other for other in runs
+        if _same_model(run, other, signatures)
+        and compare.same_model(run["run"], other["run"])
+        and other.get("device") == run["device"]
+        and (other.get("batch_size") or 0) > batch
+    ]
+    if not target or not candidates:
+        return []
+    other = min(
+        candidates,
+        key=lambda o: (abs(math.log(o["batch_size"] / target)), o["batch_size"], o["run"]),
+    )
+    size = other["batch_size"]
+    if size == target:
+        return [_pair(run, other, "batch_size", finding["id"], finding, expected["speedup"],
+                      f"the {finding['id']} finding's estimate at batch {fmt_count(size)}")]
+    # The finding's own line through the run's mean step and the step it
+    # predicts at its batch, read at the counterpart's batch.
+    samples = _number(run.get("samples_per_step")) or float(batch)
+    step = _number((run.get("step_ms") or {}).get("mean"))
+    step_at_target = _number(expected.get("step_ms"))
+    if step is None or step_at_target is None or target == samples:
+        return []
+    step_at_size = step + (step_at_target - step) * (size - samples) / (target - samples)
+    if step_at_size <= 0:
+        return []
+    predicted = size / step_at_size * 1e3 / _rate(run)
+    basis = (
+        f"the {finding['id']} finding estimated batch {fmt_count(target)}; its own "
+        f"line (the step as a fixed cost plus a cost per sample, through this "
+        f"run's mean step and the step it predicts there) at batch {fmt_count(size)}"
+    )
+    return [_pair(run, other, "batch_size", finding["id"], finding, predicted, basis,
+                  extrapolated=size > target)]
+
+
+def _device_pairs(runs, signatures, sweeps):
+    """Runs of one model at one batch size on two devices, against the
+    sweep of that model that predicts which device is faster there."""
+    pairs = []
+    for index, run in enumerate(runs):
+        for other in runs[index + 1:]:
+            if (
+                not _same_model(run, other, signatures)
+                or not compare.same_model(run["run"], other["run"])
+                or not run.get("device") or not other.get("device")
+                or run["device"] == other["device"]
+                or not run.get("batch_size")
+                or run.get("batch_size") != other.get("batch_size")
+            ):
+                continue
+            sweep = _sweep_of(signatures[run["run"]], (run["device"], other["device"]),
+                              sweeps, signatures)
+            if sweep is None:
+                continue
+            pairs.append(_device_pair(run, other, sweep))
+    return pairs
+
+
+def _sweep_of(signature, devices, sweeps, signatures):
+    """The first sweep (by name) of the model `signature` with a fit for
+    both `devices`, or `None`."""
+    for sweep in sorted(sweeps, key=lambda s: str(s.get("name"))):
+        names = sweep.get("runs") or ()
+        fits = sweep.get("devices") or {}
+        if (
+            names
+            and all(signatures.get(name) == signature for name in names)
+            and all(
+                isinstance(fits.get(device), dict)
+                and _number(fits[device].get("fixed_ms")) is not None
+                and isinstance(fits[device].get("per_sample_us"), (int, float))
+                for device in devices
+            )
+        ):
+            return sweep
+    return None
+
+
+def _device_pair(first, second, sweep):
+    """The two runs ordered from the device the sweep says is slower at
+    their batch size to the faster one, with the sweep's ratio of steps."""
+    batch = first["batch_size"]
+
+    def fitted(run):
+        fit = sweep["devices"][run["device"]]
+        return fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * batch
+
+    slow, fast = sorted((first, second), key=lambda run: (-fitted(run), run["run"]))
+    predicted = fitted(slow) / fitted(fast)
+    measured = [
+        point["batch_size"]
+        for fit in sweep["devices"].values()
+        for point in fit.get("points") or ()
+    ]
+    extrapolated = bool(measured) and not min(measured) <= batch <= max(measured)
+    basis = (
+        f"the sweep {sweep['name']}'s fits of this model's step on each device "
+        f"(a fixed cost plus a cost per sample) at batch {fmt_count(batch)}: "
+        f"{fmt_ms(fitted(slow))} ms on {slow['device']}, {fmt_ms(fitted(fast))} ms on "
+        f"{fast['device']}"
+    )
+    predicted_by = {"speedup": predicted, "bound": "about", "batch_size": batch,
+                    "text": f"about {fmt_speedup(predicted)} the samples/s on {fast['device']}"}
+    return _pair(slow, fast, "device", "sweep", predicted_by, predicted, basis,
+                 extrapolated=extrapolated, sweep=sweep["name"])
+
+
+def _pair(run, other, change, predicted_by, stated, predicted, basis,
+          extrapolated=False, sweep=None):
+    """One pair object (see `check_predictions`)."""
+    expected = stated.get("expected") if "expected" in stated else stated
+    achieved = _rate(other) / _rate(run)
+    ratio = achieved / predicted if predicted else None
+    bound = expected.get("bound")
+    within = None
+    if bound == "at_most":
+        within = achieved <= predicted
+    elif bound == "at_least":
+        within = achieved >= predicted
+    words = _BOUND_WORDS.get(bound, "about")
+    if predicted_by == "sweep":
+        claim = (
+            f"the sweep {sweep} (this model's step fitted on each device) predicted "
+            f"{words} {fmt_speedup(predicted)} the samples/s on {other['device']} at "
+            f"batch {fmt_count(other['batch_size'])}"
+        )
+    else:
+        claim = f"the {predicted_by} finding of {run['run']} predicted {expected.get('text')}"
+        if change == "batch_size" and other["batch_size"] != expected.get("batch_size"):
+            claim += (
+                f", so {words} {fmt_speedup(predicted)} at batch "
+                f"{fmt_count(other['batch_size'])} by its own line"
+            )
+    text = (
+        f"{claim}; {other['run']} achieved {fmt_speedup(achieved)} "
+        f"({fmt_count(_rate(run))} to {fmt_count(_rate(other))} samples/s)"
+        + (f": {fmt_speedup(ratio)} the prediction." if ratio is not None else ".")
+    )
+    return {
+        "run": run["run"],
+        "counterpart": other["run"],
+        "change": change,
+        "predicted_by": predicted_by,
+        "sweep": sweep,
+        "predicted": {
+            "speedup": expected.get("speedup"),
+            "bound": bound,
+            "text": expected.get("text"),
+            "batch_size": expected.get("batch_size"),
+        },
+        "predicted_speedup": predicted,
+        "achieved_speedup": achieved,
+        "achieved_over_predicted": ratio,
+        "within_bound": within,
+        "extrapolated": extrapolated,
+        "samples_per_s": {"run": _rate(run), "counterpart": _rate(other)},
+        "batch_size": {"run": run.get("batch_size"), "counterpart": other.get("batch_size")},
+        "device": {"run": run.get("device"), "counterpart": other.get("device")},
+        "basis": basis,
+        "text": text[0].upper() + text[1:],
+    }
