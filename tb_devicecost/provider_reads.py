@@ -14,7 +14,7 @@ import dataclasses
 
 from tb_devicecost import metadata
 from tb_devicecost import step_series
-from tb_devicecost.analysis import record as record_module
+from tb_devicecost.format.readable import aggregate_usable
 
 # Points per per-step series handed to charts; totals come from aggregates.
 DEFAULT_SERIES_POINTS = 1000
@@ -220,11 +220,11 @@ def read_runs(
     if series_points:
         read_blocks, read_scalars = series_reads(series_points)
     elif series_fallback:
-        # The numbers of these runs come from their series (`analysis.record`).
+        # The numbers of these runs come from their series (`readable.py`).
         wanted = sorted(
             run for run in set(scalar_listing) | set(tensor_listing) | set(records)
             if (runs is None or run in runs)
-            and not (run in records and record_module.aggregate_usable(records[run].aggregate))
+            and not (run in records and aggregate_usable(records[run].aggregate))
         )
         if wanted:
             points = DEFAULT_SERIES_POINTS

@@ -380,7 +380,7 @@ def test_without_other_batch_sizes_the_trace_gives_the_fixed_cost(helpers):
     # Flat steps: no cost per sample on either (or float noise).
     (0.0, 0.0, 512),
     # 1e-15 and 1.5e-15 ms per sample: equal steps at 0.9 / 5e-16 = 1.8e15
-    # samples, beyond any batch size (record.MAX_VALUE, the sweep's rule).
+    # samples, beyond any batch size (guards.MAX_VALUE, the sweep's rule).
     (1e-15, 1.5e-15, 999_999_999),
 ])
 def test_devices_that_never_cross_have_no_crossover(helpers, gpu_per_sample, cpu_per_sample, large):

@@ -48,15 +48,18 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         outside = {
             module for module in imported
             if not module.startswith(("tb_devicecost.analysis.", "tb_devicecost.formatting.",
-                                      "tb_devicecost.vocabulary."))
+                                      "tb_devicecost.vocabulary.",
+                                      "tb_devicecost.format.readable."))
         }
-        # The step's names and the formatting rule, both free of imports
-        # beyond the standard library.
-        assert outside <= {"dataclasses", "math", "re", "numpy",
-                           "tb_devicecost.vocabulary", "tb_devicecost.formatting"}, (name, outside)
-    vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
-    assert not {module for module in vocabulary
-                if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
+        # The step's names, the formatting rule and the format's rule of a
+        # readable number, free of imports beyond the standard library.
+        assert outside <= {"dataclasses", "math", "re", "numpy", "tb_devicecost.vocabulary",
+                           "tb_devicecost.formatting", "tb_devicecost.format.readable"}, (
+            name, outside)
+    for path in ("vocabulary.py", os.path.join("format", "readable.py")):
+        imported = imports_of(os.path.join(package, os.pardir, path))
+        assert not {module for module in imported
+                    if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
     order = ["wording", "device_split", "guards", "names", "run_data", "step_numbers",

@@ -2,7 +2,7 @@
 
 Like is compared with like: a training run with a training run, a
 validation run with a validation run, an evaluation with an evaluation
-(`record.role`); never a run with itself. By default each run is compared
+(`names.role`); never a run with itself. By default each run is compared
 with the same model trained on the CPU: the CPU run whose name differs from
 its own only in device words (`cpu/train` for `gpu/train`). Speedups and
 differences are of mean steady-state steps: throughput is what a mean
@@ -12,9 +12,11 @@ gives. `docs/VERDICTS.md` ("Comparing runs") documents the rules.
 import re
 
 from tb_devicecost import vocabulary
-from tb_devicecost.analysis import record
+from tb_devicecost.analysis import device_side
+from tb_devicecost.analysis import names
 from tb_devicecost.analysis import sweeps
-from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.formatting import MISSING
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
@@ -54,7 +56,7 @@ _BATCH_WORD = re.compile(
 
 def _model_key(run_name):
     """(role, name with its device words replaced), or `None` without one."""
-    prefix, role = record.role(run_name)
+    prefix, role = names.role(run_name)
     key = _DEVICE_WORD.sub("<device>", prefix.lower())
     return (role, key) if key != prefix.lower() else None
 
@@ -65,7 +67,7 @@ def same_model(run_name, base_name):
     and they have the same role. Anything else compares two models (or two
     set-ups of one), not two devices."""
     def key(name):
-        prefix, role = record.role(name)
+        prefix, role = names.role(name)
         prefix = _DEVICE_WORD.sub("<device>", prefix.lower())
         return role, _BATCH_WORD.sub("<batch>", prefix)
 
@@ -76,8 +78,8 @@ def _on_cpu(result):
     """Whether a run trained on the CPU (by its device, else by its name)."""
     device = result.get("device")
     if isinstance(device, str):
-        return not record.is_accelerator(device)
-    words = [m.group(1).lower() for m in _DEVICE_WORD.finditer(record.role(result["run"])[0])]
+        return not names.is_accelerator(device)
+    words = [m.group(1).lower() for m in _DEVICE_WORD.finditer(names.role(result["run"])[0])]
     return bool(words) and all(word == "cpu" for word in words)
 
 
@@ -110,19 +112,19 @@ def _plan(results, baseline):
     itself is a baseline (of its role). Nothing is compared across roles,
     and no group holds only its baseline.
     """
-    names = [result["run"] for result in results]
+    run_names = [result["run"] for result in results]
     chosen_by_name = baseline is not None
     against = {}
     left_out = []
     if baseline is not None:
-        base_prefix, base_role = record.role(baseline)
+        base_prefix, base_role = names.role(baseline)
         siblings = []
-        for name in names:
-            prefix, role = record.role(name)
+        for name in run_names:
+            prefix, role = names.role(name)
             sibling = f"{base_prefix}/{role}" if role and base_role else None
             if role == base_role:
                 against[name] = baseline
-            elif sibling in names:
+            elif sibling in run_names:
                 against[name] = sibling
                 if sibling not in siblings:
                     siblings.append(sibling)
@@ -151,19 +153,19 @@ def _plan(results, baseline):
             + ")"
         )
     compared = {base for name, base in against.items() if name != base}
-    pairs = [(name, against[name]) for name in names if against.get(name) in compared]
+    pairs = [(name, against[name]) for name in run_names if against.get(name) in compared]
     if not compared:
         return [], None, None
-    dropped = [name for name in names if name in against and against[name] not in compared]
+    dropped = [name for name in run_names if name in against and against[name] not in compared]
     left_out = sorted(set(left_out + dropped) - compared)
     if baseline is None:
-        train = {base for name, base in pairs if record.role(base)[1] == "train"}
+        train = {base for name, base in pairs if names.role(base)[1] == "train"}
         every = {base for name, base in pairs}
         baseline = next(
             (min(group) for group in (train, every) if len(group) == 1), None
         )
     if not chosen_by_name:
-        left_out = [name for name in names if name not in against]
+        left_out = [name for name in run_names if name not in against]
     if left_out:
         shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
         reason += (
@@ -387,9 +389,9 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if not different:
         clauses.append("no part of the step differs much")
     if same:
-        names = [_LABELS[c] for c in same]
-        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        clauses.append(f"the {joined} {'is' if len(names) == 1 else 'are'} the same")
+        labels = [_LABELS[c] for c in same]
+        joined = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+        clauses.append(f"the {joined} {'is' if len(labels) == 1 else 'are'} the same")
     text = head + ": " + "; ".join(clauses) + "."
     warm, base_warm = run["warmup_ms"], base["warmup_ms"]
     if (
@@ -417,10 +419,10 @@ def _reason(component, run, base, higher):
         return ""
     if component == "compute":
         accelerator, base_accelerator = (
-            record.is_accelerator(run["device"]),
-            record.is_accelerator(base["device"]),
+            names.is_accelerator(run["device"]),
+            names.is_accelerator(base["device"]),
         )
-        small = run["batch_size"] is not None and run["batch_size"] <= verdicts.SMALL_BATCH_SIZE
+        small = run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE
         if higher and accelerator and not base_accelerator:
             return (
                 ", a fixed per-step cost (kernel launches, host-device "
@@ -447,7 +449,7 @@ def _scaling_key(result):
     """(role, backend, name with its batch and device words replaced), or
     `None` unless the name holds one batch word whose number is the run's
     batch size."""
-    prefix, role = record.role(result["run"])
+    prefix, role = names.role(result["run"])
     words = list(_BATCH_WORD.finditer(prefix))
     batch = result.get("batch_size")
     if not batch or len(words) != 1 or int(words[0].group(1)) != batch:
@@ -533,7 +535,7 @@ def scaling(run, base, context):
     batches = [p["batch_size"] for fit in (a, b) for p in fit["points"]]
     # As the sweep's: a per-sample gap near zero puts the crossing beyond any
     # batch size (and `round` of an infinity would raise).
-    if batch is not None and 0 < batch < record.MAX_VALUE:
+    if batch is not None and 0 < batch < MAX_VALUE:
         above, below = (first, second) if per_sample_gap < 0 else (second, first)
         result.update(
             crossover_batch=round(batch),
@@ -556,7 +558,7 @@ def scaling(run, base, context):
 def _busy_ms(result):
     """The device's busy ms per step from the run's trace, at most its mean
     step, or `None`."""
-    trace = verdicts.device_trace(result)
+    trace = device_side.device_trace(result)
     step = result["step_ms"]["mean"]
     if trace is None or trace["busy_ms"] is None or not step:
         return None
@@ -681,7 +683,7 @@ def _why(run, base, row):
 def _transfer_text(run, base):
     """` Each step copies its 12,928-byte batch from the host to GPU:0 ...`
     when one of the two ran on an accelerator and the other did not."""
-    accelerated = [side for side in (run, base) if record.is_accelerator(side["device"])]
+    accelerated = [side for side in (run, base) if names.is_accelerator(side["device"])]
     if len(accelerated) != 1:
         return ""
     side = accelerated[0]
@@ -693,7 +695,7 @@ def _transfer_text(run, base):
         f" Each step {'of ' + base['run'] + ' ' if side is base else ''}copies its "
         f"{fmt_count(size)}-byte batch from the host to {side['device']}"
     )
-    trace = verdicts.device_trace(side)
+    trace = device_side.device_trace(side)
     if trace is not None and trace["h2d_ms"] is not None:
         text += f" ({fmt_ms(trace['h2d_ms'])} ms of copying in its trace)"
     return text + f"; {other['device'] or 'the other device'} reads it in place."

@@ -39,7 +39,7 @@ everything returned is JSON-ready data.
 import math
 
 from tb_devicecost.analysis import compare
-from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import names
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
 from tb_devicecost.formatting import fmt_speedup
@@ -88,7 +88,7 @@ def _number(value):
 def _directory(run_name):
     """`("input_pipeline", "naive-gpu0", "train")` for
     `input_pipeline/naive-gpu0/train`."""
-    prefix, role = record_module.role(run_name)
+    prefix, role = names.role(run_name)
     directory, _, leaf = prefix.rpartition("/")
     return directory, leaf, role
 
@@ -136,7 +136,7 @@ def check_predictions(runs, records=(), sweeps=()):
         "counterpart"}` each), `basis` and `text`.
     """
     signatures = {
-        record_module.run_name(record): model_signature(_info(record)) for record in records
+        names.run_name(record): model_signature(_info(record)) for record in records
     }
     usable = [
         run for run in runs
@@ -158,7 +158,7 @@ def _same_model(run, other, signatures):
     return (
         run["run"] != other["run"]
         and signatures[run["run"]] == signatures[other["run"]]
-        and record_module.role(run["run"])[1] == record_module.role(other["run"])[1]
+        and names.role(run["run"])[1] == names.role(other["run"])[1]
     )
 
 
@@ -270,11 +270,11 @@ def _sweep_of(signature, devices, sweeps, signatures):
     """The first sweep (by name) of the model `signature` with a fit for
     both `devices`, or `None`."""
     for sweep in sorted(sweeps, key=lambda s: str(s.get("name"))):
-        names = sweep.get("runs") or ()
+        sweep_runs = sweep.get("runs") or ()
         fits = sweep.get("devices") or {}
         if (
-            names
-            and all(signatures.get(name) == signature for name in names)
+            sweep_runs
+            and all(signatures.get(name) == signature for name in sweep_runs)
             and all(
                 isinstance(fits.get(device), dict)
                 and _number(fits[device].get("fixed_ms")) is not None

@@ -22,11 +22,7 @@ from tb_devicecost.analysis.run_data import Retraces
 from tb_devicecost.analysis.run_data import Stats
 from tb_devicecost.analysis.run_data import StepNumbers
 from tb_devicecost.analysis.run_data import Wall
-
-
-def aggregate_usable(aggregate):
-    """Whether the numbers can come from this aggregate (else from the series)."""
-    return numbers_from_aggregate(aggregate, []) is not None
+from tb_devicecost.format.readable import unreadable_components
 
 
 def _component_stats(summary):
@@ -68,11 +64,8 @@ def numbers_from_aggregate(aggregate, problems):
         name: _component_stats(components.get(name))
         for name in vocabulary.COMPONENTS + ("step",)
     }
-    invalid = [
-        name
-        for name, digest in stats.items()
-        if digest.count is None or digest.sum is None
-    ]
+    # The format's rule, which the reader applies too (`readable.py`).
+    invalid = unreadable_components(components)
     if invalid:
         problems.append(
             "The aggregate holds invalid numbers (NaN, negative or missing) for "
