@@ -11,44 +11,22 @@ session (a `fit` call) holds tracing and compilation: it is recorded as
 warm-up and kept out of the steady-state statistics.
 """
 
-import collections
-import contextlib
 import os
-import signal
-import threading
 import time
 import warnings
-import weakref
 
 import numpy as np
 
 from tb_devicecost import metadata
-from tb_devicecost import stats
 from tb_devicecost import vocabulary
 from tb_devicecost import writer as writer_module
-
-# Spikes are judged against the median once this many steps are known.
-_SPIKE_MIN_HISTORY = 8
-# Step numbers kept for warm-ups and spikes (for marking them on charts).
-_MAX_MARKED_STEPS = 100
-
-# Documents are bounded (docs/FORMAT.md, "JSON documents"): a list keeps
-# its newest MAX_DOCUMENT_ITEMS items, a string its first
-# MAX_DOCUMENT_STRING characters, and a document whose JSON would still be
-# longer than MAX_DOCUMENT_BYTES has its lists shortened (newest kept)
-# until it fits.
-# Writing one then costs the loop milliseconds at most.
-MAX_DOCUMENT_ITEMS = 1000
-MAX_DOCUMENT_STRING = 10_000
-MAX_DOCUMENT_BYTES = 1 << 20
-
-# Per-step rows hold `vocabulary.ROW_COLUMNS`, in that order.
-_ROW_WARMUP = vocabulary.COLUMN[vocabulary.WARMUP]
-_ROW_COMPONENTS = slice(
-    vocabulary.COLUMN[vocabulary.DATA_WAIT_MS],
-    vocabulary.COLUMN[vocabulary.HOST_OVERHEAD_MS] + 1,
-)
-_ROW_BATCH = vocabulary.COLUMN[vocabulary.BATCH_SIZE]
+from tb_devicecost.aggregate import ROW_BATCH
+from tb_devicecost.aggregate import ROW_COMPONENTS
+from tb_devicecost.aggregate import ROW_WARMUP
+from tb_devicecost.aggregate import RunAggregate
+from tb_devicecost.document_limits import MAX_DOCUMENT_STRING
+from tb_devicecost.document_limits import bounded_document
+from tb_devicecost.sigterm import SIGTERM_CHAIN
 
 
 class StepAccounting:
@@ -67,7 +45,10 @@ class StepAccounting:
     calls `on_failure`, when its owner set one) and switches itself off;
     the training loop is never interrupted. On SIGTERM, every recorder in a
     session writes its steps and an `"interrupted"` aggregate, then the
-    signal goes on to the handler that was there before (`_SigtermChain`).
+    signal goes on to the handler that was there before (`sigterm.py`).
+    The statistics of the `devicecost/aggregate` document are kept by a
+    `RunAggregate` (`aggregate.py`), every document bounded by
+    `document_limits.py`.
 
     Args:
         run_dir: Directory of the TensorBoard run to write into.
@@ -107,33 +88,10 @@ class StepAccounting:
         self._excluded = 0.0
         self._next_is_warmup = True
         self._sessions = 0
-        self._steady = {
-            name: stats.RunningStats() for name in vocabulary.COMPONENTS + ("step",)
-        }
-        self._warmup = stats.RunningStats()
-        # How long each steady step's fetch took, whether or not the device
-        # was busy meanwhile (the data wait is only the part it was not):
-        # a process's own input work, compared across the processes of a job.
-        self._fetch = stats.RunningStats()
-        self._warmup_steps = collections.deque(maxlen=_MAX_MARKED_STEPS)
-        self._spike_steps = collections.deque(maxlen=_MAX_MARKED_STEPS)
-        self._num_spikes = 0
-        self._steady_samples = 0
-        self._batch_sizes = set()
+        self._aggregate = RunAggregate(self._clock)
         self._info = {}
-        self._fetch_floor_ms = None
         self._watched_steps = None
         self._watched_rows = {}
-        # The wall time accounted for (fits, or evaluate calls), and the part
-        # of it spent on our own measurements, kept out of the steps.
-        self._span_started = None
-        self._span_total = 0.0
-        self._measurement_total = 0.0
-        self._retraces = None
-        # Steps timed under asynchronous dispatch whose pace the device set
-        # (it was still busy with the step before when they were
-        # dispatched), and those whose pace the training thread set.
-        self._pace = [0, 0]
         # Called with the error instead of warning, when set: the owner of
         # several recorders (the callback) warns once and stops them all.
         self.on_failure = None
@@ -269,8 +227,8 @@ class StepAccounting:
         if not self._next_is_warmup and steps == 1:
             # A synchronous step's fetch is all data wait (`AsyncSteps`
             # adds the full fetches of asynchronous ones).
-            self._fetch.add(np.array([data_wait * 1e3]))
-        self._measurement_total += excluded
+            self._aggregate.fetch.add(np.array([data_wait * 1e3]))
+        self._aggregate.measurement_total += excluded
         wall = data_wait + compute + host
         for index in range(steps):
             self._rows.append(
@@ -312,7 +270,7 @@ class StepAccounting:
             self.boundary()
             self._sessions += 1
             self._next_is_warmup = True
-            _SIGTERM.track(self)
+            SIGTERM_CHAIN.track(self)
             self._info.update(info or {})
             self._write_info()
         except Exception as error:  # pylint: disable=broad-except
@@ -335,30 +293,20 @@ class StepAccounting:
         warm-up, our own measurements and the time between steps (epoch
         starts, validation, other callbacks), which add up to it.
         """
-        if self._span_started is None:
-            self._span_started = self._clock() if now is None else now
+        self._aggregate.begin_span(now)
 
     def end_span(self, now=None):
         """Ends the wall time started by `begin_span`."""
-        if self._span_started is not None:
-            now = self._clock() if now is None else now
-            self._span_total += now - self._span_started
-            self._span_started = None
+        self._aggregate.end_span(now)
 
     def set_retraces(self, count, steps=(), source="tf.function tracing count", seconds=None):
         """Records how often the step function was traced (or compiled)
         again after its warm-up, at which steps, and the evidence."""
-        self._retraces = {
-            "count": int(count),
-            "steps": [int(step) for step in list(steps)[-_MAX_MARKED_STEPS:]],
-            "source": source,
-        }
-        if seconds is not None:
-            self._retraces["seconds"] = float(seconds)
+        self._aggregate.set_retraces(count, steps, source, seconds)
 
     def set_fetch_floor(self, milliseconds):
         """Records the cost of handing over a batch that is already ready."""
-        self._fetch_floor_ms = milliseconds
+        self._aggregate.fetch_floor_ms = milliseconds
 
     def write_placement(self, placement):
         """Writes the placement document (devices, variables, ops)."""
@@ -411,7 +359,7 @@ class StepAccounting:
             status: Recorded in the aggregate: `"complete"`, or
                 `"interrupted"` when the loop raised.
         """
-        _SIGTERM.untrack(self)
+        SIGTERM_CHAIN.untrack(self)
         if not self.enabled:
             return
         self.boundary()
@@ -456,13 +404,13 @@ class StepAccounting:
         first = self._global_step
         block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
         block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start + self._wall_offset
-        block[:, _ROW_COMPONENTS] = np.stack([data_wait, compute, host], axis=1) * 1e3
-        block[:, _ROW_BATCH] = batch_size
-        block[:, _ROW_WARMUP] = 0.0
+        block[:, ROW_COMPONENTS] = np.stack([data_wait, compute, host], axis=1) * 1e3
+        block[:, ROW_BATCH] = batch_size
+        block[:, ROW_WARMUP] = 0.0
         if self._next_is_warmup:
-            block[0, _ROW_WARMUP] = 1.0
+            block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
-        self._measurement_total += float(np.sum(excluded))
+        self._aggregate.measurement_total += float(np.sum(excluded))
         if self._watched_steps is not None:
             for index, step in enumerate(range(first, first + count)):
                 if step in self._watched_steps:
@@ -483,14 +431,12 @@ class StepAccounting:
 
     def add_fetch_times(self, fetch_ms):
         """Adds the full durations (ms) of steady steps' fetches."""
-        self._fetch.add(np.asarray(fetch_ms, dtype=np.float64))
+        self._aggregate.fetch.add(np.asarray(fetch_ms, dtype=np.float64))
 
     def count_pace(self, device_paced):
         """Counts which side set the pace of steps just added (a bool
         array, or one bool), under asynchronous dispatch."""
-        device = int(np.count_nonzero(device_paced))
-        self._pace[0] += device
-        self._pace[1] += int(np.size(device_paced)) - device
+        self._aggregate.count_pace(device_paced)
 
     def _flush_rows(self):
         if not self._rows and not self._blocks:
@@ -503,102 +449,13 @@ class StepAccounting:
         self._rows = []
         self._blocks = []
         self._block_rows = 0
-        warmup = rows[:, _ROW_WARMUP] > 0
-        steady = rows[~warmup]
-        for row in rows[warmup]:
-            self._warmup.add(row[_ROW_COMPONENTS].sum(keepdims=True))
-            self._warmup_steps.append(int(row[0]))
-        if len(steady):
-            self._add_steady(steady)
+        self._aggregate.add_rows(rows)
         # The warm-up flag is written per step, so readers never guess it.
         self._writer.write_steps(rows)
 
-    def _add_steady(self, rows):
-        data_wait, compute, host = rows[:, _ROW_COMPONENTS].T
-        compute_stats = self._steady["compute"]
-        if compute_stats.count >= _SPIKE_MIN_HISTORY:
-            median = compute_stats.percentile(50)
-        else:
-            median = float(np.median(compute))
-        spikes = rows[compute > vocabulary.SPIKE_RATIO * max(median, 1e-6), 0]
-        self._num_spikes += len(spikes)
-        self._spike_steps.extend(int(step) for step in spikes)
-        self._steady["data_wait"].add(data_wait)
-        self._steady["compute"].add(compute)
-        self._steady["host_overhead"].add(host)
-        self._steady["step"].add(data_wait + compute + host)
-        batch = rows[:, _ROW_BATCH]
-        known = np.isfinite(batch)
-        self._steady_samples += int(batch[known].sum())
-        self._batch_sizes.update(int(size) for size in np.unique(batch[known]))
-
     def aggregate(self, status="running"):
         """Returns the cumulative aggregate document (JSON-ready)."""
-        steady_wall_ms = self._steady["step"].total
-        batch_sizes = sorted(self._batch_sizes)
-        return {
-            "schema": metadata.SCHEMA_VERSION,
-            "status": status,
-            "steps": self._global_step,
-            "steady_steps": self._steady["step"].count,
-            "sessions": self._sessions,
-            "components": {
-                name: running.summary() for name, running in self._steady.items()
-            },
-            "warmup": {
-                "count": self._warmup.count,
-                "sum_ms": self._warmup.total,
-                "max_ms": self._warmup.maximum if self._warmup.count else None,
-                "steps": list(self._warmup_steps),
-            },
-            "spikes": {
-                "count": self._num_spikes,
-                "ratio": vocabulary.SPIKE_RATIO,
-                "steps": list(self._spike_steps),
-            },
-            "samples": self._steady_samples,
-            "samples_per_s": (
-                self._steady_samples / (steady_wall_ms / 1e3)
-                if steady_wall_ms > 0 and self._steady_samples
-                else None
-            ),
-            "batch_size": {
-                "min": batch_sizes[0] if batch_sizes else None,
-                "max": batch_sizes[-1] if batch_sizes else None,
-                "distinct": len(batch_sizes),
-            },
-            "fetch_floor_ms": self._fetch_floor_ms,
-            "wall_ms": self._wall_ms(),
-            "retraces": self._retraces,
-            "fetch": self._fetch.summary() if self._fetch.count else None,
-            "pace": (
-                {"device_steps": self._pace[0], "host_steps": self._pace[1]}
-                if any(self._pace)
-                else None
-            ),
-            "updated": time.time(),
-        }
-
-    def _wall_ms(self):
-        """The accounted wall time and its parts, in milliseconds."""
-        total = self._span_total
-        if self._span_started is not None:
-            total += self._clock() - self._span_started
-        if total <= 0:
-            return None
-        total_ms = total * 1e3
-        steps_ms = self._steady["step"].total
-        warmup_ms = self._warmup.total
-        measurement_ms = self._measurement_total * 1e3
-        return {
-            "total": total_ms,
-            "steps": steps_ms,
-            "warmup": warmup_ms,
-            "measurement": measurement_ms,
-            "between_steps": max(
-                0.0, total_ms - steps_ms - warmup_ms - measurement_ms
-            ),
-        }
+        return self._aggregate.document(status, self._global_step, self._sessions)
 
     def _fail(self, error):
         if not self.enabled:
@@ -626,7 +483,7 @@ class StepAccounting:
             self._writer.close()
         except Exception:  # pylint: disable=broad-except
             pass
-        _SIGTERM.untrack(self)
+        SIGTERM_CHAIN.untrack(self)
         if self.on_failure is not None:
             try:
                 self.on_failure(error)
@@ -640,132 +497,3 @@ class StepAccounting:
             RuntimeWarning,
             stacklevel=3,
         )
-
-
-def bounded_document(document):
-    """`document` within the bounds of docs/FORMAT.md (`MAX_DOCUMENT_*`).
-
-    Lists keep their newest (last) `MAX_DOCUMENT_ITEMS` items, strings
-    their first `MAX_DOCUMENT_STRING` characters; if the JSON would still
-    exceed `MAX_DOCUMENT_BYTES`, every list is shortened by the share it is
-    over (newest kept) until it does not. A document that was cut says so:
-    `"truncated": true`. Returns `document` itself when nothing was cut.
-    """
-    cut = [False]
-
-    def bound(value):
-        if isinstance(value, dict):
-            return {key: bound(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            if len(value) > MAX_DOCUMENT_ITEMS:
-                cut[0] = True
-                value = value[-MAX_DOCUMENT_ITEMS:]
-            return [bound(item) for item in value]
-        if isinstance(value, str) and len(value) > MAX_DOCUMENT_STRING:
-            cut[0] = True
-            return value[:MAX_DOCUMENT_STRING] + "…"
-        return value
-
-    bounded = bound(document)
-    for _ in range(8):
-        size = _json_size(bounded)
-        if size <= MAX_DOCUMENT_BYTES:
-            break
-        # Every list shortened by the share the document is over (newest
-        # kept): one or two rounds, each a single encoding.
-        keep = 0.9 * MAX_DOCUMENT_BYTES / size
-        lists = [items for items in _lists(bounded) if len(items) > 1]
-        if not lists:
-            break
-        for items in lists:
-            del items[: len(items) - max(1, int(len(items) * keep))]
-        cut[0] = True
-    else:
-        size = _json_size(bounded)
-    if size > MAX_DOCUMENT_BYTES:
-        # Nothing left to shorten: what remains says only that it was cut.
-        bounded = {key: bounded[key] for key in ("schema",) if key in bounded}
-        cut[0] = True
-    if not cut[0]:
-        return document
-    bounded["truncated"] = True
-    return bounded
-
-
-def _json_size(document):
-    """Bytes of `document` as the writer encodes it (`metadata.encode_json`)."""
-    return len(metadata.encode_json(document))
-
-
-def _lists(value):
-    """Every list inside a document, depth first."""
-    stack, found = [value], []
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            found.append(value)
-            stack.extend(value)
-    return found
-
-
-class _SigtermChain:
-    """On SIGTERM, every recorder in a session writes what it has and
-    marks its run `"interrupted"`; then the signal goes on as if we were
-    not there: to the handler installed before ours, or, for the default
-    disposition, the process ends by the signal as it would have.
-
-    Installed (from the main thread only) while some recorder is in a
-    session, and put back when the last one ends, unless someone installed
-    another handler since. A handler set from C code, or SIGTERM ignored,
-    is left alone: nothing would run ours, or the process is not ending.
-    """
-
-    def __init__(self):
-        self._recorders = weakref.WeakSet()
-        self._previous = None
-        self._installed = False
-
-    def track(self, recorder):
-        self._recorders.add(recorder)
-        if self._installed or threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            previous = signal.getsignal(signal.SIGTERM)
-            if previous is None or previous == signal.SIG_IGN:
-                return
-            signal.signal(signal.SIGTERM, self._handle)
-        except (ValueError, OSError, AttributeError):
-            return
-        self._previous, self._installed = previous, True
-
-    def untrack(self, recorder):
-        self._recorders.discard(recorder)
-        if len(self._recorders) or not self._installed:
-            return
-        if threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            if signal.getsignal(signal.SIGTERM) == self._handle:
-                signal.signal(signal.SIGTERM, self._previous)
-        except (ValueError, OSError):
-            return
-        self._previous, self._installed = None, False
-
-    def _handle(self, signum, frame):
-        for recorder in list(self._recorders):
-            try:
-                recorder._interrupted()  # pylint: disable=protected-access
-            except Exception:  # pylint: disable=broad-except
-                pass
-        previous = self._previous
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_DFL:
-            # End as the default disposition would: by the signal itself.
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-
-
-_SIGTERM = _SigtermChain()

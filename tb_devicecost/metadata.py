@@ -110,7 +110,7 @@ def encode_json(document):
 # window, its steps, a step); anything deeper is not ours, and is refused
 # before it can exhaust the recursion of whoever walks it next.
 MAX_DOCUMENT_DEPTH = 32
-# The writer keeps documents within 1 MiB (`accounting.MAX_DOCUMENT_BYTES`);
+# The writer keeps documents within 1 MiB (`document_limits.MAX_DOCUMENT_BYTES`);
 # older versions wrote trace documents of a few MiB. Larger is not ours.
 MAX_DOCUMENT_CHARACTERS = 16 << 20
 

@@ -15,6 +15,7 @@ import pytest
 from tb_devicecost import metadata
 from tb_devicecost import reader
 from tb_devicecost import accounting
+from tb_devicecost import document_limits
 
 from support import FakeClock
 
@@ -431,11 +432,11 @@ def test_documents_are_bounded_and_cost_the_loop_little(tmp_path):
     record = read_back(tmp_path / "run", tmp_path)["run"]
     trace = record.trace
     assert trace["truncated"] is True
-    assert len(metadata.encode_json(trace)) <= accounting.MAX_DOCUMENT_BYTES
-    assert len(trace["note"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    assert len(metadata.encode_json(trace)) <= document_limits.MAX_DOCUMENT_BYTES
+    assert len(trace["note"]) <= document_limits.MAX_DOCUMENT_STRING + 1
     # The newest items are the ones kept.
     assert trace["windows"][-1]["start_step"] == 39
     assert trace["windows"][-1]["steps"][-1]["step"] == 1999
-    assert len(record.placement["blob"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    assert len(record.placement["blob"]) <= document_limits.MAX_DOCUMENT_STRING + 1
     # A document within the bounds is written as it is.
-    assert accounting.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}
+    assert document_limits.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}
