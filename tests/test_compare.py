@@ -1,4 +1,4 @@
-"""`tb_devicecost.analysis.compare`: which run is compared with which, and how.
+"""`tb_devicecost.analysis.compare` and `pairing`: which run is compared with which, and how.
 
 Like with like (role by role), never a run with itself; speedups of mean
 steps; explanations in words.
@@ -12,7 +12,7 @@ from tb_devicecost import analysis
 from tb_devicecost import formatting
 from tb_devicecost import metadata
 from tb_devicecost import reader
-from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import pairing
 
 from support import FakeClock
 
@@ -424,5 +424,5 @@ def test_a_baseline_of_another_model_is_said_so_in_each_row(helpers):
             analysis.compare_runs(runs, baseline="small_work/batch10-cpu0/train")["rows"]}
     assert rows["small_work/batch512-gpu0/train"]["same_model"] is True
     assert "Different models" not in rows["small_work/batch512-gpu0/train"]["explanation"]
-    assert compare.same_model("a/gpu/train", "a/cpu/train")
-    assert not compare.same_model("a/gpu/train", "a/cpu/validation")
+    assert pairing.same_model("a/gpu/train", "a/cpu/train")
+    assert not pairing.same_model("a/gpu/train", "a/cpu/validation")

@@ -42,8 +42,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     assert set(modules) == {
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
-        "device_side", "estimates", "finding_text", "verdicts", "compare", "waiting", "jobs",
-        "workers", "predictions", "report", "wording"}
+        "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
+        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -64,8 +64,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # the checks of raw values up to the report.
     order = ["wording", "device_split", "guards", "names", "run_data", "step_numbers",
              "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
-             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "compare",
-             "waiting", "jobs", "workers", "predictions", "report"]
+             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
         inside = {module.split(".")[2] for module in modules[name]

@@ -21,7 +21,9 @@ only those before it):
   set apart as the cost of a ready batch (`data_wait`), the device side of
   the trace windows (`device_side`), what a fix would buy (`estimates`);
   every finding's words in `finding_text` and `wording` (headlines).
-- `compare`: which run is compared with which, speedups and explanations.
+- `compare`: speedups and differences against a baseline, and why in
+  numbers (`scaling`, `parts`); which run is compared with which in
+  `pairing`, the explanation's words in `comparison_text`.
 - `workers`: the processes of a distributed job lined up by step, their
   waits for each other and the straggler (`docs/VERDICTS.md`).
 - `predictions`: each finding's predicted gain beside what a fixed
@@ -30,7 +32,7 @@ only those before it):
 """
 
 from tb_devicecost.analysis.compare import compare_runs
-from tb_devicecost.analysis.compare import default_baseline
+from tb_devicecost.analysis.pairing import default_baseline
 from tb_devicecost.analysis.report import REPORT_SCHEMA
 from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run

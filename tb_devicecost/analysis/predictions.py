@@ -22,7 +22,7 @@ each other"): two runs are of the same model when they have the same role
   `PyDataset`; `tf.data` pipelines, whose settings are not recorded, all
   count as different), so a longer fit of one pipeline is not its fix;
 - **a larger batch**: runs whose names differ only in batch-size words
-  (`compare.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
+  (`pairing.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
   device, where the run has a finding that estimates a larger batch
   (`latency_bound`, `small_batch`); the counterpart is the larger batch
   nearest the one the finding chose;
@@ -38,7 +38,7 @@ everything returned is JSON-ready data.
 
 import math
 
-from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import names
 from tb_devicecost.formatting import fmt_count
 from tb_devicecost.formatting import fmt_ms
@@ -209,7 +209,7 @@ def _batch_pairs(run, runs, signatures):
     candidates = [
         other for other in runs
         if _same_model(run, other, signatures)
-        and compare.same_model(run["run"], other["run"])
+        and pairing.same_model(run["run"], other["run"])
         and other.get("device") == run["device"]
         and (other.get("batch_size") or 0) > batch
     ]
@@ -251,7 +251,7 @@ def _device_pairs(runs, signatures, sweeps):
         for other in runs[index + 1:]:
             if (
                 not _same_model(run, other, signatures)
-                or not compare.same_model(run["run"], other["run"])
+                or not pairing.same_model(run["run"], other["run"])
                 or not run.get("device") or not other.get("device")
                 or run["device"] == other["device"]
                 or not run.get("batch_size")
