@@ -12,10 +12,10 @@ import warnings
 import numpy as np
 import pytest
 
-from tb_devicecost import metadata
-from tb_devicecost import reader
-from tb_devicecost import accounting
-from tb_devicecost import document_limits
+from tb_devicecost.format import document_limits
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 from support import FakeClock
 
@@ -297,7 +297,7 @@ class FullDisk:
 
 
 def test_after_a_full_disk_the_run_says_it_was_interrupted_and_why(tmp_path, monkeypatch):
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     disk = FullDisk(tmp_path, capacity=12_000)
     def full_disk_file(run_dir, path):
@@ -330,7 +330,7 @@ SIGTERM_SCRIPT = """
 import os, signal, sys, time
 sys.path.insert(0, {tests!r})
 from support import FakeClock
-from tb_devicecost import accounting
+from tb_devicecost.recording import accounting
 {handler}
 clock = FakeClock()
 recorder = accounting.StepAccounting({run_dir!r}, flush_steps=256, clock=clock)

@@ -7,12 +7,12 @@ steps; explanations in words.
 import numpy as np
 import pytest
 
-from tb_devicecost import accounting
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import metadata
-from tb_devicecost import reader
+from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import pairing
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 from support import FakeClock
 

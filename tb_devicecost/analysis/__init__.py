@@ -1,6 +1,6 @@
 """Turns recorded runs into numbers, a verdict with fixes, and a comparison.
 
-Pure functions over the `RunRecord`s of `tb_devicecost.reader` (or plain
+Pure functions over the `RunRecord`s of `tb_devicecost.reading.reader` (or plain
 dicts with the same fields): the TensorBoard plugin and
 `tb-devicecost report` both call them, so the tab and the command can never
 disagree. Nothing here imports Keras, TensorFlow or TensorBoard, and every
@@ -43,12 +43,12 @@ from tb_devicecost.analysis.sweeps import find_sweeps
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
-from tb_devicecost.vocabulary import COMPONENTS
+from tb_devicecost.format.vocabulary import COMPONENTS
 
-# Figures in findings are written by `tb_devicecost.formatting`; these two
+# Figures in findings are written by `tb_devicecost.analysis.formatting`; these two
 # names stay here for callers that import them from the analysis.
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 
 __all__ = [
     "COMPONENTS",

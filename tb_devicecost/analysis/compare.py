@@ -10,13 +10,13 @@ a trace, the batch's copy to the device (`parts`). `docs/VERDICTS.md`
 ("Comparing runs") documents the rules.
 """
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import comparison_text
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.format import vocabulary
 
 
 def compare_runs(results, baseline=None, context=None):

@@ -9,14 +9,14 @@ crossover, the device's busy time, the batch's copy to the device.
 `docs/VERDICTS.md` ("Comparing runs") documents the rules.
 """
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
+from tb_devicecost.analysis.formatting import MISSING
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
-from tb_devicecost.formatting import MISSING
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_speedup
+from tb_devicecost.format import vocabulary
 
 # Speedups within this distance of 1 read "as fast as".
 SAME_SPEED = 0.05

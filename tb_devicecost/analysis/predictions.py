@@ -38,11 +38,11 @@ everything returned is JSON-ready data.
 
 import math
 
-from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import names
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_speedup
+from tb_devicecost.analysis import pairing
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_speedup
 
 # A counterpart is a faster input pipeline when its mean wait above a ready
 # batch is at most this share of the run's: a quarter of the waiting gone.

@@ -9,7 +9,6 @@ run's problems what they had to leave out or estimate.
 
 import numpy as np
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_counts
@@ -17,11 +16,12 @@ from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import float_array
 from tb_devicecost.analysis.guards import plausible_array
-from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.run_data import Retraces
 from tb_devicecost.analysis.run_data import Stats
 from tb_devicecost.analysis.run_data import StepNumbers
+from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.run_data import Wall
+from tb_devicecost.format import vocabulary
 from tb_devicecost.format.readable import unreadable_components
 
 

@@ -23,8 +23,8 @@ from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
 from tb_devicecost.analysis.thresholds import RETRACING_MODERATE
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_STEP_MS
-from tb_devicecost.analysis.thresholds import STALL_P90_FACTOR
 from tb_devicecost.analysis.thresholds import STALLS_MODERATE
+from tb_devicecost.analysis.thresholds import STALL_P90_FACTOR
 from tb_devicecost.analysis.thresholds import WARMUP_DOMINATED
 from tb_devicecost.analysis.thresholds import WARMUP_FINDING
 

@@ -32,11 +32,13 @@ import re
 
 import numpy as np
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import wording
+from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
@@ -47,9 +49,7 @@ from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.names import run_name
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
-from tb_devicecost.formatting import confined
+from tb_devicecost.format import vocabulary
 
 # The share of every process's step lost to one process above which it is
 # the straggler (moderate) and the finding is high: the profiler's input

@@ -9,7 +9,7 @@ run's numbers can come from its aggregate or need its per-step series
 
 import math
 
-from tb_devicecost import vocabulary
+from tb_devicecost.format import vocabulary
 
 # Bounds of every number read (ms, counts, rates, bytes), besides 0: a
 # nanosecond is far below any step's part, 1e15 ms is 31,000 years. Ratios
