@@ -20,8 +20,7 @@ def __getattr__(name):
 
         return DeviceCostCallback
     if name == "sweep":
-        # Its module is `batch_sweep`: a submodule named `sweep` would
-        # replace this function on the package once imported.
+        # Its module is `recording/batch_sweep.py` (Keras loads with it).
         from tb_devicecost.recording.batch_sweep import sweep
 
         return sweep

@@ -374,7 +374,3 @@ def _shows(characters, stream=None):
     except (UnicodeEncodeError, LookupError):
         return False
     return True
-
-
-if __name__ == "__main__":
-    sys.exit(main())
