@@ -52,8 +52,8 @@ def worker(backend, device, out, rounds, sweep=True, cases=None):
     import keras
     import numpy as np
 
-    from tb_devicecost.reading import reader
     import tb_devicecost
+    from tb_devicecost.reading import reader
     from models import build, data
 
     def fit_seconds(model, x, y, batch, callbacks):

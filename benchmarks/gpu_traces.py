@@ -20,8 +20,8 @@ import tarfile
 def worker(backend, out):
     os.environ["KERAS_BACKEND"] = backend
     import models
-    from tb_devicecost.reading import reader
     import tb_devicecost
+    from tb_devicecost.reading import reader
 
     results = []
     for batch in (32, 8192):

@@ -17,9 +17,9 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+import tb_devicecost  # noqa: E402
 from tb_devicecost.backends import asynchronous  # noqa: E402
 from tb_devicecost.backends import keras_loop  # noqa: E402
-import tb_devicecost  # noqa: E402
 
 
 def main():

@@ -20,9 +20,9 @@ import sys
 
 import models
 
+import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost.reading import reader
-import tb_devicecost
 
 FIVE = (16, 64, 256, 1024, 4096)
 DENSE = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)

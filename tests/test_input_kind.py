@@ -5,12 +5,12 @@ kind its own fix, never a setting the run already has (issue 23)."""
 import numpy as np
 import pytest
 
+import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import wording
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import input_kind
-import tb_devicecost
 
 
 def _samples(count=256):

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import tb_devicecost
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import profiling
-import tb_devicecost
 from demo import serve
 from tb_devicecost.traces import trace
 

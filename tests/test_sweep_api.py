@@ -11,12 +11,12 @@ import os
 
 import pytest
 
+import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost import cli
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.reading import reader
-import tb_devicecost
 
 from support import run_backend_script
 from sweep_models import build, build_uncompiled, data

@@ -13,13 +13,13 @@ import os
 import numpy as np
 import pytest
 
+import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown
 from tb_devicecost.reading import reader
-import tb_devicecost
 
 from support import FakeClock
 

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import thresholds
@@ -17,7 +18,6 @@ from tb_devicecost.analysis import verdicts
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
-import tb_devicecost
 
 from support import FakeClock
 

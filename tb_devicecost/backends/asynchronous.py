@@ -378,7 +378,19 @@ class TimedIterator:
     def __init__(self, clock, poll=None):
         self._clock = clock
         self._poll = poll
+        # An error of ours met inside Keras's call, raised after it.
+        self.error = None
         self.reset(None)
+
+    def _safe_poll(self, now):
+        # Runs inside Keras's step function, where an error of ours would
+        # end the step: polling stops instead (the completions then come
+        # from Keras's worker), and the error waits for `error`.
+        try:
+            self._poll(now)
+        except Exception as error:  # pylint: disable=broad-except
+            self._poll = None
+            self.error = error
 
     def reset(self, iterator):
         """Starts a call of the step function on `iterator` (one proxy
@@ -395,13 +407,13 @@ class TimedIterator:
     def __next__(self):
         started = self._clock()
         if self._poll is not None:
-            self._poll(started)
+            self._safe_poll(started)
         if self.start is None:
             self.start = started
         batch = next(self._iterator)
         self.fetched = self._clock()
         if self._poll is not None:
-            self._poll(self.fetched)
+            self._safe_poll(self.fetched)
         if self.count == 0:
             self.first = batch
         self.count += 1

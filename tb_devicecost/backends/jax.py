@@ -88,6 +88,9 @@ class JaxBackend(base.Backend):
                     compiles.step = None
                 if marker is not None:
                     window.close_marker(marker)
+            if proxy.error is not None:
+                error, proxy.error = proxy.error, None
+                raise error  # Ours: the callback stops; Keras keeps `result`.
             traced, count = steps.upcoming_step, proxy.count
             if proxy.count:
                 steps.dispatched(

@@ -86,7 +86,9 @@ class LoopClock:
     - `loop_batch_end(role, now)`: every batch-end hook has run, or been
       handed to the worker (main thread);
     - `loop_epoch_begin(now)`: the epoch's hooks ran; its first fetch
-      follows (the same after `on_test_begin`, with role `"test"`).
+      follows (the same after `on_test_begin`, with role `"test"`);
+    - `loop_failed(error)`: one of the above raised; Keras's own call goes
+      on (a failure of the recording never breaks the loop).
 
     Args:
         callbacks: The `CallbackList` of the fit or evaluation.
@@ -129,7 +131,10 @@ class LoopClock:
 
         def make(original):
             def on_batch_begin(batch, logs=None):
-                listener.loop_batch_begin(role, batch, clock())
+                try:
+                    listener.loop_batch_begin(role, batch, clock())
+                except Exception as error:  # pylint: disable=broad-except
+                    listener.loop_failed(error)
                 return original(batch, logs)
 
             return on_batch_begin
@@ -144,7 +149,10 @@ class LoopClock:
                 try:
                     return original(batch, logs)
                 finally:
-                    listener.loop_batch_end(role, clock())
+                    try:
+                        listener.loop_batch_end(role, clock())
+                    except Exception as error:  # pylint: disable=broad-except
+                        listener.loop_failed(error)
 
             return on_batch_end
 
@@ -162,7 +170,10 @@ class LoopClock:
                 # the step) and the first callback: converting them twice
                 # would hold the GIL twice as long on Keras's worker.
                 logs = python_utils.pythonify_logs(logs)
-                listener.loop_results(role, batch, clock())
+                try:
+                    listener.loop_results(role, batch, clock())
+                except Exception as error:  # pylint: disable=broad-except
+                    listener.loop_failed(error)
                 for callback in callbacks.callbacks:
                     getattr(callback, hook)(batch, logs=logs)
 
@@ -176,7 +187,10 @@ class LoopClock:
         def make(original):
             def after(*args, **kwargs):
                 result = original(*args, **kwargs)
-                listener.loop_epoch_begin(role, clock())
+                try:
+                    listener.loop_epoch_begin(role, clock())
+                except Exception as error:  # pylint: disable=broad-except
+                    listener.loop_failed(error)
                 return result
 
             return after

@@ -33,7 +33,13 @@ class StepRecording:
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
-        wrapper = self._backend.wrap_step(self, original, role)
+        if self._backend.asynchronous:
+            wrapper = _guarded(
+                self, original, lambda call: self._backend.wrap_step(self, call, role))
+        else:
+            # TensorFlow's wrapper reads Keras's function itself (its traced
+            # steps): it is handed the function as it is.
+            wrapper = self._backend.wrap_step(self, original, role)
         wrapper._devicecost_wrapper = True
         setattr(self._model, attribute, wrapper)
 
@@ -81,6 +87,9 @@ class StepRecording:
 
     def loop_epoch_begin(self, role, now):
         self._fetch_started = now
+
+    def loop_failed(self, error):
+        self._disable(error)
 
     def _results(self, loop_role, batch, now, in_hook):
         """The step's logs are Python numbers: its work is complete.
@@ -221,6 +230,59 @@ class StepRecording:
             "validation": self._validation,
             "evaluation": self._evaluation,
         }[role]
+
+
+class _Call:
+    """Keras's step function, called by the timed one: remembers whether
+    it was called, what it returned, and whether the error was its own."""
+
+    __slots__ = ("function", "called", "result", "raised")
+
+    def __init__(self, function):
+        self.function = function
+        self.called = self.raised = False
+        self.result = None
+
+    def __call__(self, *args, **kwargs):
+        self.called = True
+        try:
+            self.result = self.function(*args, **kwargs)
+        except BaseException:
+            self.raised = True
+            raise
+        return self.result
+
+
+def _guarded(callback, original, wrap_step):
+    """The backend's timed step function (`wrap_step(call)`), such that a
+    failure of ours never breaks the step: the model's own errors pass
+    through unchanged; ours switch the callback off (one warning) and the
+    step's result, or Keras's own call where the step had not run yet, goes
+    back to Keras. (What runs inside Keras's call, the timed iterator, does
+    not raise: it only reads clocks and asks `is_ready`.)"""
+    calls = []
+
+    def call_original(*args, **kwargs):
+        return calls[-1](*args, **kwargs)
+
+    timed = wrap_step(call_original)
+
+    def step(*args, **kwargs):
+        if not callback._enabled:
+            return original(*args, **kwargs)
+        call = _Call(original)
+        calls.append(call)
+        try:
+            return timed(*args, **kwargs)
+        except Exception as error:  # pylint: disable=broad-except
+            if call.raised:
+                raise  # The model's own error, as without the callback.
+            callback._disable(error)
+            return call.result if call.called else original(*args, **kwargs)
+        finally:
+            calls.pop()
+
+    return step
 
 
 def on_accelerator(document):

@@ -1,0 +1,66 @@
+"""`python failing_fits.py BACKEND LOGDIR`: fits where our own recording
+fails inside the step function, against the same fit without the callback.
+
+Each case makes one of our functions raise (`FAULTS`), fits a seeded model
+with `DeviceCostCallback` and without it, and prints one JSON object: per
+case, whether the weights and `history` are the same, how many steps ran,
+and the warnings the callback gave.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+BACKEND, LOGDIR = sys.argv[1], sys.argv[2]
+os.environ["KERAS_BACKEND"] = BACKEND
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tb_devicecost  # noqa: E402
+from tb_devicecost.backends import asynchronous  # noqa: E402
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("injected fault")
+
+
+# Where our code runs: inside Keras's call (the timed iterator's poll, on
+# JAX) and after it (the step's row).
+FAULTS = {"poll": (asynchronous.AsyncSteps, "poll"), "dispatched": (asynchronous.AsyncSteps, "dispatched")}
+
+
+def fit(callbacks):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    rng = np.random.default_rng(0)
+    x, y = rng.random((256, 8), dtype=np.float32), rng.random((256, 1), dtype=np.float32)
+    history = model.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False, callbacks=callbacks)
+    return model.get_weights(), history.history
+
+
+def main():
+    facts = {"backend": keras.backend.backend(), "cases": {}}
+    weights, history = fit([])
+    for name, (owner, attribute) in FAULTS.items():
+        original = getattr(owner, attribute)
+        setattr(owner, attribute, _broken)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got, got_history = fit([tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, name))])
+        finally:
+            setattr(owner, attribute, original)
+        facts["cases"][name] = {
+            "same_weights": all(np.array_equal(a, b) for a, b in zip(weights, got)),
+            "same_history": got_history == history,
+            "epochs": len(got_history.get("loss", [])),
+            "warnings": [str(w.message) for w in caught if "DeviceCostCallback" in str(w.message)],
+        }
+    print(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main()
