@@ -382,15 +382,12 @@ class TimedIterator:
         self.error = None
         self.reset(None)
 
-    def _safe_poll(self, now):
-        # Runs inside Keras's step function, where an error of ours would
-        # end the step: polling stops instead (the completions then come
-        # from Keras's worker), and the error waits for `error`.
-        try:
-            self._poll(now)
-        except Exception as error:  # pylint: disable=broad-except
-            self._poll = None
-            self.error = error
+    def _failed(self, error):
+        # Inside Keras's step function an error of ours would end the step:
+        # polling stops instead (the completions then come from Keras's
+        # worker), and the error waits in `error` for after the call.
+        self._poll = None
+        self.error = error
 
     def reset(self, iterator):
         """Starts a call of the step function on `iterator` (one proxy
@@ -406,14 +403,22 @@ class TimedIterator:
 
     def __next__(self):
         started = self._clock()
-        if self._poll is not None:
-            self._safe_poll(started)
+        poll = self._poll
+        if poll is not None:
+            try:
+                poll(started)
+            except Exception as error:  # pylint: disable=broad-except
+                self._failed(error)
         if self.start is None:
             self.start = started
         batch = next(self._iterator)
-        self.fetched = self._clock()
-        if self._poll is not None:
-            self._safe_poll(self.fetched)
+        self.fetched = fetched = self._clock()
+        poll = self._poll
+        if poll is not None:
+            try:
+                poll(fetched)
+            except Exception as error:  # pylint: disable=broad-except
+                self._failed(error)
         if self.count == 0:
             self.first = batch
         self.count += 1

@@ -234,12 +234,17 @@ class StepRecording:
 
 class _Call:
     """Keras's step function, called by the timed one: remembers whether
-    it was called, what it returned, and whether the error was its own."""
+    it was called, what it returned, and whether the error was its own.
+    One per wrapper, reset each step (a step function does not call
+    itself)."""
 
     __slots__ = ("function", "called", "result", "raised")
 
     def __init__(self, function):
         self.function = function
+        self.reset()
+
+    def reset(self):
         self.called = self.raised = False
         self.result = None
 
@@ -260,18 +265,13 @@ def _guarded(callback, original, wrap_step):
     step's result, or Keras's own call where the step had not run yet, goes
     back to Keras. (What runs inside Keras's call, the timed iterator, does
     not raise: it only reads clocks and asks `is_ready`.)"""
-    calls = []
-
-    def call_original(*args, **kwargs):
-        return calls[-1](*args, **kwargs)
-
-    timed = wrap_step(call_original)
+    call = _Call(original)
+    timed = wrap_step(call)
 
     def step(*args, **kwargs):
         if not callback._enabled:
             return original(*args, **kwargs)
-        call = _Call(original)
-        calls.append(call)
+        call.reset()
         try:
             return timed(*args, **kwargs)
         except Exception as error:  # pylint: disable=broad-except
@@ -279,8 +279,6 @@ def _guarded(callback, original, wrap_step):
                 raise  # The model's own error, as without the callback.
             callback._disable(error)
             return call.result if call.called else original(*args, **kwargs)
-        finally:
-            calls.pop()
 
     return step
 
