@@ -22,7 +22,10 @@ from tb_devicecost.formatting import fmt_speedup
 
 # Speedups within this distance of 1 read "as fast as".
 SAME_SPEED = 0.05
-# Components that differ by less than both of these are "the same".
+# Components that differ by less than either of these are not explained as
+# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
+# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
+# both figures unless they print the same (`_alike`).
 SAME_COMPONENT_MS = 0.05
 SAME_COMPONENT_RATIO = 0.10
 # A run's warm-up is mentioned when it is this many times the baseline's
@@ -386,10 +389,7 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         clauses.append(clause)
     if not different:
         clauses.append("no part of the step differs much")
-    if same:
-        names = [_LABELS[c] for c in same]
-        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        clauses.append(f"the {joined} {'is' if len(names) == 1 else 'are'} the same")
+    clauses.extend(_alike(same, values, base_values, unit))
     text = head + ": " + "; ".join(clauses) + "."
     warm, base_warm = run["warmup_ms"], base["warmup_ms"]
     if (
@@ -405,6 +405,31 @@ def _explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if slower and run["verdict"] and run["verdict"] != base["verdict"]:
         text += f" {name} is {run['verdict']}; {base_name} is {base['verdict']}."
     return text
+
+
+def _alike(components, values, base_values, unit):
+    """The clauses for components too close to explain, worded so that
+    they never contradict the figures the table prints beside them: "the
+    same" only where both print alike."""
+    equal = [c for c in components if fmt_ms(values[c]) == fmt_ms(base_values[c])]
+    clauses = []
+    if equal:
+        names = [_LABELS[c] for c in equal]
+        joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        clauses.append(f"the {joined} {'is' if len(names) == 1 else 'are'} the same")
+    for component in components:
+        if component in equal:
+            continue
+        value, base_value = values[component], base_values[component]
+        figures = f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms {unit}"
+        if abs(value - base_value) < SAME_COMPONENT_RATIO * max(abs(value), abs(base_value)):
+            clauses.append(f"the {_LABELS[component]} is about the same ({figures})")
+        else:
+            clauses.append(
+                f"the {_LABELS[component]} differs by under {fmt_ms(SAME_COMPONENT_MS)} ms "
+                f"({figures})"
+            )
+    return clauses
 
 
 def _reason(component, run, base, higher):
