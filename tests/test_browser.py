@@ -1154,6 +1154,15 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
                 formatting.fmt_speedup(pair["achieved_speedup"]))
             expect(row.locator(".dc-achieved-over-predicted")).to_have_text(
                 formatting.fmt_speedup(pair["achieved_over_predicted"]))
+            # The kind, then the sweep's name in code type as the README
+            # has it (sweep `sweep`): never "sweep sweep" in one run of text.
+            by = row.locator(".dc-prediction-by")
+            if pair["predicted_by"] == "sweep":
+                expect(by.locator("code.dc-sweep-name")).to_have_text(pair["sweep"])
+                assert by.evaluate("cell => cell.firstChild.textContent") == "sweep "
+            else:
+                expect(by.locator("code")).to_have_text(pair["predicted_by"])
+        assert any(pair["predicted_by"] == "sweep" for pair in report["predictions"])
         batch = table.locator('tr[data-change="batch_size"]')
         expect(batch.locator(".dc-prediction-change")).to_have_text("larger batch (10 \u2192 1,024)")
         page.screenshot(path=os.path.join(screenshots, "predictions.png"), full_page=True)
