@@ -1173,6 +1173,12 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
         chart = frame.locator(".dc-compare svg.dc-bars")
         expect(chart.locator('rect[data-component="handover"]')).to_have_count(2)
         expect(frame.locator('.dc-compare .dc-legend-item[data-component="handover"]')).to_have_count(1)
+        # One crossover for the model: its sweep's, named as such (issue 23).
+        [sweep] = report["sweeps"]
+        expect(frame.locator(".dc-compare .dc-crossover")).to_have_text(
+            "GPU:0 overtakes CPU:0 above about "
+            f"{formatting.fmt_count(sweep['crossover_batch'])} samples per step. "
+            "From the sweep \u201csweep\u201d of this model.")
         assert problems["console_errors"] == []
         assert problems["page_errors"] == []
         page.close()
