@@ -601,10 +601,11 @@ def _crossing(result, pair):
 
 
 def _signature(result):
-    # Imported here: `predictions` imports this module.
-    from tb_devicecost.analysis.predictions import model_signature  # pylint: disable=import-outside-toplevel
-
-    return model_signature(result)
+    """The run object's model: what `predictions.model_signature` read from
+    its run info (`report.analyze_run`), or `None` when unknown."""
+    if not result.get("parameters"):
+        return None
+    return result.get("backend"), result["parameters"], result.get("dtype_policy")
 
 
 def _model_sweep(run, base, context, found):
