@@ -49,10 +49,10 @@ benchmark: setup
 clean:
 	rm -rf $(VENV) build dist *.egg-info
 
-# The XSpace schema's generated code (tb_devicecost/protos/xplane_pb2.py).
+# The XSpace schema's generated code (tb_devicecost/traces/protos/xplane_pb2.py).
 # protoc 25 (grpcio-tools 1.62) writes code that loads on protobuf 4.21
 # and newer; the package ships the result, so only a schema change needs it.
 protos:
 	python3 -m venv /tmp/tb-devicecost-protoc
 	/tmp/tb-devicecost-protoc/bin/pip install -q "grpcio-tools==1.62.3"
-	/tmp/tb-devicecost-protoc/bin/python -m grpc_tools.protoc -I. --python_out=. tb_devicecost/protos/xplane.proto
+	/tmp/tb-devicecost-protoc/bin/python -m grpc_tools.protoc -I. --python_out=. tb_devicecost/traces/protos/xplane.proto

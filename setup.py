@@ -2,10 +2,10 @@
 
 The tab's frontend has one source, `frontend/` at the top of the repository
 (plain ES modules and CSS, no bundler). A wheel ships it as the package's
-data, `tb_devicecost/static/`: `build_py` below copies it there in the build
+data, `tb_devicecost/serving/static/`: `build_py` below copies it there in the build
 directory, never into the source tree, so git holds the frontend once. An
 editable install builds nothing; the plugin then serves `frontend/` in place
-(`tb_devicecost.plugin._static_root`). MANIFEST.in puts `frontend/` in the
+(`tb_devicecost.serving.plugin._static_root`). MANIFEST.in puts `frontend/` in the
 sdist, so a wheel built from the sdist has it too.
 """
 
@@ -15,11 +15,11 @@ import setuptools
 from setuptools.command.build_py import build_py
 
 FRONTEND = "frontend"
-STATIC = ("tb_devicecost", "static")
+STATIC = ("tb_devicecost", "serving", "static")
 
 
 class build_py_with_frontend(build_py):
-    """`build_py` that also copies `frontend/` into `tb_devicecost/static/`."""
+    """`build_py` that also copies `frontend/` into `tb_devicecost/serving/static/`."""
 
     def _frontend_mapping(self):
         """`{file in the build: file in frontend/}`."""

@@ -53,7 +53,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None):
     import numpy as np
 
     import tb_devicecost
-    from tb_devicecost import reader
+    from tb_devicecost.reading import reader
     from models import build, data
 
     def fit_seconds(model, x, y, batch, callbacks):

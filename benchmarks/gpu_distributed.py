@@ -206,7 +206,7 @@ def run_job(out, name, kind, delay_ms, mode, count, on_gpus, logdir, timeout=600
 def job_report(logdir):
     """The job's group in the report, and each process's run object."""
     from tb_devicecost import analysis
-    from tb_devicecost import reader
+    from tb_devicecost.reading import reader
 
     records = reader.read_runs(reader.local_provider(logdir))
     report = analysis.build_report(records)

@@ -6,7 +6,7 @@ the seeds' MLP (100 -> 128 -> 10) at batch 32 and 8192, times every step
 and captures a profiler trace of steps 20-29 of each with step markers
 (`jax.profiler.StepTraceAnnotation("train", step_num=...)`), the markers
 tb-devicecost's trace digest cuts steps by. The traces are copied to
-`OUT/batch<N>.xplane.pb`; `tb_devicecost.trace.digest_xspace` reads them
+`OUT/batch<N>.xplane.pb`; `tb_devicecost.traces.trace.digest_xspace` reads them
 where TensorFlow is installed.
 
 Usage: python benchmarks/gpu_trace_jax.py OUT

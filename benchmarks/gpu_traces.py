@@ -21,7 +21,7 @@ def worker(backend, out):
     os.environ["KERAS_BACKEND"] = backend
     import models
     import tb_devicecost
-    from tb_devicecost import reader
+    from tb_devicecost.reading import reader
 
     results = []
     for batch in (32, 8192):

@@ -59,7 +59,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from tb_devicecost import serve  # noqa: E402
+# The repository's root, for the demo's `serve` (as `overhead.py` does).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from demo import serve  # noqa: E402
 
 RUNS_TARGET_MS = 100.0
 ROUTE_TARGET_MS = 200.0
@@ -119,7 +121,7 @@ def run_plan(runs, steps, extra_run_steps=0):
 def write_run(logdir, entry):
     """Writes one run with the callback's step accounting, driven by a fake
     clock."""
-    from tb_devicecost.accounting import StepAccounting
+    from tb_devicecost.recording.accounting import StepAccounting
 
     rng = np.random.default_rng(1000 + entry["index"])
     profile = PROFILES[entry["profile"]]
@@ -491,7 +493,7 @@ def profile_provider(label, provider, logdir, run, count, repeats, top):
     from tensorboard import context as context_module
     from tensorboard.plugins import base_plugin
 
-    from tb_devicecost import plugin as plugin_module
+    from tb_devicecost.serving import plugin as plugin_module
 
     ctx = context_module.RequestContext()
     plugin = plugin_module.DeviceCostPlugin(
@@ -579,7 +581,7 @@ def rpc_timings(provider, run, repeats=10):
 def split_time(provider, ctx, name, run, repeats):
     """Median ms of the data provider's reads vs. the analysis."""
     from tb_devicecost import analysis
-    from tb_devicecost import reader
+    from tb_devicecost.reading import reader
 
     read, analyse = [], []
     for _ in range(repeats):

@@ -47,11 +47,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
+# The repository's root, for the demo's `serve` (as `overhead.py` does).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from demo import serve  # noqa: E402
 from tb_devicecost import analysis  # noqa: E402
-from tb_devicecost import reader  # noqa: E402
-from tb_devicecost import serve  # noqa: E402
-from tb_devicecost.accounting import StepAccounting  # noqa: E402
 from tb_devicecost.analysis import workers  # noqa: E402
+from tb_devicecost.reading import reader  # noqa: E402
+from tb_devicecost.recording.accounting import StepAccounting  # noqa: E402
 
 WORKERS_TARGET_S = 0.5
 REPORT_TARGET_S = 15.0

@@ -22,7 +22,7 @@ import models
 
 import tb_devicecost
 from tb_devicecost import analysis
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 FIVE = (16, 64, 256, 1024, 4096)
 DENSE = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)

@@ -30,7 +30,7 @@ import models
 
 import tb_devicecost
 from tb_devicecost import analysis
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 def steady_steps(kind, batch, devices, rounds, steps):
     """Per device, the steady step (ms) of fits without any callback."""

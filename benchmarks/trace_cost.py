@@ -30,7 +30,7 @@ import tb_devicecost  # noqa: E402
 # The repository's root, for the demo's models (benchmarks run as scripts).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from demo import scenarios  # noqa: E402
-from tb_devicecost import reader  # noqa: E402
+from tb_devicecost.reading import reader  # noqa: E402
 
 TARGET_RATIO = 2.0
 TARGET_BYTES = 5 * 1024 * 1024

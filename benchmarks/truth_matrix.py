@@ -46,7 +46,7 @@ def analyse(logdir, facts):
     """`[(case, injected, parts, verdict, ok)]` of one backend's runs."""
     sys.path.insert(0, ROOT)
     from tb_devicecost import analysis
-    from tb_devicecost import reader
+    from tb_devicecost.reading import reader
 
     report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"].split("/")[0]: run for run in report["runs"]}

@@ -19,8 +19,8 @@ import signal
 import sys
 import time
 
+from demo import serve as tb_serve
 from tb_devicecost import backends
-from tb_devicecost import serve as tb_serve
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 

@@ -15,8 +15,8 @@ import re
 import sys
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import reader
+from tb_devicecost.analysis import formatting
+from tb_devicecost.reading import reader
 
 START = "<!-- tour:start -->"
 END = "<!-- tour:end -->"
@@ -231,7 +231,7 @@ def predictions_table(pairs):
     """The report's predictions checked as a Markdown table: each run with a
     fixed counterpart, the gain predicted beside the gain achieved, the
     figures as `tb-devicecost report` writes them."""
-    from tb_devicecost.renderers import common
+    from tb_devicecost.cli.renderers import common
 
     lines = [
         "| run | with the fix | change | predicted by | predicted | achieved | achieved ÷ predicted |",
@@ -384,7 +384,7 @@ def _screenshot_views(logdir, images, views, height):
     view or None)`."""
     from playwright.sync_api import sync_playwright
 
-    from tb_devicecost import serve
+    from demo import serve
 
     os.makedirs(images, exist_ok=True)
     process, base = serve.start_tensorboard(logdir, 6106)

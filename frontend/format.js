@@ -1,5 +1,5 @@
 // How every figure of the tab is written: the one rule of
-// `tb_devicecost/formatting.py` (the report and the findings), mirrored
+// `tb_devicecost/analysis/formatting.py` (the report and the findings), mirrored
 // exactly, so a number reads the same in the tab, in the findings and in
 // `tb-devicecost report`. Nothing here touches the DOM.
 //

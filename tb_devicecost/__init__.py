@@ -6,7 +6,7 @@ Importing this package is cheap: Keras is imported only when
 `DeviceCostCallback` or `sweep` is first used.
 """
 
-from tb_devicecost.recorder import StepRecorder
+from tb_devicecost.recording.recorder import StepRecorder
 from tb_devicecost.version import __version__
 
 __all__ = ["DeviceCostCallback", "StepRecorder", "__version__", "sweep"]
@@ -16,13 +16,12 @@ def __getattr__(name):
     # Keras (and its backend) load only when the callback is asked for, so
     # the CLI and the TensorBoard plugin stay light.
     if name == "DeviceCostCallback":
-        from tb_devicecost.callback import DeviceCostCallback
+        from tb_devicecost.recording.callback import DeviceCostCallback
 
         return DeviceCostCallback
     if name == "sweep":
-        # Its module is `batch_sweep`: a submodule named `sweep` would
-        # replace this function on the package once imported.
-        from tb_devicecost.batch_sweep import sweep
+        # Its module is `recording/batch_sweep.py` (Keras loads with it).
+        from tb_devicecost.recording.batch_sweep import sweep
 
         return sweep
     raise AttributeError(f"module 'tb_devicecost' has no attribute {name!r}")

@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 from tb_devicecost import analysis
-from tb_devicecost import metadata
-from tb_devicecost import reader
-from tb_devicecost import writer as writer_module
+from tb_devicecost.format import metadata
+from tb_devicecost.format import writer as writer_module
+from tb_devicecost.reading import reader
 
 
 def _two_logical_cpus():

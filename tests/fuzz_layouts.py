@@ -17,10 +17,10 @@ import json
 import os
 import random
 
-from tb_devicecost import accounting
 from tb_devicecost import analysis
-from tb_devicecost import reader
-from tb_devicecost.renderers import console
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 from support import FakeClock
 

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 
 class FakeClock:

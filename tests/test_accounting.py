@@ -12,9 +12,10 @@ import warnings
 import numpy as np
 import pytest
 
-from tb_devicecost import metadata
-from tb_devicecost import reader
-from tb_devicecost import accounting
+from tb_devicecost.format import document_limits
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 from support import FakeClock
 
@@ -296,7 +297,7 @@ class FullDisk:
 
 
 def test_after_a_full_disk_the_run_says_it_was_interrupted_and_why(tmp_path, monkeypatch):
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     disk = FullDisk(tmp_path, capacity=12_000)
     def full_disk_file(run_dir, path):
@@ -329,7 +330,7 @@ SIGTERM_SCRIPT = """
 import os, signal, sys, time
 sys.path.insert(0, {tests!r})
 from support import FakeClock
-from tb_devicecost import accounting
+from tb_devicecost.recording import accounting
 {handler}
 clock = FakeClock()
 recorder = accounting.StepAccounting({run_dir!r}, flush_steps=256, clock=clock)
@@ -431,11 +432,11 @@ def test_documents_are_bounded_and_cost_the_loop_little(tmp_path):
     record = read_back(tmp_path / "run", tmp_path)["run"]
     trace = record.trace
     assert trace["truncated"] is True
-    assert len(metadata.encode_json(trace)) <= accounting.MAX_DOCUMENT_BYTES
-    assert len(trace["note"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    assert len(metadata.encode_json(trace)) <= document_limits.MAX_DOCUMENT_BYTES
+    assert len(trace["note"]) <= document_limits.MAX_DOCUMENT_STRING + 1
     # The newest items are the ones kept.
     assert trace["windows"][-1]["start_step"] == 39
     assert trace["windows"][-1]["steps"][-1]["step"] == 1999
-    assert len(record.placement["blob"]) <= accounting.MAX_DOCUMENT_STRING + 1
+    assert len(record.placement["blob"]) <= document_limits.MAX_DOCUMENT_STRING + 1
     # A document within the bounds is written as it is.
-    assert accounting.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}
+    assert document_limits.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}

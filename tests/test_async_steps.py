@@ -8,9 +8,9 @@ main thread and Keras's worker thread see them; the rows read back.
 import numpy as np
 import pytest
 
-from tb_devicecost import accounting
-from tb_devicecost import reader
 from tb_devicecost.backends.asynchronous import AsyncSteps
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 
 def record(tmp_path, steps, completion_order=None):

@@ -14,8 +14,8 @@ import pytest
 
 
 from support import run_backend_script
-from tb_devicecost import torch_trace
-from tb_devicecost import trace
+from tb_devicecost.traces import torch_trace
+from tb_devicecost.traces import trace
 
 # Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
 pytestmark = pytest.mark.slow

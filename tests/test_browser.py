@@ -18,9 +18,9 @@ from playwright.sync_api import expect
 from playwright.sync_api import sync_playwright
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import reader
-from tb_devicecost import serve
+from tb_devicecost.analysis import formatting
+from tb_devicecost.reading import reader
+from demo import serve
 
 import plugin_runs
 
@@ -459,7 +459,7 @@ def _statistic_columns(columns):
 
 
 def test_format_module_is_the_python_formatting_rule(browser):
-    """frontend/format.js writes every value as tb_devicecost.formatting does."""
+    """frontend/format.js writes every value as tb_devicecost.analysis.formatting does."""
     values = [
         0.0, 0.0625, 1.005, 2.675, 9.996, 9.9949, 99.95, 99.96, 100.5, 1234.5, 123456.5,
         0.0005, 0.1235, 0.2291, 0.5934, 17.25, -0.0004, -1.5, 0.001, 0.0004, 0.042, 0.05,

@@ -4,7 +4,7 @@ import pytest
 
 from playwright.sync_api import expect
 
-from tb_devicecost import serve
+from demo import serve
 
 from test_browser import _open_tab  # noqa: F401
 from test_browser import browser  # noqa: F401 (the fixture)

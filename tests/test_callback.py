@@ -14,8 +14,8 @@ import tensorflow as tf
 
 import tb_devicecost
 from demo.scenarios import mlp
-from tb_devicecost import reader
-from tb_devicecost import writer as writer_module
+from tb_devicecost.format import writer as writer_module
+from tb_devicecost.reading import reader
 
 
 def arrays(samples=640):

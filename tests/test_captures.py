@@ -3,7 +3,7 @@ found and confined to the log directory."""
 
 import os
 
-from tb_devicecost import captures
+from tb_devicecost.format import captures
 
 
 def _trace(root, run, capture, host, suffix=".xplane.pb"):

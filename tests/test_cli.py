@@ -10,9 +10,9 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost import cli
-from tb_devicecost import metadata
 from tb_devicecost import version
-from tb_devicecost.renderers import console
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.format import metadata
 
 # Keys of the JSON report that DESIGN.md section 4 and docs/CLI.md promise,
 # with their types (None allowed where a number can be unknown).

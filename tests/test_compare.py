@@ -1,4 +1,4 @@
-"""`tb_devicecost.analysis.compare`: which run is compared with which, and how.
+"""`tb_devicecost.analysis.compare` and `pairing`: which run is compared with which, and how.
 
 Like with like (role by role), never a run with itself; speedups of mean
 steps; explanations in words.
@@ -7,12 +7,12 @@ steps; explanations in words.
 import numpy as np
 import pytest
 
-from tb_devicecost import accounting
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import metadata
-from tb_devicecost import reader
-from tb_devicecost.analysis import compare
+from tb_devicecost.analysis import formatting
+from tb_devicecost.analysis import pairing
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
 
 from support import FakeClock
 
@@ -400,7 +400,7 @@ def test_without_other_batch_sizes_the_trace_gives_the_fixed_cost(helpers):
     # Flat steps: no cost per sample on either (or float noise).
     (0.0, 0.0, 512),
     # 1e-15 and 1.5e-15 ms per sample: equal steps at 0.9 / 5e-16 = 1.8e15
-    # samples, beyond any batch size (record.MAX_VALUE, the sweep's rule).
+    # samples, beyond any batch size (guards.MAX_VALUE, the sweep's rule).
     (1e-15, 1.5e-15, 999_999_999),
 ])
 def test_devices_that_never_cross_have_no_crossover(helpers, gpu_per_sample, cpu_per_sample, large):
@@ -444,5 +444,5 @@ def test_a_baseline_of_another_model_is_said_so_in_each_row(helpers):
             analysis.compare_runs(runs, baseline="small_work/batch10-cpu0/train")["rows"]}
     assert rows["small_work/batch512-gpu0/train"]["same_model"] is True
     assert "Different models" not in rows["small_work/batch512-gpu0/train"]["explanation"]
-    assert compare.same_model("a/gpu/train", "a/cpu/train")
-    assert not compare.same_model("a/gpu/train", "a/cpu/validation")
+    assert pairing.same_model("a/gpu/train", "a/cpu/train")
+    assert not pairing.same_model("a/gpu/train", "a/cpu/validation")

@@ -13,8 +13,8 @@ import urllib.request
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import reader
-from tb_devicecost import serve
+from tb_devicecost.reading import reader
+from demo import serve
 
 from demo import scenarios
 

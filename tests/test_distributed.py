@@ -19,11 +19,11 @@ import pytest
 
 import distributed_runs
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import reader
+from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import workers
-from tb_devicecost.renderers import console
-from tb_devicecost.renderers import markdown
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.reading import reader
 
 # The slowed process's delay per batch: long beside a collective that a busy
 # 2-core machine slows to about 12 ms (both processes then spend it in the
@@ -437,7 +437,7 @@ def test_a_straggler_whose_own_verdict_is_not_its_stall_is_late_by_its_stall():
 
 
 def test_run_info_splits_the_batch_only_under_a_strategy_of_several():
-    from tb_devicecost import run_info
+    from tb_devicecost.recording import run_info
 
     info = {"process_count": 2, "replicas": 4, "distribution_strategy": "DataParallel"}
     assert run_info.batch_info(64, info) == {

@@ -4,7 +4,7 @@ measured on a ready iterator with a clock we control."""
 import numpy as np
 import pytest
 
-from tb_devicecost import fetch_floor
+from tb_devicecost.recording import fetch_floor
 
 
 class Clock:

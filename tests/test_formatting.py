@@ -1,10 +1,10 @@
-"""`tb_devicecost.formatting`: one rule for every figure, as the tab's."""
+"""`tb_devicecost.analysis.formatting`: one rule for every figure, as the tab's."""
 
 import ast
 
 import pytest
 
-from tb_devicecost import formatting
+from tb_devicecost.analysis import formatting
 
 
 @pytest.mark.parametrize("value, shown", [

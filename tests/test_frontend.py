@@ -1,4 +1,4 @@
-"""The frontend (`frontend/`, shipped as `tb_devicecost/static/`) is safe to
+"""The frontend (`frontend/`, shipped as `tb_devicecost/serving/static/`) is safe to
 serve inside TensorBoard."""
 
 import os
@@ -43,7 +43,7 @@ def test_no_scripts_or_styles_from_other_hosts():
 def test_the_tab_names_each_component_as_the_vocabulary_does():
     """One name per quantity from the recorder to the pixel: the tab's
     components and their columns are `vocabulary`'s."""
-    from tb_devicecost import vocabulary
+    from tb_devicecost.format import vocabulary
 
     with open(os.path.join(FRONTEND, "views", "charts.js"), encoding="utf-8") as file:
         source = file.read()
@@ -74,7 +74,7 @@ def test_warm_up_is_described_in_the_same_words_everywhere():
     """The tab's WARMUP_TEXT is the renderers' (issue 23): one description,
     matching the JSON's warmup_steps (one step a fit, two where TensorFlow
     builds its step function)."""
-    from tb_devicecost.renderers import common
+    from tb_devicecost.cli.renderers import common
 
     with open(os.path.join(FRONTEND, "views", "common.js"), encoding="utf-8") as f:
         source = f.read()

@@ -44,13 +44,13 @@ from tensorboard.compat.proto import types_pb2
 from tensorboard.plugins import base_plugin
 from werkzeug import test as werkzeug_test
 
-from tb_devicecost import accounting
 from tb_devicecost import cli
-from tb_devicecost import metadata
-from tb_devicecost import plugin_loader
-from tb_devicecost import reader
-from tb_devicecost import records
-from tb_devicecost import writer as writer_module
+from tb_devicecost.format import metadata
+from tb_devicecost.format import records
+from tb_devicecost.format import writer as writer_module
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting
+from tb_devicecost.serving import plugin_loader
 
 from support import FakeClock
 

@@ -18,7 +18,7 @@ import statistics
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 BENCHMARK = os.path.join(os.path.dirname(DATA), os.pardir, "benchmarks", "gpu_distributed.py")

@@ -16,8 +16,8 @@ import os
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import reader
+from tb_devicecost.analysis import formatting
+from tb_devicecost.reading import reader
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "h100")
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "h100_truth")
 RELATIVE = 0.15

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "h100_demo")
 SCENARIO_RUNS = [
@@ -168,7 +168,7 @@ def test_the_comparison_gives_the_sweeps_crossover():
     comes from the sweep, not a line through batch 10 and 1,024 (issue 23).
     Compared alone, with every run as context (as the tab's compare route
     does: tests/test_plugin.py), the two runs say the same."""
-    from tb_devicecost import formatting
+    from tb_devicecost.analysis import formatting
     from tb_devicecost.analysis import compare
 
     logdir = os.path.join(DATA, "jax")
@@ -276,7 +276,7 @@ def test_the_readme_gives_one_crossover_and_speedup_per_model_from_the_report():
     once, and are those `tb-devicecost report --json` gives for its sweep in
     tests/data/h100_demo/jax; no other page of the docs gives another
     (docs/PERFORMANCE.md, the log of how sweeps were measured, aside)."""
-    from tb_devicecost import formatting
+    from tb_devicecost.analysis import formatting
 
     report = _report_json(os.path.join(DATA, "jax"))
     [sweep] = report["sweeps"]
@@ -308,7 +308,7 @@ def test_the_readme_gives_one_crossover_and_speedup_per_model_from_the_report():
 def test_the_readme_checks_each_prediction_as_the_report_does():
     """The README's predicted-against-achieved table holds a row per pair of
     `tb-devicecost report --json`'s predictions, with its figures."""
-    from tb_devicecost import formatting
+    from tb_devicecost.analysis import formatting
 
     report = _report_json(os.path.join(DATA, "jax"))
     readme = _read("README.md")

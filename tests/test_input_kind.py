@@ -1,4 +1,4 @@
-"""What fed a fit (tb_devicecost/input_kind.py), recorded in the run info,
+"""What fed a fit (tb_devicecost/recording/input_kind.py), recorded in the run info,
 and the input fix chosen by it (analysis/wording.py's `input_fix`): each
 kind its own fix, never a setting the run already has (issue 23)."""
 
@@ -7,10 +7,10 @@ import pytest
 
 import tb_devicecost
 from tb_devicecost import analysis
-from tb_devicecost import input_kind
-from tb_devicecost import reader
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import wording
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import input_kind
 
 
 def _samples(count=256):

@@ -9,10 +9,10 @@ all-reduce that spins until a late peer arrives.
 
 import pytest
 
-from tb_devicecost import kernels
-from tb_devicecost import torch_trace
-from tb_devicecost import trace
-from tb_devicecost import xspace_schema
+from tb_devicecost.traces import kernels
+from tb_devicecost.traces import torch_trace
+from tb_devicecost.traces import trace
+from tb_devicecost.traces import xspace_schema
 
 MS = 10**9  # picoseconds
 

@@ -83,25 +83,25 @@ def test_the_sdist_holds_the_frontend_once(built_sdist):
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert {"frontend/" + name for name in _frontend_files()} <= names
-    assert not [name for name in names if name.startswith("tb_devicecost/static")]
+    assert not [name for name in names if name.startswith("tb_devicecost/serving/static")]
 
 
 def test_wheel_contains_the_frontend_and_the_plugin_entry_point(built_wheel):
     wheel, _ = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped = {name for name in names if name.startswith("tb_devicecost/static/")}
+    shipped = {name for name in names if name.startswith("tb_devicecost/serving/static/")}
     assert "index.js" in _frontend_files()
     assert any(name.startswith("views/") for name in _frontend_files())
     # Every file of frontend/, at the same place under static/, and nothing else.
-    assert shipped == {"tb_devicecost/static/" + name for name in _frontend_files()}
+    assert shipped == {"tb_devicecost/serving/static/" + name for name in _frontend_files()}
     for name in shipped:
-        with open(os.path.join(FRONTEND, name.removeprefix("tb_devicecost/static/")), "rb") as source:
+        with open(os.path.join(FRONTEND, name.removeprefix("tb_devicecost/serving/static/")), "rb") as source:
             assert zipfile.ZipFile(wheel).read(name) == source.read(), name
     assert not [name for name in names if "__pycache__" in name]
     [entry_points] = [name for name in names if name.endswith("entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[tensorboard_plugins]" in text
-    assert "devicecost = tb_devicecost.plugin_loader:DeviceCostPluginLoader" in text
+    assert "devicecost = tb_devicecost.serving.plugin_loader:DeviceCostPluginLoader" in text
     assert "tb-devicecost = tb_devicecost.cli:main" in text
 
 
@@ -133,7 +133,7 @@ def test_an_editable_install_serves_the_checkouts_frontend(clean_copy, tmp_path)
 
     probe = (
         "import site, sys; site.addsitedir(sys.argv[1]); sys.path.append(sys.argv[2]);"
-        "from tb_devicecost import plugin;"
+        "from tb_devicecost.serving import plugin;"
         "print(plugin._static_file('/data/plugin/devicecost/static/views/dom.js'))"
     )
     completed = subprocess.run(

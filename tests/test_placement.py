@@ -4,7 +4,7 @@ devices, and device names shortened. Plain NumPy and TensorFlow values."""
 import numpy as np
 import pytest
 
-from tb_devicecost import placement
+from tb_devicecost.backends import placement
 
 
 @pytest.mark.parametrize("device, short", [

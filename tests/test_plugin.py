@@ -18,11 +18,11 @@ from werkzeug import test as werkzeug_test
 
 from tb_devicecost import analysis
 from tb_devicecost import cli
-from tb_devicecost import metadata
-from tb_devicecost import plugin as plugin_module
-from tb_devicecost import plugin_loader
-from tb_devicecost import reader
-from tb_devicecost import serve
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
+from tb_devicecost.serving import plugin as plugin_module
+from tb_devicecost.serving import plugin_loader
+from demo import serve
 
 import plugin_runs
 
@@ -420,7 +420,7 @@ def test_a_long_run_through_tensorboards_data_server_shows_whole_sampled_blocks(
     """TensorBoard's default loader keeps 100 blocks of a run's steps
     (docs/FORMAT.md, "Per-step rows"): the run route shows every step of
     each block it kept, the newest block among them, each step's own row."""
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     run_dir = str(tmp_path / "long" / "train")
     writer = writer_module.SummaryWriter(run_dir)

@@ -201,8 +201,8 @@ def test_the_other_device_is_checked_against_the_sweep(recorded):
 
 def test_the_report_renders_the_pairs(recorded):
     """The terminal, the Markdown and the JSON hold every pair."""
-    from tb_devicecost.renderers import console
-    from tb_devicecost.renderers import markdown
+    from tb_devicecost.cli.renderers import console
+    from tb_devicecost.cli.renderers import markdown
 
     _, report, _ = recorded
     text = console.render(report)

@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 
 import tb_devicecost
-from tb_devicecost import profiling
-from tb_devicecost import reader
-from tb_devicecost import serve
-from tb_devicecost import trace
+from tb_devicecost.reading import reader
+from tb_devicecost.recording import profiling
+from demo import serve
+from tb_devicecost.traces import trace
 
 
 def model():
@@ -182,7 +182,7 @@ def test_running_tensorboard_lists_the_capture(traced_logdir):
 
 
 def test_a_recording_failure_mid_window_stops_the_profiler(tmp_path, monkeypatch):
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     calls = {"n": 0}
     original = writer_module.SummaryWriter.write_steps

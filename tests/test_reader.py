@@ -1,4 +1,4 @@
-"""`tb_devicecost.reader` and `metadata.decode_json`: damaged and hostile data
+"""`tb_devicecost.reading.reader` and `metadata.decode_json`: damaged and hostile data
 is refused with a reason, never raised, never hangs (issue 16)."""
 
 import json
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import metadata
-from tb_devicecost import reader
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
 
 INFO = {"schema": 1, "backend": "tensorflow", "batch_size": 32,
         "steps_per_record": 1, "fetch_in_graph": False}
@@ -232,7 +232,7 @@ def test_runs_are_read_one_by_one_so_a_bad_one_costs_only_itself(tmp_path, helpe
     # A scalar series whose values have two elements: TensorBoard's data
     # provider cannot make a scalar of it.
     bad_dir = str(tmp_path / "bad" / "train")
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
     from tensorboard.compat.proto import event_pb2
 
     writer = writer_module.SummaryWriter(bad_dir)
@@ -320,7 +320,7 @@ def event_values(path):
 def test_steps_are_written_as_blocks_of_consecutive_steps(tmp_path):
     from tensorboard.util import tensor_util
 
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     # Steps 0-2, then 10-11 (a gap), then 1030 consecutive steps 20-1049.
     steps = [0, 1, 2, 10, 11] + list(range(20, 1050))
@@ -359,7 +359,7 @@ def test_blocks_read_back_as_series_by_column(tmp_path, helpers):
     start = 1_795_000_000.0
     rows = [(step, start + 0.002 * step, 0.5 + step, 2.0, 0.25, 16.0 if step < 3 else 32.0,
              1.0 if step < 2 else 0.0) for step in range(700)]
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     writer = writer_module.SummaryWriter(run_dir)
     writer.write_steps(np.array(rows[:256]))
@@ -382,7 +382,7 @@ def test_blocks_read_back_as_series_by_column(tmp_path, helpers):
 
 
 def test_a_long_run_reads_as_an_even_sample_that_keeps_the_last_step(tmp_path):
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     writer = writer_module.SummaryWriter(str(tmp_path / "long"))
     for first in range(0, 30_000, 256):
@@ -410,7 +410,7 @@ def write_schema_1_run(run_dir, rows, warmup=True):
     from tensorboard.compat.proto import event_pb2
     from tensorboard.compat.proto import summary_pb2
 
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     content = b'{"schema": 1}'
     tags = ["devicecost/data_wait_ms", "devicecost/compute_ms",
@@ -484,7 +484,7 @@ def test_schema_1_runs_recorded_on_the_h100_read_as_through_tensorboards_loader(
 def test_a_block_of_the_wrong_shape_is_left_out_and_said(tmp_path, helpers):
     from tensorboard.compat.proto import event_pb2
 
-    from tb_devicecost import writer as writer_module
+    from tb_devicecost.format import writer as writer_module
 
     run_dir = good_run(helpers, tmp_path / "a" / "train", rows=10)
     writer = writer_module.SummaryWriter(run_dir)

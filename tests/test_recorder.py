@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import StepRecorder
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 
 from support import FakeClock
 

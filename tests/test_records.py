@@ -8,7 +8,7 @@ import pytest
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from tb_devicecost import records
+from tb_devicecost.format import records
 
 
 def test_checksums_match_tensorboards_crc32c():
@@ -42,7 +42,7 @@ def test_the_report_reads_the_records_tensorboards_reader_reads(tmp_path):
     from tensorboard.compat.tensorflow_stub import errors
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 
-    from tb_devicecost import local_data
+    from tb_devicecost.reading import local_data
 
     def tensorboards(path):
         reader = PyRecordReader_New(str(path))

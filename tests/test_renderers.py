@@ -1,4 +1,4 @@
-"""`tb_devicecost.renderers`: a report as a terminal table, Markdown and JSON.
+"""`tb_devicecost.cli.renderers`: a report as a terminal table, Markdown and JSON.
 
 Reports of hand-made runs: a CPU and a GPU run of one model (so there is a
 comparison), a run with a name longer than the table's column, and a run
@@ -10,12 +10,12 @@ import json
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import vocabulary
-from tb_devicecost.renderers import common
-from tb_devicecost.renderers import console
-from tb_devicecost.renderers import jsonrenderer
-from tb_devicecost.renderers import markdown
+from tb_devicecost.analysis import formatting
+from tb_devicecost.cli.renderers import common
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import jsonrenderer
+from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.format import vocabulary
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import formatting
-from tb_devicecost import metadata
-from tb_devicecost import reader
+from tb_devicecost.analysis import formatting
+from tb_devicecost.format import metadata
+from tb_devicecost.reading import reader
 
 
 def imports_of(path):
@@ -42,27 +42,30 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     assert set(modules) == {
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
-        "device_side", "estimates", "finding_text", "verdicts", "compare", "waiting", "jobs",
-        "workers", "predictions", "report", "wording"}
+        "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
+        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
-            if not module.startswith(("tb_devicecost.analysis.", "tb_devicecost.formatting.",
-                                      "tb_devicecost.vocabulary."))
+            if not module.startswith(("tb_devicecost.analysis.",
+                                      "tb_devicecost.format.vocabulary.",
+                                      "tb_devicecost.format.readable."))
         }
-        # The step's names and the formatting rule, both free of imports
-        # beyond the standard library.
-        assert outside <= {"dataclasses", "math", "re", "numpy",
-                           "tb_devicecost.vocabulary", "tb_devicecost.formatting"}, (name, outside)
-    vocabulary = imports_of(os.path.join(package, os.pardir, "vocabulary.py"))
-    assert not {module for module in vocabulary
-                if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
+        # The step's names and the format's rule of a readable number, free
+        # of imports beyond the standard library.
+        assert outside <= {"dataclasses", "decimal", "math", "re", "numpy",
+                           "tb_devicecost.format.vocabulary",
+                           "tb_devicecost.format.readable"}, (name, outside)
+    for path in ("vocabulary.py", "readable.py"):
+        imported = imports_of(os.path.join(package, os.pardir, "format", path))
+        assert not {module for module in imported
+                    if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
-    order = ["wording", "device_split", "guards", "names", "run_data", "step_numbers",
+    order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
              "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
-             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "compare",
-             "waiting", "jobs", "workers", "predictions", "report"]
+             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
         inside = {module.split(".")[2] for module in modules[name]
@@ -259,7 +262,7 @@ def test_extreme_finite_values_never_leave_the_analysis_as_infinities(helpers):
     ]
     report = analysis.build_report(records, baseline="small/train")
     helpers.assert_json_clean(report)
-    from tb_devicecost.renderers import console, jsonrenderer, markdown
+    from tb_devicecost.cli.renderers import console, jsonrenderer, markdown
 
     assert "inf" not in console.render(report).lower().replace("info", "")
     assert "inf" not in markdown.render(report).lower().replace("info", "")

@@ -3,7 +3,7 @@ numpy's exact figures on the same values."""
 
 import numpy as np
 
-from tb_devicecost import stats
+from tb_devicecost.recording import stats
 
 
 def test_percentiles_are_within_a_bin_of_the_exact_ones():

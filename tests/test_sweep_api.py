@@ -14,9 +14,9 @@ import pytest
 import tb_devicecost
 from tb_devicecost import analysis
 from tb_devicecost import cli
-from tb_devicecost import reader
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms_unit
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms_unit
+from tb_devicecost.reading import reader
 
 from support import run_backend_script
 from sweep_models import build, build_uncompiled, data

@@ -15,11 +15,11 @@ import pytest
 
 import tb_devicecost
 from tb_devicecost import analysis
-from tb_devicecost import reader
 from tb_devicecost.analysis import sweeps
-from tb_devicecost.formatting import fmt_ms_unit
-from tb_devicecost.renderers import console
-from tb_devicecost.renderers import markdown
+from tb_devicecost.analysis.formatting import fmt_ms_unit
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.reading import reader
 
 from support import FakeClock
 

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import trace
-from tb_devicecost import xspace_schema
+from tb_devicecost.traces import trace
+from tb_devicecost.traces import xspace_schema
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -153,7 +153,7 @@ def test_our_generated_xspace_schema_is_tensorflows():
     # `make test` installs TensorFlow, whose schema ours copies.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    from tb_devicecost.protos import xplane_pb2 as generated
+    from tb_devicecost.traces.protos import xplane_pb2 as generated
 
     assert xspace_schema.xspace_class() is generated.XSpace
     ours = generated.DESCRIPTOR
@@ -172,7 +172,7 @@ def test_a_trace_is_digested_without_tensorflow(tmp_path):
     script = (
         "import json, sys\n"
         "sys.modules['tensorflow'] = None  # import tensorflow fails\n"
-        "from tb_devicecost import trace\n"
+        "from tb_devicecost.traces import trace\n"
         f"digest = trace.digest_xspace(trace.load_xspace({path!r}))\n"
         "print(json.dumps(digest['summary'], sort_keys=True))\n"
     )
@@ -186,16 +186,16 @@ def test_a_trace_is_digested_without_tensorflow(tmp_path):
 
 
 def test_without_a_schema_the_entry_says_so_and_keeps_the_trace(tmp_path, monkeypatch):
-    from tb_devicecost import profiling
+    from tb_devicecost.recording import profiling
 
     def no_tensorflow():
         raise ImportError("No module named 'tensorflow'")
 
     monkeypatch.setattr(xspace_schema, "_tensorflow_xspace", no_tensorflow)
     # As where protobuf is older than our generated code: its import fails.
-    from tb_devicecost import protos
+    from tb_devicecost.traces import protos
 
-    monkeypatch.setitem(sys.modules, "tb_devicecost.protos.xplane_pb2", None)
+    monkeypatch.setitem(sys.modules, "tb_devicecost.traces.protos.xplane_pb2", None)
     monkeypatch.delattr(protos, "xplane_pb2", raising=False)
     run_dir = tmp_path / "run"
     capture = run_dir / "plugins" / "profile" / "2026_01_01_00_00_00"
@@ -336,7 +336,7 @@ TORCH_EVENTS = [
 
 
 def test_a_pytorch_trace_gives_the_same_fields_as_an_xplane():
-    from tb_devicecost import torch_trace
+    from tb_devicecost.traces import torch_trace
 
     digest = torch_trace.digest(TORCH_EVENTS)
     [step] = digest["steps"]
@@ -361,7 +361,7 @@ def test_a_pytorch_trace_gives_the_same_fields_as_an_xplane():
 
 
 def test_a_cpu_only_pytorch_trace_gives_host_numbers_only():
-    from tb_devicecost import torch_trace
+    from tb_devicecost.traces import torch_trace
 
     host_only = [e for e in TORCH_EVENTS if e.get("cat") in ("user_annotation", "cpu_op")]
     digest = torch_trace.digest(host_only)
@@ -372,7 +372,7 @@ def test_a_cpu_only_pytorch_trace_gives_host_numbers_only():
 
 
 def test_unreadable_pytorch_traces_say_why(tmp_path):
-    from tb_devicecost import torch_trace
+    from tb_devicecost.traces import torch_trace
 
     garbage = tmp_path / "garbage.pt.trace.json.gz"
     garbage.write_bytes(b"\x1f\x8b not gzip at all")
@@ -387,7 +387,7 @@ def test_unreadable_pytorch_traces_say_why(tmp_path):
 
 
 def test_pytorch_traces_are_laid_out_like_captures(tmp_path):
-    from tb_devicecost import torch_trace
+    from tb_devicecost.traces import torch_trace
 
     path = torch_trace.new_trace_path(str(tmp_path), 0)
     capture = os.path.basename(os.path.dirname(path))

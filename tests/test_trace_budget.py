@@ -1,5 +1,5 @@
 """The default device-busy window costs at most 1% of a run's wall time
-(`tb_devicecost.trace_budget`, `profiling.TraceSchedule`).
+(`tb_devicecost.recording.trace_budget`, `profiling.TraceSchedule`).
 
 Paces are given as a clock per step; the window's one-off cost is the
 measured mean the module holds (docs/PERFORMANCE.md).
@@ -9,9 +9,9 @@ import types
 
 import pytest
 
-from tb_devicecost import metadata
-from tb_devicecost import profiling
-from tb_devicecost import trace_budget
+from tb_devicecost.format import metadata
+from tb_devicecost.recording import profiling
+from tb_devicecost.recording import trace_budget
 
 
 def _opening(budget, step_s, last_step, first_step=1):

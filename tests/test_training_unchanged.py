@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import tb_devicecost
 from support import run_backend_script
-from tb_devicecost import reader
+from tb_devicecost.reading import reader
 from unchanged_fits import guide_fits, guide_model, same_with_and_without
 
 SEED = 1234

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost.renderers import console
-from tb_devicecost.renderers import markdown
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import markdown
 from test_distributed import job_record
 
 N = 60  # steps: enough that the 500 ms warm-up step does not dominate

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import reader
 from tb_devicecost.analysis import wording
+from tb_devicecost.reading import reader
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 # Recorded on NVIDIA H100s: JAX and PyTorch runs, single and multi-process.
@@ -70,7 +70,7 @@ def test_a_tensorflow_fit_has_plain_headlines(fit_records):
 
 
 def test_the_headline_quotes_the_numbers_of_its_run(recorded_reports):
-    from tb_devicecost.formatting import fmt_ms
+    from tb_devicecost.analysis.formatting import fmt_ms
 
     for report in recorded_reports.values():
         for run in report["runs"]:

@@ -10,7 +10,7 @@ import {fmtMs, fmtMsUnit, fmtShare, isNum} from '../format.js';
  * The three steady-state components, in stacking order: `key` is the
  * component's name and `column` the name of its milliseconds everywhere
  * (the recorder's column, the series, the report's key), as in
- * tb_devicecost/vocabulary.py.
+ * tb_devicecost/format/vocabulary.py.
  */
 export const COMPONENTS = [
   {key: 'data_wait', column: 'data_wait_ms', label: 'data wait', color: '#f57c00'},

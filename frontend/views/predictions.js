@@ -14,7 +14,7 @@ const CHANGES = {
   device: 'other device',
 };
 const BOUND_SIGNS = {at_most: '\u2264 ', at_least: '\u2265 '};
-/** The same words as the report's (tb_devicecost/renderers/common.py). */
+/** The same words as the report's (tb_devicecost/cli/renderers/common.py). */
 export const PREDICTIONS_TEXT = 'Predicted: the gain a finding\u2019s estimate (or a sweep\u2019s fits, ' +
     'for the other device) gives at the counterpart\u2019s batch size; achieved: the counterpart\u2019s ' +
     'samples/s over the run\u2019s; * where that batch is beyond the estimate\u2019s own.';

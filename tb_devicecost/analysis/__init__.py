@@ -1,6 +1,6 @@
 """Turns recorded runs into numbers, a verdict with fixes, and a comparison.
 
-Pure functions over the `RunRecord`s of `tb_devicecost.reader` (or plain
+Pure functions over the `RunRecord`s of `tb_devicecost.reading.reader` (or plain
 dicts with the same fields): the TensorBoard plugin and
 `tb-devicecost report` both call them, so the tab and the command can never
 disagree. Nothing here imports Keras, TensorFlow or TensorBoard, and every
@@ -21,7 +21,9 @@ only those before it):
   set apart as the cost of a ready batch (`data_wait`), the device side of
   the trace windows (`device_side`), what a fix would buy (`estimates`);
   every finding's words in `finding_text` and `wording` (headlines).
-- `compare`: which run is compared with which, speedups and explanations.
+- `compare`: speedups and differences against a baseline, and why in
+  numbers (`scaling`, `parts`); which run is compared with which in
+  `pairing`, the explanation's words in `comparison_text`.
 - `workers`: the processes of a distributed job lined up by step, their
   waits for each other and the straggler (`docs/VERDICTS.md`).
 - `predictions`: each finding's predicted gain beside what a fixed
@@ -30,7 +32,7 @@ only those before it):
 """
 
 from tb_devicecost.analysis.compare import compare_runs
-from tb_devicecost.analysis.compare import default_baseline
+from tb_devicecost.analysis.pairing import default_baseline
 from tb_devicecost.analysis.report import REPORT_SCHEMA
 from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
@@ -41,12 +43,12 @@ from tb_devicecost.analysis.sweeps import find_sweeps
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.verdicts import SEVERITIES
 from tb_devicecost.analysis.verdicts import VERDICTS
-from tb_devicecost.vocabulary import COMPONENTS
+from tb_devicecost.format.vocabulary import COMPONENTS
 
-# Figures in findings are written by `tb_devicecost.formatting`; these two
+# Figures in findings are written by `tb_devicecost.analysis.formatting`; these two
 # names stay here for callers that import them from the analysis.
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 
 __all__ = [
     "COMPONENTS",

@@ -1,6 +1,6 @@
 """The device's time split over a run's trace windows (pure, JSON in and out).
 
-A window digested since the split (`tb_devicecost.kernels`) carries, beside
+A window digested since the split (`tb_devicecost.traces.kernels`) carries, beside
 `device_busy_fraction` (compute), the communication, memory and idle
 fractions of its traced steps, and one figure per device (`devices`). A
 run's split is the mean over its windows that carry one; its per-device

@@ -10,12 +10,12 @@ are missing it says so and claims nothing (`no_estimate`). Its words
 
 import math
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.thresholds import LATENCY_MAX_BATCH_GROWTH
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.format import vocabulary
 
 
 # Why a finding has no estimate.

@@ -6,15 +6,18 @@ severities; this module words them. Each function takes the run object
 returns `(headline, message, fix)`: the headline is one plain sentence
 written by `wording.py`; the message the arithmetic behind it (the tab's
 "details", the CLI's `--verbose`), quoting the run's own numbers as
-`tb_devicecost.formatting` writes them and the thresholds they were judged
+`tb_devicecost.analysis.formatting` writes them and the thresholds they were judged
 by; the fix what to change. A change of words, or a translation, touches
 this module and `wording.py` only.
 """
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.data_wait import ready_cost
 from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.formatting import MISSING
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.names import role
 from tb_devicecost.analysis.thresholds import EPSILON
@@ -25,10 +28,7 @@ from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
 from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
-from tb_devicecost.formatting import MISSING
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.format import vocabulary
 
 
 def no_steps():

@@ -5,28 +5,32 @@ series, from this version, an older one or a damaged file. They can hold
 anything: a missing key, NaN, a negative time, a string where a list
 belongs. Each function here reads one kind of field and returns it checked,
 or an empty or `None` value when it cannot be trusted: numbers finite,
-non-negative and inside `[MIN_VALUE, MAX_VALUE]` (or 0), lists and objects
+non-negative and inside `[MIN_VALUE, MAX_VALUE]` (or 0: the format's rule,
+`format/readable.py`, which the reader applies too), lists and objects
 bounded by `MAX_ITEMS`. `record.read_run` and the modules it calls read raw
 documents through them (and, until they take a `RunData`, `jobs.py` and
 `workers.py`).
 """
 
-import math
-
 import numpy as np
 
-# Bounds of every number read (ms, counts, rates, bytes), besides 0: a
-# nanosecond is far below any step's part, 1e15 ms is 31,000 years. Ratios
-# and sums of numbers inside them stay finite (docs/FORMAT.md, "Damaged
-# data").
-MIN_VALUE = 1e-9
-MAX_VALUE = 1e15
+from tb_devicecost.format.readable import MAX_VALUE
+from tb_devicecost.format.readable import MIN_VALUE
+from tb_devicecost.format.readable import as_number
+from tb_devicecost.format.readable import plausible
+
 # At most this many items of a list (the newest) or keys of an object are
 # read, and the newest MAX_TRACE_WINDOWS trace windows (the recorder keeps
 # 20): what a run object holds, and what analysing it costs, stays bounded
 # whatever a document holds.
 MAX_ITEMS = 1000
 MAX_TRACE_WINDOWS = 20
+
+__all__ = [
+    "MAX_ITEMS", "MAX_TRACE_WINDOWS", "MAX_VALUE", "MIN_VALUE", "as_count",
+    "as_count_map", "as_counts", "as_dict", "as_items", "as_list", "as_number",
+    "as_text", "float_array", "plausible", "plausible_array", "record_field",
+]
 
 
 def record_field(record, name, default=None):
@@ -62,31 +66,6 @@ def as_items(value, limit=MAX_ITEMS):
 def as_text(value):
     """A JSON string field, or `None` when it is missing or not a string."""
     return value if isinstance(value, str) else None
-
-
-def as_number(value):
-    """A plausible non-negative float, or `None`.
-
-    NaN, infinities, negatives and anything outside `0` or
-    `[MIN_VALUE, MAX_VALUE]` (an integer too large for a float, 1e308 ms,
-    a subnormal 1e-310 ms) are ignored: no time, count or rate that was
-    really recorded lies there, and within those bounds no sum, ratio or
-    product the analysis forms can overflow to infinity.
-    """
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if not plausible(value):
-        return None
-    return value
-
-
-def plausible(value):
-    """Whether a float is finite and 0 or inside `[MIN_VALUE, MAX_VALUE]`."""
-    return math.isfinite(value) and (value == 0 or MIN_VALUE <= value <= MAX_VALUE)
 
 
 def as_count(value):

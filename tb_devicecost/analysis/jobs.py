@@ -11,11 +11,11 @@ run info may claim a million processes.
 
 import re
 
+from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.names import run_name
-from tb_devicecost.formatting import confined
 
 # The part of a run's name that holds the process index: `log_dir/process_1/train`.
 _PROCESS_PART = re.compile(r"^process_(\d{1,6})$")

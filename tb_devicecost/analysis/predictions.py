@@ -22,7 +22,7 @@ each other"): two runs are of the same model when they have the same role
   `PyDataset`; `tf.data` pipelines, whose settings are not recorded, all
   count as different), so a longer fit of one pipeline is not its fix;
 - **a larger batch**: runs whose names differ only in batch-size words
-  (`compare.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
+  (`pairing.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
   device, where the run has a finding that estimates a larger batch
   (`latency_bound`, `small_batch`); the counterpart is the larger batch
   nearest the one the finding chose;
@@ -38,11 +38,11 @@ everything returned is JSON-ready data.
 
 import math
 
-from tb_devicecost.analysis import compare
-from tb_devicecost.analysis import record as record_module
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_speedup
+from tb_devicecost.analysis import names
+from tb_devicecost.analysis import pairing
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_speedup
 
 # A counterpart is a faster input pipeline when its mean wait above a ready
 # batch is at most this share of the run's: a quarter of the waiting gone.
@@ -88,7 +88,7 @@ def _number(value):
 def _directory(run_name):
     """`("input_pipeline", "naive-gpu0", "train")` for
     `input_pipeline/naive-gpu0/train`."""
-    prefix, role = record_module.role(run_name)
+    prefix, role = names.role(run_name)
     directory, _, leaf = prefix.rpartition("/")
     return directory, leaf, role
 
@@ -136,7 +136,7 @@ def check_predictions(runs, records=(), sweeps=()):
         "counterpart"}` each), `basis` and `text`.
     """
     signatures = {
-        record_module.run_name(record): model_signature(_info(record)) for record in records
+        names.run_name(record): model_signature(_info(record)) for record in records
     }
     usable = [
         run for run in runs
@@ -158,7 +158,7 @@ def _same_model(run, other, signatures):
     return (
         run["run"] != other["run"]
         and signatures[run["run"]] == signatures[other["run"]]
-        and record_module.role(run["run"])[1] == record_module.role(other["run"])[1]
+        and names.role(run["run"])[1] == names.role(other["run"])[1]
     )
 
 
@@ -209,7 +209,7 @@ def _batch_pairs(run, runs, signatures):
     candidates = [
         other for other in runs
         if _same_model(run, other, signatures)
-        and compare.same_model(run["run"], other["run"])
+        and pairing.same_model(run["run"], other["run"])
         and other.get("device") == run["device"]
         and (other.get("batch_size") or 0) > batch
     ]
@@ -251,7 +251,7 @@ def _device_pairs(runs, signatures, sweeps):
         for other in runs[index + 1:]:
             if (
                 not _same_model(run, other, signatures)
-                or not compare.same_model(run["run"], other["run"])
+                or not pairing.same_model(run["run"], other["run"])
                 or not run.get("device") or not other.get("device")
                 or run["device"] == other["device"]
                 or not run.get("batch_size")
@@ -270,11 +270,11 @@ def _sweep_of(signature, devices, sweeps, signatures):
     """The first sweep (by name) of the model `signature` with a fit for
     both `devices`, or `None`."""
     for sweep in sorted(sweeps, key=lambda s: str(s.get("name"))):
-        names = sweep.get("runs") or ()
+        sweep_runs = sweep.get("runs") or ()
         fits = sweep.get("devices") or {}
         if (
-            names
-            and all(signatures.get(name) == signature for name in names)
+            sweep_runs
+            and all(signatures.get(name) == signature for name in sweep_runs)
             and all(
                 isinstance(fits.get(device), dict)
                 and _number(fits[device].get("fixed_ms")) is not None

@@ -15,9 +15,6 @@ its run info or name (`sweep_marks.py`).
 """
 
 from tb_devicecost.analysis import device_split
-from tb_devicecost.analysis import guards
-from tb_devicecost.analysis import names
-from tb_devicecost.analysis import step_numbers
 from tb_devicecost.analysis.guards import MAX_TRACE_WINDOWS
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
@@ -130,17 +127,3 @@ def _input_pipeline(value):
             result[key] = setting if ok else None
     return result
 
-
-# `compare.py`, `workers.py` and `reader.py` read these through this module
-# while other work edits their bodies; they move to the modules named above
-# with those files' next change.
-aggregate_usable = step_numbers.aggregate_usable
-role = names.role
-is_accelerator = names.is_accelerator
-MAX_VALUE = guards.MAX_VALUE
-_field = guards.record_field
-_as_dict = guards.as_dict
-_as_list = guards.as_list
-_as_text = guards.as_text
-_as_number = guards.as_number
-_as_count = guards.as_count

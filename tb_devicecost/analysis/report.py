@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import data_wait
 from tb_devicecost.analysis import names
@@ -22,10 +21,11 @@ from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import workers
+from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.run_data import WALL_PARTS
-from tb_devicecost.formatting import confined
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.format import vocabulary
 
 # The schema of the report JSON (`build_report`'s `"schema"`), bumped when a
 # reader of the report would misread it. Not the event files' format

@@ -9,7 +9,7 @@ the rest of `tb_devicecost.analysis` reads runs through these types only.
 
 import dataclasses
 
-from tb_devicecost import vocabulary
+from tb_devicecost.format import vocabulary
 
 # The parts of a fit's wall time besides its total (`wall_ms`).
 WALL_PARTS = ("steps", "warmup", "between_steps", "measurement")

@@ -9,7 +9,6 @@ run's problems what they had to leave out or estimate.
 
 import numpy as np
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_counts
@@ -17,16 +16,13 @@ from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import float_array
 from tb_devicecost.analysis.guards import plausible_array
-from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.run_data import Retraces
 from tb_devicecost.analysis.run_data import Stats
 from tb_devicecost.analysis.run_data import StepNumbers
+from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.run_data import Wall
-
-
-def aggregate_usable(aggregate):
-    """Whether the numbers can come from this aggregate (else from the series)."""
-    return numbers_from_aggregate(aggregate, []) is not None
+from tb_devicecost.format import vocabulary
+from tb_devicecost.format.readable import unreadable_components
 
 
 def _component_stats(summary):
@@ -68,11 +64,8 @@ def numbers_from_aggregate(aggregate, problems):
         name: _component_stats(components.get(name))
         for name in vocabulary.COMPONENTS + ("step",)
     }
-    invalid = [
-        name
-        for name, digest in stats.items()
-        if digest.count is None or digest.sum is None
-    ]
+    # The format's rule, which the reader applies too (`readable.py`).
+    invalid = unreadable_components(components)
     if invalid:
         problems.append(
             "The aggregate holds invalid numbers (NaN, negative or missing) for "

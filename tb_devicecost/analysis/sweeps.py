@@ -23,11 +23,11 @@ device changes once between two adjacent batch sizes measured on both).
 
 import math
 
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.names import is_accelerator
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_speedup
 
 # The statistic of each run's steady steps that the fit and the points use.
 STEP_STATISTIC = "mean"

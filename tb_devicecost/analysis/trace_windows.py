@@ -6,7 +6,6 @@ ours, and the device's busy share and time split when the trace has a
 device plane. `device_busy_fraction` is the run's busy share over them.
 """
 
-from tb_devicecost import vocabulary
 from tb_devicecost.analysis import device_split
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
@@ -15,6 +14,7 @@ from tb_devicecost.analysis.guards import as_list
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import as_text
 from tb_devicecost.analysis.run_data import TraceWindow
+from tb_devicecost.format import vocabulary
 
 
 def _mean_of(entries, key):

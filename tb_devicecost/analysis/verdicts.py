@@ -8,7 +8,6 @@ a fix) and what the fix would buy (`estimates.py`). This module decides
 which findings a run gets and how severe they are; it writes no sentence.
 """
 
-from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import finding_text
 from tb_devicecost.analysis.names import is_accelerator
@@ -24,8 +23,8 @@ from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
 from tb_devicecost.analysis.thresholds import RETRACING_MODERATE
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_STEP_MS
-from tb_devicecost.analysis.thresholds import STALL_P90_FACTOR
 from tb_devicecost.analysis.thresholds import STALLS_MODERATE
+from tb_devicecost.analysis.thresholds import STALL_P90_FACTOR
 from tb_devicecost.analysis.thresholds import WARMUP_DOMINATED
 from tb_devicecost.analysis.thresholds import WARMUP_FINDING
 
@@ -315,10 +314,3 @@ def _run_findings(run):
         )
     return findings
 
-
-# `compare.py` and `workers.py` read these through this module while other
-# work edits their bodies; they move to `device_side.py` and `estimates.py`
-# with those files' next change.
-device_trace = device_side.device_trace
-no_estimate = estimates.no_estimate
-_rounded = estimates.rounded

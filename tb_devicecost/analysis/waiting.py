@@ -16,10 +16,10 @@ The straggler keeps its own verdict and its `straggler` finding.
 """
 
 from tb_devicecost.analysis import estimates
+from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import wording
-from tb_devicecost import formatting
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 
 VERDICT = "waiting_for_others"
 # A process whose waits for the straggler are at least this share of its own

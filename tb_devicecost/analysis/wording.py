@@ -13,9 +13,9 @@ Headlines avoid the internal names (`JARGON`): the glossary,
 docs/READING.md, explains the few terms they use.
 """
 
-from tb_devicecost.formatting import fmt_count
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
 
 MAX_HEADLINE_WORDS = 25
 # Words that must not reach a headline: internal names and statistics talk.

@@ -32,22 +32,31 @@ import re
 
 import numpy as np
 
-from tb_devicecost import vocabulary
-from tb_devicecost.analysis import record as record_module
+from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import jobs
-from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import wording
-from tb_devicecost.formatting import fmt_ms
-from tb_devicecost.formatting import fmt_share
-from tb_devicecost.formatting import confined
+from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.analysis.guards import as_count
+from tb_devicecost.analysis.guards import as_dict
+from tb_devicecost.analysis.guards import as_list
+from tb_devicecost.analysis.guards import as_number
+from tb_devicecost.analysis.guards import as_text
+from tb_devicecost.analysis.guards import record_field
+from tb_devicecost.analysis.names import run_name
+from tb_devicecost.analysis.thresholds import INPUT_HIGH
+from tb_devicecost.analysis.thresholds import INPUT_MODERATE
+from tb_devicecost.format import vocabulary
 
 # The share of every process's step lost to one process above which it is
 # the straggler (moderate) and the finding is high: the profiler's input
 # thresholds, since time lost waiting for another process is time no
 # device computes.
-STRAGGLER_MODERATE = verdicts.INPUT_MODERATE
-STRAGGLER_HIGH = verdicts.INPUT_HIGH
+STRAGGLER_MODERATE = INPUT_MODERATE
+STRAGGLER_HIGH = INPUT_HIGH
 # A straggler does at least this much more of its own work per step (its
 # whole fetch and host overhead) than the others' median: processes doing
 # the same work differ by 5-15% (measured on 2 and 4 H100s,
@@ -82,10 +91,10 @@ def process_of(record):
     (`jax/process_1/train` -> `jax/train`); the index in the name and in the
     run info must agree, and the count must be above 1.
     """
-    name = record_module.run_name(record)
-    info = record_module._as_dict(record_module._field(record, "info"))
-    count = record_module._as_count(info.get("process_count"))
-    index = record_module._as_count(info.get("process_index"))
+    name = run_name(record)
+    info = as_dict(record_field(record, "info"))
+    count = as_count(info.get("process_count"))
+    index = as_count(info.get("process_index"))
     if not isinstance(name, str) or count is None or count < 2 or index is None:
         return None
     parts = name.split("/")
@@ -113,15 +122,15 @@ def distribution(record, batch_size):
         custom loop it is the process's own. The replicas share the global
         batch evenly.
     """
-    info = record_module._as_dict(record_module._field(record, "info"))
-    count = record_module._as_count(info.get("process_count")) or 1
-    replicas = record_module._as_count(info.get("replicas"))
-    strategy = record_module._as_text(info.get("distribution_strategy"))
+    info = as_dict(record_field(record, "info"))
+    count = as_count(info.get("process_count")) or 1
+    replicas = as_count(info.get("replicas"))
+    strategy = as_text(info.get("distribution_strategy"))
     if count < 2 and (replicas or 1) < 2:
         return None
     devices = [
-        text for text in map(record_module._as_text,
-                             record_module._as_list(info.get("local_devices"), 64))
+        text for text in map(as_text,
+                             as_list(info.get("local_devices"), 64))
         if text
     ]
     batch = batch_size if batch_size else None
@@ -133,17 +142,17 @@ def distribution(record, batch_size):
         # A custom loop (PyTorch DDP): each process steps on its own batch.
         global_batch, per_process = (batch * count if batch else None), batch
     # What the recorder wrote, when it did (DeviceCostCallback, docs/FORMAT.md).
-    recorded = {key: _divided(record_module._as_number(info.get(key)), 1)
+    recorded = {key: _divided(as_number(info.get(key)), 1)
                 for key in ("global_batch", "per_process_batch", "per_replica_batch")}
     if recorded["global_batch"]:
         global_batch = recorded["global_batch"]
         per_process = recorded["per_process_batch"] or per_process
     return {
         "strategy": strategy,
-        "process_index": record_module._as_count(info.get("process_index")) or 0,
+        "process_index": as_count(info.get("process_index")) or 0,
         "process_count": count,
         "local_devices": devices or None,
-        "device_count": record_module._as_count(info.get("device_count")),
+        "device_count": as_count(info.get("device_count")),
         "replicas": replicas,
         "per_process_batch": per_process,
         "global_batch": global_batch,
@@ -163,7 +172,7 @@ def _series(record):
     """A run's steady steps as arrays, `{"step", "stall", "compute", "total",
     "start"}` in step order (one row per step), or `None` without usable
     series."""
-    series = record_module._as_dict(record_module._field(record, "series"))
+    series = as_dict(record_field(record, "series"))
     steps = series.get(vocabulary.STEP)
     if steps is None:
         return None
@@ -183,7 +192,7 @@ def _series(record):
         return None
     keep = np.isfinite(steps)
     for column in columns.values():
-        keep &= np.isfinite(column) & (column >= 0) & (column <= record_module.MAX_VALUE)
+        keep &= np.isfinite(column) & (column >= 0) & (column <= MAX_VALUE)
     warmup = series.get(vocabulary.WARMUP)
     if warmup is not None:
         warmup = np.asarray(warmup, dtype=np.float64)
@@ -242,14 +251,14 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     members = sorted(members, key=lambda member: member[0])
     unaligned = list(unaligned)
     if count is None:
-        count = max(record_module._as_count(record_module._as_dict(
-            record_module._field(record, "info")).get("process_count")) or 0
+        count = max(as_count(as_dict(
+            record_field(record, "info")).get("process_count")) or 0
             for _, record in members)
     # A run not lined up still says which process it holds: that process
     # is not "not recorded".
     present = {index for index, _ in members} | {
         item["claimed_index"] for item in unaligned if item.get("claimed_index") is not None}
-    names = [record_module.run_name(record) for _, record in members]
+    names = [run_name(record) for _, record in members]
     series = [_series(record) for _, record in members]
     usable = [item for item in series if item is not None and len(item["step"])]
     aligned = None
@@ -283,8 +292,8 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         "finding": None,
     }
     hosts = {
-        record_module._as_text(record_module._as_dict(
-            record_module._field(record, "info")).get("hostname"))
+        as_text(as_dict(
+            record_field(record, "info")).get("hostname"))
         for _, record in members
     }
     result["same_host"] = len(hosts) == 1 and None not in hosts
@@ -470,7 +479,7 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     ).strip()
     mean_step = float(total.mean())
     after = mean_step - saved_ms
-    expected = verdicts.no_estimate(
+    expected = estimates.no_estimate(
         "the processes' mean step less the mean skew of the steps this "
         "process arrived last at: what they wait for it; the steps are no "
         "shorter than the next slowest process allows"
@@ -483,7 +492,7 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
             of="step_ms",
             step_ms=after,
             text=(
-                f"at most {verdicts._rounded(speedup)}x faster steps ({fmt_ms(after)} ms "
+                f"at most {estimates.rounded(speedup)}x faster steps ({fmt_ms(after)} ms "
                 f"instead of {fmt_ms(mean_step)} ms, mean over the processes)"
             ),
         )
@@ -567,9 +576,9 @@ def without_series(records):
     processes up needs them."""
     names = []
     for record in records:
-        series = record_module._as_dict(record_module._field(record, "series"))
+        series = as_dict(record_field(record, "series"))
         if process_of(record) is not None and not len(series.get(vocabulary.STEP, ())):
-            names.append(record_module.run_name(record))
+            names.append(run_name(record))
     return names
 
 

@@ -11,7 +11,7 @@ between devices), the document says so (`null` and a note) rather than
 writing a misleading 0.
 """
 
-from tb_devicecost import placement
+from tb_devicecost.backends import placement
 
 _NOT_AVAILABLE = "not available on the {backend} backend"
 

@@ -11,10 +11,10 @@ import threading
 import time
 import weakref
 
-from tb_devicecost import placement
-from tb_devicecost import trace as trace_module
 from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import base
+from tb_devicecost.backends import placement
+from tb_devicecost.traces import trace as trace_module
 
 
 def completion_probe(logs):

@@ -14,10 +14,10 @@ Keras's loop hands back its logs. `TensorFlowBackend` is this backend's
 import collections
 import weakref
 
-from tb_devicecost import placement
-from tb_devicecost import trace as trace_module
 from tb_devicecost.backends import base
 from tb_devicecost.backends import devices as devices_module
+from tb_devicecost.backends import placement
+from tb_devicecost.traces import trace as trace_module
 
 # The step functions that Keras has already called (and so traced) itself,
 # each with the element specs of the iterators it was called on. Module-wide:

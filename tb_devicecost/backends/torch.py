@@ -15,8 +15,8 @@ an idle GPU at the fit's first step (its warm-up).
 import os
 import time
 
-from tb_devicecost import placement
-from tb_devicecost import torch_trace
+from tb_devicecost.backends import placement
+from tb_devicecost.traces import torch_trace
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
 from tb_devicecost.backends.jax import _leaves

@@ -1,0 +1,280 @@
+"""The words of a comparison: why a run is faster or slower than its baseline.
+
+`compare.py` computes each row's numbers (speedups, per-component
+differences, `scaling` and `parts`); this module writes the row's
+`explanation` from them: the differences per component, largest first,
+with a reason where one is known (`explain`), then why, in the runs' own
+numbers (`why`): each device's fixed cost and cost per sample, the
+crossover, the device's busy time, the batch's copy to the device.
+`docs/VERDICTS.md` ("Comparing runs") documents the rules.
+"""
+
+from tb_devicecost.analysis import device_side
+from tb_devicecost.analysis import names
+from tb_devicecost.analysis.formatting import MISSING
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
+from tb_devicecost.format import vocabulary
+
+# Speedups within this distance of 1 read "as fast as".
+SAME_SPEED = 0.05
+# Components that differ by less than either of these are not explained as
+# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
+# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
+# both figures unless they print the same (`_alike`).
+SAME_COMPONENT_MS = 0.05
+SAME_COMPONENT_RATIO = 0.10
+# A run's warm-up is mentioned when it is this many times the baseline's
+# and longer by at least WARMUP_NOTE_MS.
+WARMUP_NOTE_RATIO = 2.0
+WARMUP_NOTE_MS = 100.0
+# A device's step reads "about X ms whatever the batch" when, at the largest
+# batch measured, its per-sample part is under this share of its fixed cost.
+FLAT_STEP_SHARE = 0.25
+
+_LABELS = {
+    "data_wait": "data wait",
+    "compute": "compute",
+    "host_overhead": "host overhead",
+}
+
+
+def _same(value, base_value):
+    return abs(value - base_value) < max(
+        SAME_COMPONENT_MS, SAME_COMPONENT_RATIO * max(abs(value), abs(base_value))
+    )
+
+
+def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
+    """The explanation's first sentences: how fast `run` is against `base`
+    and which parts of the step differ (per step, or per 1000 samples when
+    the row's `basis` is samples/s), largest first, with a reason."""
+    name, base_name = run["run"], base["run"]
+    speedup = row["speedup"]
+    if row["basis"] == "samples_per_s":
+        unit, values, base_values = "per 1000 samples", per_1000, base_per_1000
+        detail = (
+            f"{fmt_count(row['samples_per_s'])} against "
+            f"{fmt_count(base['samples_per_s'])} samples/s in steady state; batch "
+            f"{run['batch_size'] or MISSING} against {base['batch_size'] or MISSING}, "
+            "so compared per sample, not per step"
+        )
+    else:
+        unit, values, base_values = "per step", per_step, base_per_step
+        detail = (
+            f"mean step {fmt_ms(row['step_ms'])} ms against "
+            f"{fmt_ms(row['baseline_step_ms'])} ms"
+        )
+    if speedup is None:
+        head = f"{name} cannot be compared with {base_name} (no step times)"
+        return head + "."
+    if abs(speedup - 1.0) < SAME_SPEED:
+        head = f"{name} is as fast as {base_name} ({fmt_speedup(speedup)}; {detail})"
+    else:
+        head = f"{name} is {fmt_speedup(speedup)} as fast as {base_name} ({detail})"
+
+    known = [
+        c for c in vocabulary.COMPONENTS
+        if values[c] is not None and base_values[c] is not None
+    ]
+    if not known:
+        return head + "."
+    slower = speedup < 1.0
+    ranked = sorted(known, key=lambda c: abs(values[c] - base_values[c]), reverse=True)
+    different = [c for c in ranked if not _same(values[c], base_values[c])]
+    same = [c for c in vocabulary.COMPONENTS if c in known and c not in different]
+    clauses = []
+    batch_note = ""
+    if row["basis"] == "step_time" and run["batch_size"]:
+        batch_note = f" at batch {run['batch_size']}"
+    for index, component in enumerate(different):
+        value, base_value = values[component], base_values[component]
+        clause = (
+            f"its mean {_LABELS[component]} {unit} is "
+            f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms"
+        )
+        if index == 0:
+            clause += batch_note + _reason(component, run, base, value > base_value)
+        clauses.append(clause)
+    if not different:
+        clauses.append("no part of the step differs much")
+    clauses.extend(_alike(same, values, base_values, unit))
+    text = head + ": " + "; ".join(clauses) + "."
+    warm, base_warm = run["warmup_ms"], base["warmup_ms"]
+    if (
+        warm is not None
+        and base_warm is not None
+        and warm >= WARMUP_NOTE_RATIO * base_warm
+        and warm - base_warm >= WARMUP_NOTE_MS
+    ):
+        text += (
+            f" Its warm-up took {fmt_ms(warm)} ms in total against {fmt_ms(base_warm)} ms, "
+            "left out of this ratio."
+        )
+    if slower and run["verdict"] and run["verdict"] != base["verdict"]:
+        text += f" {name} is {run['verdict']}; {base_name} is {base['verdict']}."
+    return text
+
+
+def _alike(components, values, base_values, unit):
+    """The clauses for components too close to explain, worded so that
+    they never contradict the figures the table prints beside them: "the
+    same" only where both print alike."""
+    equal = [c for c in components if fmt_ms(values[c]) == fmt_ms(base_values[c])]
+    clauses = []
+    if equal:
+        labels = [_LABELS[c] for c in equal]
+        joined = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+        clauses.append(f"the {joined} {'is' if len(labels) == 1 else 'are'} the same")
+    for component in components:
+        if component in equal:
+            continue
+        value, base_value = values[component], base_values[component]
+        figures = f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms {unit}"
+        if abs(value - base_value) < SAME_COMPONENT_RATIO * max(abs(value), abs(base_value)):
+            clauses.append(f"the {_LABELS[component]} is about the same ({figures})")
+        else:
+            clauses.append(
+                f"the {_LABELS[component]} differs by under {fmt_ms(SAME_COMPONENT_MS)} ms "
+                f"({figures})"
+            )
+    return clauses
+
+
+def _reason(component, run, base, higher):
+    """Why one component differs, in words (leading separator included)."""
+    if component == "data_wait":
+        if higher and run["steady_verdict"] == "input_bound":
+            return ", because its input pipeline cannot keep up (input_bound)"
+        if not higher and base["steady_verdict"] == "input_bound":
+            return f", because {base['run']}'s input pipeline cannot keep up"
+        return ""
+    if component == "compute":
+        accelerator, base_accelerator = (
+            names.is_accelerator(run["device"]),
+            names.is_accelerator(base["device"]),
+        )
+        small = run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE
+        if higher and accelerator and not base_accelerator:
+            return (
+                ", a fixed per-step cost (kernel launches, host-device "
+                "synchronisation)"
+                + (" that so small a batch cannot amortise" if small else "")
+            )
+        if not higher and accelerator and not base_accelerator:
+            return f", {run['device']} computes faster"
+        if run["device"] != base["device"] and run["device"] and base["device"]:
+            return f" ({run['device']} against {base['device']})"
+        return ""
+    if higher:
+        return ": more time in the Keras loop, callbacks and logging"
+    return ""
+
+
+def _batches_text(points):
+    batches = sorted({point["batch_size"] for point in points})
+    if len(batches) == 2:
+        return f"{fmt_count(batches[0])} and {fmt_count(batches[1])}"
+    return (
+        f"{len(batches)} batch sizes from {fmt_count(batches[0])} to "
+        f"{fmt_count(batches[-1])}"
+    )
+
+
+def _fit_text(device, fit):
+    """`GPU:0's step is about 0.655 ms whatever the batch (...)`."""
+    top = max(point["batch_size"] for point in fit["points"])
+    fixed, per_sample = fit["fixed_ms"], fit["per_sample_us"]
+    if per_sample / 1e3 * top < FLAT_STEP_SHARE * fixed:
+        text = f"{device}'s step is about {fmt_ms(fixed)} ms whatever the batch"
+        if fmt_ms(per_sample) != fmt_ms(0.0):
+            text += f" (plus {fmt_ms(per_sample)} µs per sample)"
+        return text
+    return (
+        f"{device}'s step grows {fmt_ms(per_sample)} µs per sample from a fixed "
+        f"{fmt_ms(fixed)} ms"
+    )
+
+
+def why(run, base, row):
+    """Sentences on why the two differ, from the row's `scaling` and
+    `parts` (each leading space included), or `""`."""
+    text = ""
+    fits = row["scaling"]
+    if fits is not None:
+        devices = [d for d in (run["device"], base["device"]) if d in fits["devices"]]
+        runs = "; ".join(
+            f"{_batches_text(fits['devices'][d]['points'])} on {d}" for d in devices
+        )
+        clauses = [_fit_text(d, fits["devices"][d]) for d in devices]
+        speedup = row["speedup"]
+        if row["same_batch_size"] and speedup and run["batch_size"]:
+            if abs(speedup - 1.0) < SAME_SPEED:
+                clauses.append(
+                    f"at this batch of {fmt_count(run['batch_size'])} both are as fast"
+                )
+            else:
+                faster, slower = (run, base) if speedup > 1 else (base, run)
+                times = speedup if speedup > 1 else 1.0 / speedup
+                clauses.append(
+                    f"at this batch of {fmt_count(run['batch_size'])} "
+                    f"{faster['device']} is {fmt_speedup(times)} as fast as "
+                    f"{slower['device']}"
+                )
+        if fits["crossover_batch"] is not None:
+            clause = (
+                f"{fits['faster_above']} wins above about "
+                f"{fmt_count(fits['crossover_batch'])} samples per step"
+            )
+            if fits["crossover_extrapolated"]:
+                clause += " (beyond the batch sizes measured, so an extrapolation)"
+            clauses.append(clause)
+        elif fits["faster_above"] is not None:
+            clauses.append(f"{fits['faster_above']} is faster at every batch size, by the fit")
+        # Which runs the fits come from: the model's sweep when it has one,
+        # so the crossover is the one the sweep's own panel gives.
+        source = (
+            f'the sweep "{fits["sweep"]}" of this model, its runs at'
+            if fits.get("sweep") is not None else "this model's runs at"
+        )
+        text += (
+            f" Across batch sizes ({source} {runs}, mean steps): "
+            + "; ".join(clauses) + "."
+        )
+    parts = row["parts"]
+    for side in (run, base):
+        busy = parts["device_busy_ms"]["run" if side is run else "baseline"]
+        if busy is None:
+            continue
+        step = side["step_ms"]["mean"]
+        text += (
+            f" Its trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+            if side is run
+            else f" {base['run']}'s trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+        )
+        text += f": the other {fmt_ms(step - busy)} ms of its {fmt_ms(step)} ms mean step is fixed cost."
+    text += _transfer_text(run, base)
+    return text
+
+
+def _transfer_text(run, base):
+    """` Each step copies its 12,928-byte batch from the host to GPU:0 ...`
+    when one of the two ran on an accelerator and the other did not."""
+    accelerated = [side for side in (run, base) if names.is_accelerator(side["device"])]
+    if len(accelerated) != 1:
+        return ""
+    side = accelerated[0]
+    other = base if side is run else run
+    size = side["placement"]["input_bytes_per_step"]
+    if not size:
+        return ""
+    text = (
+        f" Each step {'of ' + base['run'] + ' ' if side is base else ''}copies its "
+        f"{fmt_count(size)}-byte batch from the host to {side['device']}"
+    )
+    trace = device_side.device_trace(side)
+    if trace is not None and trace["h2d_ms"] is not None:
+        text += f" ({fmt_ms(trace['h2d_ms'])} ms of copying in its trace)"
+    return text + f"; {other['device'] or 'the other device'} reads it in place."

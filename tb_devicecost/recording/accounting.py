@@ -1,0 +1,499 @@
+"""Step accounting: where each step's wall time went, in bounded memory.
+
+A step runs from the moment its batch is requested to the moment the next
+step's batch is requested (or a boundary such as the end of an epoch):
+
+    |-- data_wait --|-------- compute --------|-- host_overhead --|
+    begin_step    end_fetch                end_compute        next begin_step
+
+The three parts add up to the step's wall time. The first step of each
+session (a `fit` call) holds tracing and compilation: it is recorded as
+warm-up and kept out of the steady-state statistics.
+"""
+
+import os
+import time
+import warnings
+
+import numpy as np
+
+from tb_devicecost.format import metadata
+from tb_devicecost.format import vocabulary
+from tb_devicecost.format import writer as writer_module
+from tb_devicecost.format.document_limits import MAX_DOCUMENT_STRING
+from tb_devicecost.format.document_limits import bounded_document
+from tb_devicecost.recording.aggregate import ROW_BATCH
+from tb_devicecost.recording.aggregate import ROW_COMPONENTS
+from tb_devicecost.recording.aggregate import ROW_WARMUP
+from tb_devicecost.recording.aggregate import RunAggregate
+from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
+
+
+class StepAccounting:
+    """The step accounting of one run, written as it goes.
+
+    Internal: `DeviceCostCallback` drives it from Keras's hooks and
+    `StepRecorder` from a custom loop. Each step's time splits into data
+    wait (fetching the batch), compute (the step and its synchronisation)
+    and host overhead (everything else until the next step starts). The
+    first step of each session is warm-up. Summaries go to `run_dir` as a
+    TensorBoard run, in batches; memory does not grow with the number of
+    steps.
+
+    If recording fails (a full disk, a bad path), it writes what it still
+    can (a last aggregate, `"interrupted"`, saying why), warns once (or
+    calls `on_failure`, when its owner set one) and switches itself off;
+    the training loop is never interrupted. On SIGTERM, every recorder in a
+    session writes its steps and an `"interrupted"` aggregate, then the
+    signal goes on to the handler that was there before (`sigterm.py`).
+    The statistics of the `devicecost/aggregate` document are kept by a
+    `RunAggregate` (`aggregate.py`), every document bounded by
+    `document_limits.py`.
+
+    Args:
+        run_dir: Directory of the TensorBoard run to write into.
+        flush_steps: Number of steps buffered before they are written.
+        clock: Function returning seconds from a monotonic clock.
+            Defaults to `time.perf_counter`.
+    """
+
+    def __init__(self, run_dir, flush_steps=256, clock=None):
+        if not isinstance(run_dir, (str, os.PathLike)) or not str(run_dir):
+            raise ValueError(
+                "`run_dir` must be a non-empty path to a directory. "
+                f"Received: run_dir={run_dir!r}"
+            )
+        if (
+            isinstance(flush_steps, bool)
+            or not isinstance(flush_steps, int)
+            or flush_steps < 1
+        ):
+            raise ValueError(
+                "`flush_steps` must be a positive integer. "
+                f"Received: flush_steps={flush_steps!r}"
+            )
+        self.run_dir = os.fspath(run_dir)
+        self.flush_steps = flush_steps
+        self._clock = clock or time.perf_counter
+        # Maps the monotonic clock to wall time once, not per step.
+        self._wall_offset = time.time() - self._clock()
+        self._writer = writer_module.SummaryWriter(self.run_dir)
+        self.enabled = True
+        self._global_step = 0
+        self._rows = []
+        # Blocks of rows added at once (numpy arrays), written with the rows.
+        self._blocks = []
+        self._block_rows = 0
+        self._open = None
+        self._excluded = 0.0
+        self._next_is_warmup = True
+        self._sessions = 0
+        self._aggregate = RunAggregate(self._clock)
+        self._info = {}
+        self._watched_steps = None
+        self._watched_rows = {}
+        # Called with the error instead of warning, when set: the owner of
+        # several recorders (the callback) warns once and stops them all.
+        self.on_failure = None
+
+    # The hot path: three calls per step, a clock read each, one small list
+    # and one tuple allocated per step.
+
+    @property
+    def next_is_warmup(self):
+        """Whether the next step added is a warm-up step."""
+        return self._next_is_warmup
+
+    @property
+    def step_open(self):
+        """Whether a step has begun and not yet ended."""
+        return self._open is not None
+
+    @property
+    def step_computed(self):
+        """Whether the open step's compute has ended."""
+        return self._open is not None and self._open[3] is not None
+
+    def upcoming_step(self):
+        """The global step that the next `begin_step` starts."""
+        return self._global_step + (1 if self._open is not None else 0)
+
+    def begin_step(self, now=None):
+        """Marks the start of a step: its batch is being requested."""
+        if not self.enabled:
+            return
+        now = self._clock() if now is None else now
+        if self._open is not None:
+            self._close_step(now)
+        # [start, fetch end, compute start, compute end, batch size, steps]
+        self._open = [now, now, now, None, None, 1]
+
+    def end_fetch(self, batch_size=None, now=None):
+        """Marks that the batch has arrived; compute starts."""
+        if self._open is not None:
+            now = self._clock() if now is None else now
+            self._open[1] = self._open[2] = now
+            if batch_size is not None:
+                self._open[4] = batch_size
+
+    def begin_compute(self, now=None):
+        """Marks the start of compute, when it does not follow the fetch."""
+        if self._open is not None:
+            self._open[2] = self._clock() if now is None else now
+
+    def end_compute(self, batch_size=None, now=None):
+        """Marks that the step's results are on the host."""
+        if self._open is not None:
+            self._open[3] = self._clock() if now is None else now
+            if batch_size is not None:
+                self._open[4] = batch_size
+
+    def extend_warmup(self):
+        """Marks the open step as warm-up too.
+
+        For a step that still pays a one-off cost: the first call of a
+        function Keras traced inside another one instantiates it on its own.
+        """
+        self._next_is_warmup = True
+
+    def set_steps(self, count):
+        """Says how many steps the open record ran (`steps_per_execution`).
+
+        The record is written as `count` steps, each with an equal part of
+        its time, so that step counts and per-step times are exact when an
+        execution runs fewer steps than `steps_per_execution`.
+        """
+        if self._open is not None:
+            self._open[5] = count
+
+    def watch_steps(self, steps):
+        """Keeps the components of `steps` (a range) for `watched_steps`."""
+        self._watched_steps = steps
+        self._watched_rows = {}
+
+    def watched_steps(self):
+        """`[{"step", "data_wait_ms", "compute_ms", "host_overhead_ms"}]` of
+        the watched steps recorded so far."""
+        return [
+            {
+                "step": step,
+                "data_wait_ms": row[2],
+                "compute_ms": row[3],
+                "host_overhead_ms": row[4],
+            }
+            for step, row in sorted(self._watched_rows.items())
+        ]
+
+    def abort_step(self):
+        """Forgets the open step (its batch never came: end of data)."""
+        self._open = None
+
+    def exclude(self, seconds):
+        """Leaves `seconds` spent on our own measurements out of the step."""
+        self._excluded += seconds
+
+    def boundary(self, now=None):
+        """Closes the open step: an epoch, validation or the fit ends here."""
+        if self._open is not None and self.enabled:
+            try:
+                self._close_step(self._clock() if now is None else now)
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+
+    def _close_step(self, now):
+        start, fetched, compute_started, computed, batch_size, steps = self._open
+        self._open = None
+        excluded, self._excluded = self._excluded, 0.0
+        data_wait = fetched - start
+        compute = 0.0 if computed is None else computed - compute_started
+        host = max(0.0, now - start - data_wait - compute)
+        excluded = min(excluded, host)
+        host -= excluded
+        self.add_step(start, data_wait, compute, host, batch_size, steps, excluded)
+
+    def add_step(self, start, data_wait, compute, host, batch_size=None, steps=1, excluded=0.0):
+        """Adds a step whose parts are known (seconds), e.g. one timed under
+        asynchronous dispatch; `steps` > 1 writes an execution as its steps.
+
+        Args:
+            start: When the step began, on this recorder's clock.
+            excluded: Seconds of our own measurements left out of it.
+        """
+        if not self.enabled:
+            return
+        if steps < 1:
+            # An execution that ran no step (the end of the data).
+            return
+        if not self._next_is_warmup and steps == 1:
+            # A synchronous step's fetch is all data wait (`AsyncSteps`
+            # adds the full fetches of asynchronous ones).
+            self._aggregate.fetch.add(np.array([data_wait * 1e3]))
+        self._aggregate.measurement_total += excluded
+        wall = data_wait + compute + host
+        for index in range(steps):
+            self._rows.append(
+                (
+                    self._global_step,
+                    start + index * wall / steps + self._wall_offset,
+                    data_wait * 1e3 / steps,
+                    compute * 1e3 / steps,
+                    host * 1e3 / steps,
+                    float("nan") if batch_size is None else batch_size,
+                    1.0 if self._next_is_warmup else 0.0,
+                )
+            )
+            if (
+                self._watched_steps is not None
+                and self._global_step in self._watched_steps
+            ):
+                self._watched_rows[self._global_step] = self._rows[-1]
+            self._global_step += 1
+        self._next_is_warmup = False
+        if len(self._rows) + self._block_rows >= self.flush_steps:
+            try:
+                self._flush_rows()
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+
+    # Sessions, metadata and writing.
+
+    def begin_session(self, info=None):
+        """Starts a session (a `fit` call): its first step is warm-up.
+
+        Args:
+            info: Optional dict of run information (backend, versions, batch
+                size...) merged into the run-info document.
+        """
+        if not self.enabled:
+            return
+        try:
+            self.boundary()
+            self._sessions += 1
+            self._next_is_warmup = True
+            SIGTERM_CHAIN.track(self)
+            self._info.update(info or {})
+            self._write_info()
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def update_info(self, info):
+        """Merges `info` into the run-info document and writes it."""
+        if not self.enabled:
+            return
+        try:
+            self._info.update(info)
+            self._write_info()
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def begin_span(self, now=None):
+        """Starts accounting wall time: a `fit`, or an `evaluate` call.
+
+        The time between `begin_span` and `end_span` is split into steps,
+        warm-up, our own measurements and the time between steps (epoch
+        starts, validation, other callbacks), which add up to it.
+        """
+        self._aggregate.begin_span(now)
+
+    def end_span(self, now=None):
+        """Ends the wall time started by `begin_span`."""
+        self._aggregate.end_span(now)
+
+    def set_retraces(self, count, steps=(), source="tf.function tracing count", seconds=None):
+        """Records how often the step function was traced (or compiled)
+        again after its warm-up, at which steps, and the evidence."""
+        self._aggregate.set_retraces(count, steps, source, seconds)
+
+    def set_fetch_floor(self, milliseconds):
+        """Records the cost of handing over a batch that is already ready."""
+        self._aggregate.fetch_floor_ms = milliseconds
+
+    def write_placement(self, placement):
+        """Writes the placement document (devices, variables, ops)."""
+        self._write_document(metadata.TAG_PLACEMENT, placement)
+
+    def write_document(self, tag, document):
+        """Writes a JSON document under one of `metadata.JSON_TAGS`."""
+        self._write_document(tag, document)
+
+    def _write_document(self, tag, document):
+        if not self.enabled:
+            return
+        try:
+            document = bounded_document(dict(document, schema=metadata.SCHEMA_VERSION))
+            self._writer.write_json(tag, self._last_step(), time.time(), document)
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def _write_info(self):
+        info = dict(self._info, sessions=self._sessions)
+        info["schema"] = metadata.SCHEMA_VERSION
+        info = bounded_document(info)
+        self._writer.write_json(
+            metadata.TAG_RUN_INFO, self._last_step(), time.time(), info
+        )
+
+    def _last_step(self):
+        return max(0, self._global_step - 1)
+
+    def flush(self, status="running"):
+        """Writes buffered steps and the cumulative aggregate to disk."""
+        if not self.enabled:
+            return
+        try:
+            self._flush_rows()
+            self._writer.write_json(
+                metadata.TAG_AGGREGATE,
+                self._last_step(),
+                time.time(),
+                self.aggregate(status),
+            )
+            self._writer.flush()
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def end_session(self, status="complete"):
+        """Closes the open step, writes everything and closes the file.
+
+        Args:
+            status: Recorded in the aggregate: `"complete"`, or
+                `"interrupted"` when the loop raised.
+        """
+        SIGTERM_CHAIN.untrack(self)
+        if not self.enabled:
+            return
+        self.boundary()
+        # A recorder that never saw a session or a step leaves no file.
+        if self._sessions or self._global_step:
+            self.flush(status=status)
+        self._close_writer()
+
+    def stop(self, status="interrupted"):
+        """Ends the session (`end_session(status)`) and records nothing more."""
+        self.end_session(status=status)
+        self.enabled = False
+        self._rows = []
+        self._blocks = []
+        self._block_rows = 0
+        self._open = None
+
+    def _interrupted(self):
+        """SIGTERM: the steps so far and an `"interrupted"` aggregate, on disk.
+
+        The open step is left as it is: if the process lives on (a handler
+        that does not exit), it is recorded as usual and a later aggregate
+        says how the fit ended.
+        """
+        if self.enabled and (self._sessions or self._global_step):
+            self.flush(status="interrupted")
+
+    def _close_writer(self):
+        try:
+            self._writer.close()
+        except Exception as error:  # pylint: disable=broad-except
+            self._fail(error)
+
+    def add_steps(self, start, data_wait, compute, host, batch_size, excluded):
+        """Adds one step per element of the given arrays (seconds), as
+        `add_step` does for one: the path of asynchronous dispatch, where
+        completed steps arrive in groups."""
+        if not self.enabled or len(start) == 0:
+            return
+        count = len(start)
+        block = np.empty((count, len(vocabulary.ROW_COLUMNS)), dtype=np.float64)
+        first = self._global_step
+        block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
+        block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start + self._wall_offset
+        block[:, ROW_COMPONENTS] = np.stack([data_wait, compute, host], axis=1) * 1e3
+        block[:, ROW_BATCH] = batch_size
+        block[:, ROW_WARMUP] = 0.0
+        if self._next_is_warmup:
+            block[0, ROW_WARMUP] = 1.0
+            self._next_is_warmup = False
+        self._aggregate.measurement_total += float(np.sum(excluded))
+        if self._watched_steps is not None:
+            for index, step in enumerate(range(first, first + count)):
+                if step in self._watched_steps:
+                    self._watched_rows[step] = tuple(block[index])
+        self._global_step += count
+        if self._rows:
+            # Rows added one by one before this block come before it.
+            self._blocks.append(np.array(self._rows, dtype=np.float64))
+            self._block_rows += len(self._rows)
+            self._rows = []
+        self._blocks.append(block)
+        self._block_rows += count
+        if len(self._rows) + self._block_rows >= self.flush_steps:
+            try:
+                self._flush_rows()
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+
+    def add_fetch_times(self, fetch_ms):
+        """Adds the full durations (ms) of steady steps' fetches."""
+        self._aggregate.fetch.add(np.asarray(fetch_ms, dtype=np.float64))
+
+    def count_pace(self, device_paced):
+        """Counts which side set the pace of steps just added (a bool
+        array, or one bool), under asynchronous dispatch."""
+        self._aggregate.count_pace(device_paced)
+
+    def _flush_rows(self):
+        if not self._rows and not self._blocks:
+            return
+        # Blocks, then the rows added one by one since: in step order.
+        parts = list(self._blocks)
+        if self._rows:
+            parts.append(np.array(self._rows, dtype=np.float64))
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        self._rows = []
+        self._blocks = []
+        self._block_rows = 0
+        self._aggregate.add_rows(rows)
+        # The warm-up flag is written per step, so readers never guess it.
+        self._writer.write_steps(rows)
+
+    def aggregate(self, status="running"):
+        """Returns the cumulative aggregate document (JSON-ready)."""
+        return self._aggregate.document(status, self._global_step, self._sessions)
+
+    def _fail(self, error):
+        if not self.enabled:
+            return
+        self.enabled = False
+        self._rows = []
+        self._blocks = []
+        self._block_rows = 0
+        self._open = None
+        # What can still be written: a failed write left part of a record
+        # (a full disk); cut off, its space holds a last aggregate saying
+        # the recording stopped, so the run does not read "running" for
+        # ever (docs/FORMAT.md, `status`).
+        try:
+            self._writer.discard_partial()
+            if self._sessions or self._global_step:
+                final = self.aggregate("interrupted")
+                final["error"] = f"{type(error).__name__}: {error}"[:MAX_DOCUMENT_STRING]
+                self._writer.write_json(
+                    metadata.TAG_AGGREGATE, self._last_step(), time.time(), final
+                )
+        except Exception:  # pylint: disable=broad-except
+            pass
+        try:
+            self._writer.close()
+        except Exception:  # pylint: disable=broad-except
+            pass
+        SIGTERM_CHAIN.untrack(self)
+        if self.on_failure is not None:
+            try:
+                self.on_failure(error)
+            except Exception:  # pylint: disable=broad-except
+                pass
+            return
+        warnings.warn(
+            f"tb-devicecost stopped recording into {self.run_dir!r} because of "
+            f"{type(error).__name__}: {error}. Training goes on unaffected; "
+            "the steps recorded so far are kept.",
+            RuntimeWarning,
+            stacklevel=3,
+        )

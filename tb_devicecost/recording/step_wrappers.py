@@ -1,0 +1,293 @@
+"""The recording between Keras's hooks, the same on every backend.
+
+`StepRecording` is the part of `DeviceCostCallback` that runs while steps
+run: it installs the backend's timed step function (`Backend.wrap_step`)
+in place of Keras's, receives the clock reads around Keras's callback list
+(`backends/keras_loop.py`), and probes between steps (placement, the fetch
+floor, trace windows) with their time kept out of the records. What
+differs per backend is asked of `self._backend` (`backends/base.py`); the
+callback's hooks and lifecycle stay in `callback.py`.
+"""
+
+import time
+
+from tb_devicecost.backends import keras_loop
+from tb_devicecost.backends import placement
+from tb_devicecost.recording import run_info
+
+# The fetch floor is sampled while training, under the same load as the
+# real fetches: a few samples after the first fetched batch, then one every
+# `FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
+# the records).
+FLOOR_SAMPLE_EVERY = 50
+
+
+class StepRecording:
+    """Mixin of `DeviceCostCallback`: its state between hooks (recorders,
+    `_backend`, `_traces`, `_async`, ...) is set up by the callback."""
+
+    # Wrapping the step function.
+
+    def _wrap(self, attribute, role):
+        original = getattr(self._model, attribute)
+        if original is None or getattr(original, "_devicecost_wrapper", False):
+            return
+        self._original_functions[attribute] = original
+        if self._backend.asynchronous:
+            wrapper = _guarded(
+                self, original, lambda call: self._backend.wrap_step(self, call, role))
+        else:
+            # TensorFlow's wrapper reads Keras's function itself (its traced
+            # steps): it is handed the function as it is.
+            wrapper = self._backend.wrap_step(self, original, role)
+        wrapper._devicecost_wrapper = True
+        setattr(self._model, attribute, wrapper)
+
+    def _unwrap(self, attribute):
+        original = self._original_functions.pop(attribute, None)
+        current = getattr(self._model, attribute, None)
+        # A `compile()` in between replaced the function: leave the new one.
+        if original is not None and getattr(current, "_devicecost_wrapper", False):
+            setattr(self._model, attribute, original)
+
+    # Clock reads around Keras's callback list (`backends/keras_loop.py`).
+
+    def _install_loop_clock(self):
+        if self._loop is not None:
+            self._loop.uninstall()
+            self._loop = None
+        callbacks = keras_loop.callback_list()
+        if callbacks is None:
+            return  # Called outside Keras's loop: our own hooks read the clock.
+        self._loop = keras_loop.LoopClock(callbacks, self)
+        self._loop.install()
+        self._hooks_on_worker = {
+            role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
+        }
+
+    def _uninstall_loop_clock(self):
+        if self._loop is not None:
+            self._loop.uninstall()
+            self._loop = None
+
+    def loop_batch_begin(self, role, batch, now):
+        self._batch_begin = batch
+        steps = self._async.get("train" if role == "train" else self._test_role)
+        if steps is not None:
+            # PyTorch's loop fetched the batch just before.
+            self._fetched_at = now
+            steps.poll(now)
+
+    def loop_results(self, role, batch, now):
+        self._results(role, batch, now, in_hook=False)
+
+    def loop_batch_end(self, role, now):
+        # PyTorch's loop fetches the next batch after this.
+        self._fetch_started = now
+
+    def loop_epoch_begin(self, role, now):
+        self._fetch_started = now
+
+    def loop_failed(self, error):
+        self._disable(error)
+
+    def _results(self, loop_role, batch, now, in_hook):
+        """The step's logs are Python numbers: its work is complete.
+
+        `loop_role` is the loop's (`"train"` or `"test"`); the run's role
+        for a test step is validation's or evaluation's.
+        """
+        role = "train" if loop_role == "train" else self._test_role
+        if role is None:
+            return
+        steps = self._async.get(role)
+        if steps is not None:
+            # On a worker thread when every callback is async-safe; on the
+            # training thread, which waited for the step, the read is exact.
+            exact = not in_hook and not self._hooks_on_worker.get(loop_role, True)
+            steps.completed(batch, now, exact=exact)
+            window = self._traces.window if role == "train" else None
+            if window is not None:
+                # The step's completion marker, while a window is traced.
+                window.completed(batch)
+            return
+        if role == "train":
+            if not self._in_fit:
+                return
+            self._train.end_compute(now=now)
+            if self._traces.window is not None:
+                self._traces.window.after_step()
+            if in_hook:
+                if self._pending_batch is not None or self._steps_to_probe == 1:
+                    self._probe_between_steps()
+                elif self._steps_to_probe > 1:
+                    self._steps_to_probe -= 1
+            return
+        recorder = self._recorder_for(role)
+        recorder.end_compute(now=now)
+        if in_hook and self._pending_batch is not None:
+            self._probe_between_steps(recorder, role)
+
+    # Probing between steps, kept out of the records.
+
+    def _probe_between_steps(self, recorder=None, role="train"):
+        """Placement and the fetch floor after the first fetched batch,
+        fetch-floor samples after some later steps (synchronous steps).
+
+        Their time is kept out of the step being recorded.
+        """
+        recorder = recorder or self._train
+        started = time.perf_counter()
+        try:
+            data, self._pending_batch = self._pending_batch, None
+            floor = self._floors.get(role)
+            if data is not None:
+                if role == "train" and not self._placement_written:
+                    self._placement_written = True
+                    document = self._placement_document(data)
+                    recorder.write_placement(document)
+                    self._accelerated = on_accelerator(document)
+                if role == "train":
+                    self._traces.found_device(self._accelerated)
+                if floor is not None:
+                    floor.start(data, self._model.distribute_strategy)
+                recorder.update_info(
+                    run_info.batch_info(placement.batch_size(data), self._run_info)
+                )
+                self._steps_to_probe = FLOOR_SAMPLE_EVERY if role == "train" else 0
+            elif floor is not None and floor.running:
+                floor.sample(1)
+                self._steps_to_probe = FLOOR_SAMPLE_EVERY
+            if floor is not None:
+                recorder.set_fetch_floor(floor.milliseconds())
+        except Exception as error:  # pylint: disable=broad-except
+            self._disable(error)
+        recorder.exclude(time.perf_counter() - started)
+
+    def _placement_document(self, data):
+        model = self._model
+        step, self._first_step_placement = self._first_step_placement, None
+        return self._backend.placement_document(
+            model.variables,
+            getattr(getattr(model, "optimizer", None), "variables", []),
+            data,
+            step,
+        )
+
+    def _before_traced_step(self, step):
+        """Opens or closes the trace window before train step `step`, once
+        the step before is complete; the time it took past that completion
+        is kept out of the records (`profiling.TraceSchedule.before_async_step`)."""
+        transition = self._traces.before_async_step(step)
+        if transition is not None:
+            began, ended, previous = transition
+            self._pending_excluded += ended - max(began, previous or began)
+        return transition
+
+    def _take_excluded(self):
+        excluded, self._pending_excluded = self._pending_excluded, 0.0
+        return excluded
+
+    def _after_first_async_step(self, role, batch, state):
+        """Placement and the fetch floor, once the first step is dispatched
+        (its device work overlaps them); their time is kept out of the next
+        step."""
+        started = time.perf_counter()
+        self._needs_batch[role] = False
+        recorder = self._recorder_for(role)
+        try:
+            if role == "train":
+                if self._compiles is not None:
+                    self._compiles.armed = True
+                if not self._placement_written:
+                    self._placement_written = True
+                    variables, optimizer_variables = self._backend.fit_variables(
+                        self._model, state
+                    )
+                    document = self._backend.placement_document(
+                        variables, optimizer_variables, batch
+                    )
+                    recorder.write_placement(document)
+                    self._accelerated = on_accelerator(document)
+                self._traces.found_device(self._accelerated)
+            floor = self._floors.get(role)
+            if floor is not None and floor.start_python(batch, self._backend.handover()):
+                floor.stop()
+                recorder.set_fetch_floor(floor.milliseconds())
+            recorder.update_info(
+                run_info.batch_info(placement.batch_size(batch), self._run_info)
+            )
+        except Exception as error:  # pylint: disable=broad-except
+            self._disable(error)
+        self._pending_excluded += time.perf_counter() - started
+
+    def _note_retraces(self, attribute, recorder):
+        self._backend.note_retraces(self, attribute, recorder)
+
+    def _recorder_for(self, role):
+        return {
+            "train": self._train,
+            "validation": self._validation,
+            "evaluation": self._evaluation,
+        }[role]
+
+
+class _Call:
+    """Keras's step function, called by the timed one: remembers whether
+    it was called, what it returned, and whether the error was its own."""
+
+    __slots__ = ("function", "called", "result", "raised")
+
+    def __init__(self, function):
+        self.function = function
+        self.called = self.raised = False
+        self.result = None
+
+    def __call__(self, *args, **kwargs):
+        self.called = True
+        try:
+            self.result = self.function(*args, **kwargs)
+        except BaseException:
+            self.raised = True
+            raise
+        return self.result
+
+
+def _guarded(callback, original, wrap_step):
+    """The backend's timed step function (`wrap_step(call)`), such that a
+    failure of ours never breaks the step: the model's own errors pass
+    through unchanged; ours switch the callback off (one warning) and the
+    step's result, or Keras's own call where the step had not run yet, goes
+    back to Keras. (What runs inside Keras's call, the timed iterator, does
+    not raise: it only reads clocks and asks `is_ready`.)"""
+    calls = []
+
+    def call_original(*args, **kwargs):
+        return calls[-1](*args, **kwargs)
+
+    timed = wrap_step(call_original)
+
+    def step(*args, **kwargs):
+        if not callback._enabled:
+            return original(*args, **kwargs)
+        call = _Call(original)
+        calls.append(call)
+        try:
+            return timed(*args, **kwargs)
+        except Exception as error:  # pylint: disable=broad-except
+            if call.raised:
+                raise  # The model's own error, as without the callback.
+            callback._disable(error)
+            return call.result if call.called else original(*args, **kwargs)
+        finally:
+            calls.pop()
+
+    return step
+
+
+def on_accelerator(document):
+    """Whether a placement document puts the model's variables on a device
+    other than the CPU (a `keras.device("cpu")` scope keeps them there even
+    where a GPU is visible)."""
+    variables = document.get("variables") or {}
+    return any(not str(device).upper().startswith("CPU") for device in variables)
