@@ -216,9 +216,9 @@ _PREDICTIONS_NOTE = (
     "run's samples/s over the run's; \\* where that batch is beyond the "
     "estimate's own (docs/READING.md says how runs are paired)."
 )
-# The comparison's sentence on how the two devices scale with the batch,
-# fitted on the two batch sizes of `small_work` only: the sweep's five give
-# the section's one crossover, so this one is left out of the README.
+# The comparison's sentence on how the two devices scale with the batch:
+# the sweep's fits and crossover, which the section already gives once, so
+# it is left out of the README here.
 _SCALING_SENTENCE = re.compile(r" Across batch sizes \(.*?\): .*?\.(?=\s|$)")
 
 

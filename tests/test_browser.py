@@ -1154,6 +1154,15 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
                 formatting.fmt_speedup(pair["achieved_speedup"]))
             expect(row.locator(".dc-achieved-over-predicted")).to_have_text(
                 formatting.fmt_speedup(pair["achieved_over_predicted"]))
+            # The kind, then the sweep's name in code type as the README
+            # has it (sweep `sweep`): never "sweep sweep" in one run of text.
+            by = row.locator(".dc-prediction-by")
+            if pair["predicted_by"] == "sweep":
+                expect(by.locator("code.dc-sweep-name")).to_have_text(pair["sweep"])
+                assert by.evaluate("cell => cell.firstChild.textContent") == "sweep "
+            else:
+                expect(by.locator("code")).to_have_text(pair["predicted_by"])
+        assert any(pair["predicted_by"] == "sweep" for pair in report["predictions"])
         batch = table.locator('tr[data-change="batch_size"]')
         expect(batch.locator(".dc-prediction-change")).to_have_text("larger batch (10 \u2192 1,024)")
         page.screenshot(path=os.path.join(screenshots, "predictions.png"), full_page=True)
@@ -1164,6 +1173,12 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
         chart = frame.locator(".dc-compare svg.dc-bars")
         expect(chart.locator('rect[data-component="handover"]')).to_have_count(2)
         expect(frame.locator('.dc-compare .dc-legend-item[data-component="handover"]')).to_have_count(1)
+        # One crossover for the model: its sweep's, named as such (issue 23).
+        [sweep] = report["sweeps"]
+        expect(frame.locator(".dc-compare .dc-crossover")).to_have_text(
+            "GPU:0 overtakes CPU:0 above about "
+            f"{formatting.fmt_count(sweep['crossover_batch'])} samples per step. "
+            "From the sweep \u201csweep\u201d of this model.")
         assert problems["console_errors"] == []
         assert problems["page_errors"] == []
         page.close()

@@ -73,6 +73,26 @@ def test_gpu_slower_than_cpu_at_a_small_batch(helpers):
     assert "the data wait and host overhead are the same" in explanation
 
 
+def test_close_components_are_never_called_the_same_when_they_print_apart(helpers):
+    """0.040 against 0.024 ms of host overhead is too small to explain, but
+    not "the same": the table beside the words prints both figures."""
+    cpu = helpers.run(0.4, 0.2, 0.024, name="cpu/train", batch_size=10)
+    gpu = helpers.run(0.57, 0.37, 0.040, name="gpu/train", batch_size=10)
+    close = helpers.run(0.41, 0.22, 0.024, name="close/train", batch_size=10)
+    comparison = analysis.compare_runs([gpu, cpu, close], baseline="cpu/train")
+    rows = {row["run"]: row for row in comparison["rows"]}
+    explanation = rows["gpu/train"]["explanation"]
+    assert "the host overhead differs by under 0.050 ms (0.040 ms against 0.024 ms per step)" in explanation
+    assert "is the same" not in explanation and "are the same" not in explanation
+    explanation = rows["close/train"]["explanation"]
+    # 0.410 against 0.400 ms is within 10%: about the same, with its figures.
+    assert "the host overhead is the same" in explanation
+    assert "the data wait is about the same (0.410 ms against 0.400 ms per step)" in explanation
+    # The figures the words quote are the ones the table prints.
+    host = rows["gpu/train"]["per_step_ms"]["host_overhead"]
+    assert f"{formatting.fmt_ms(host)} ms against" in rows["gpu/train"]["explanation"]
+
+
 def test_explicit_and_unknown_baseline(helpers):
     a = helpers.run(0.0, 1.0, 0.0, name="a/train")
     b = helpers.run(0.0, 2.0, 0.0, name="b/train")

@@ -183,29 +183,61 @@ def test_a_larger_batch_is_expected_to_help_and_the_h100_sweep_agrees(traced, ru
 
 
 def test_the_gpu_cpu_comparison_names_each_devices_fixed_cost(runs, report):
-    """JAX, the MLP at batches 32 and 8,192 on the H100 and its CPU: two
-    batch sizes per device give each its fixed cost and cost per sample (the
-    line through the two mean steps recorded), and where the GPU overtakes."""
+    """PyTorch, the MLP at batches 32 and 8,192 on the H100 and its CPU, with
+    no sweep of that model: two batch sizes per device give each its fixed
+    cost and cost per sample (the line through the two mean steps
+    recorded), and where the GPU overtakes."""
     steps = {
-        (device, batch): runs[f"jax_mlp_b{batch}/{device}/train"]["step_ms"]["mean"]
+        (device, batch): runs[f"torch_mlp_b{batch}/{device}/train"]["step_ms"]["mean"]
         for device in ("gpu", "cpu") for batch in (32, 8192)
     }
     per_sample = {d: (steps[d, 8192] - steps[d, 32]) / (8192 - 32) for d in ("gpu", "cpu")}
     fixed = {d: steps[d, 32] - 32 * per_sample[d] for d in ("gpu", "cpu")}
     crossover = (fixed["gpu"] - fixed["cpu"]) / (per_sample["cpu"] - per_sample["gpu"])
-    [row] = [r for r in report["comparison"]["rows"] if r["run"] == "jax_mlp_b32/gpu/train"]
+    [row] = [r for r in report["comparison"]["rows"] if r["run"] == "torch_mlp_b32/gpu/train"]
     scaling = row["scaling"]
+    assert scaling["sweep"] is None
     assert scaling["devices"]["GPU:0"]["fixed_ms"] == pytest.approx(fixed["gpu"])
     assert scaling["devices"]["CPU:0"]["per_sample_us"] == pytest.approx(per_sample["cpu"] * 1e3)
     assert scaling["crossover_batch"] == round(crossover)
     assert scaling["faster_above"] == "GPU:0"
-    # The GPU's fixed cost is most of its step, the CPU's a quarter of its.
-    assert fixed["gpu"] > 3 * fixed["cpu"]
     text = row["explanation"]
+    assert "Across batch sizes (this model's runs at 32 and 8,192 on GPU:0" in text
     assert f"from a fixed {formatting.fmt_ms(fixed['gpu'])} ms" in text
     assert f"from a fixed {formatting.fmt_ms(fixed['cpu'])} ms" in text
     assert f"GPU:0 wins above about {formatting.fmt_count(round(crossover))} samples per step" in text
     assert f"CPU:0 is {formatting.fmt_speedup(steps['gpu', 32] / steps['cpu', 32])} as fast as GPU:0" in text
+
+
+def test_the_comparison_of_a_swept_model_gives_the_sweeps_crossover(runs, report):
+    """JAX, the MLP at batches 32 and 8,192 on the H100 and its CPU, whose
+    model (backend, parameter count, dtype policy) the sweep `sweep_jax`
+    also trained: the comparison takes the sweep's fits and crossover, not
+    a line through its own two batch sizes, so the model has one crossover
+    (issue 23), and the explanation says which runs it comes from."""
+    [sweep] = [s for s in report["sweeps"] if s["name"] == "sweep_jax"]
+    for batch in (32, 8192):
+        [row] = [r for r in report["comparison"]["rows"]
+                 if r["run"] == f"jax_mlp_b{batch}/gpu/train"]
+        scaling = row["scaling"]
+        assert scaling["sweep"] == "sweep_jax"
+        assert scaling["crossover_batch"] == sweep["crossover_batch"]
+        assert scaling["faster_above"] == sweep["faster_above"] == "GPU:0"
+        for device, fit in sweep["devices"].items():
+            assert scaling["devices"][device]["fixed_ms"] == fit["fixed_ms"]
+            assert scaling["devices"][device]["per_sample_us"] == fit["per_sample_us"]
+        text = row["explanation"]
+        assert 'Across batch sizes (the sweep "sweep_jax" of this model, its runs at 11 ' in text
+        assert (f"GPU:0 wins above about {formatting.fmt_count(sweep['crossover_batch'])} "
+                "samples per step") in text
+    # The GPU's fixed cost is most of its step, the CPU's a fraction of its.
+    fits = sweep["devices"]
+    assert fits["GPU:0"]["fixed_ms"] > 2 * fits["CPU:0"]["fixed_ms"]
+    # At batch 32 the measured ratio of the two runs' steps.
+    steps = {device: runs[f"jax_mlp_b32/{device}/train"]["step_ms"]["mean"] for device in ("gpu", "cpu")}
+    [row] = [r for r in report["comparison"]["rows"] if r["run"] == "jax_mlp_b32/gpu/train"]
+    assert (f"at this batch of 32 CPU:0 is {formatting.fmt_speedup(steps['gpu'] / steps['cpu'])} "
+            "as fast as GPU:0") in row["explanation"]
 
 
 def test_the_sweeps_comparison_agrees_with_the_sweep(report):

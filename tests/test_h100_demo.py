@@ -142,7 +142,7 @@ def test_the_comparison_with_the_cpu_names_the_fixed_cost(demo):
     """The GPU run at batch 10 is slower than the CPU run of the same
     model; the comparison says why in the runs' numbers: a fixed per-step
     cost the batch cannot amortise, the GPU's busy time from its trace, and
-    each device's fixed cost from the same model's batch-1024 runs."""
+    each device's fixed cost from the same model's sweep."""
     _, report, runs = demo
     [row] = [
         row for row in report["comparison"]["rows"]
@@ -152,11 +152,44 @@ def test_the_comparison_with_the_cpu_names_the_fixed_cost(demo):
     assert row["speedup"] < 1
     assert "fixed per-step cost" in row["explanation"]
     assert row["parts"]["device_busy_ms"]["run"] < runs["small_work/batch10-gpu0/train"]["step_ms"]["mean"]
-    # The same model's batch-1024 runs give each device a fixed cost per
-    # step: the GPU's is the larger.
+    # The same model's sweep gives each device a fixed cost per step: the
+    # GPU's is the larger.
     devices = row["scaling"]["devices"]
     assert devices["GPU:0"]["fixed_ms"] > devices["CPU:0"]["fixed_ms"]
     assert row["parts"]["fixed_ms"]["run"] == devices["GPU:0"]["fixed_ms"]
+
+
+def test_the_comparison_gives_the_sweeps_crossover():
+    """The JAX demo recorded on a real NVIDIA H100: the log directory holds a
+    batch-size sweep of the same model as `small_work` (the same backend,
+    parameter count and dtype policy), so the comparison of
+    small_work/batch10-gpu0 with small_work/batch10-cpu0 gives the sweep's
+    crossover, the one the README and the sweep panel give, and says it
+    comes from the sweep, not a line through batch 10 and 1,024 (issue 23).
+    Compared alone, with every run as context (as the tab's compare route
+    does: tests/test_plugin.py), the two runs say the same."""
+    from tb_devicecost.analysis import formatting
+    from tb_devicecost.analysis import compare
+
+    logdir = os.path.join(DATA, "jax")
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    [sweep] = report["sweeps"]
+    [row] = [row for row in report["comparison"]["rows"]
+             if row["run"] == "small_work/batch10-gpu0/train"]
+    assert row["against"] == "small_work/batch10-cpu0/train"
+    assert row["scaling"]["sweep"] == sweep["name"] == "sweep"
+    assert row["scaling"]["crossover_batch"] == sweep["crossover_batch"]
+    crossover = formatting.fmt_count(sweep["crossover_batch"])
+    assert f"GPU:0 wins above about {crossover} samples per step." in row["explanation"]
+    assert 'Across batch sizes (the sweep "sweep" of this model, its runs at 5 batch sizes' in row["explanation"]
+    assert row["explanation"].count(" wins above about ") == 1
+    # As the tab compares them: the two runs chosen, every run as context.
+    runs = {run["run"]: run for run in report["runs"]}
+    chosen = [runs["small_work/batch10-gpu0/train"], runs["small_work/batch10-cpu0/train"]]
+    tab = compare.compare_runs(chosen, context=report["runs"])
+    [tab_row] = [r for r in tab["rows"] if r["run"] == "small_work/batch10-gpu0/train"]
+    assert tab_row["scaling"] == row["scaling"]
+    assert tab_row["explanation"] == row["explanation"]
 
 
 def test_the_sweep_says_the_cpu_wins_at_small_batches(demo):

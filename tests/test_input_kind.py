@@ -61,7 +61,9 @@ def recorded(tmp_path_factory):
 
 
 def test_each_kind_of_pipeline_is_recorded(recorded):
-    assert recorded["tfdata"]["input_pipeline"] == {"kind": "tf.data"}
+    assert recorded["tfdata"]["input_pipeline"] == {
+        "kind": "tf.data", "maps": 0, "parallel_map": None, "prefetch": False,
+        "cache": False, "python_function": False}
     assert recorded["pydataset"]["input_pipeline"] == {
         "kind": "PyDataset", "workers": 2, "use_multiprocessing": False}
     assert recorded["generator"]["input_pipeline"] == {"kind": "generator"}
@@ -153,3 +155,104 @@ def test_recorded_runs_get_the_fix_of_their_pipeline(recorded, helpers):
     }
     for name, run in recorded.items():
         assert _input_fix_of(helpers, run["input_pipeline"]).startswith(opening[name]), name
+
+
+def _tf_augment(image, label):
+    return image * 2.0, label
+
+
+def _py_augment(image, label):
+    import tensorflow as tf
+
+    image = tf.py_function(lambda value: value * 2.0, [image], tf.float32)
+    return tf.ensure_shape(image, (8,)), label
+
+
+@pytest.fixture(scope="module")
+def tf_data_pipelines(tmp_path_factory):
+    """Real fits through DeviceCostCallback on tf.data pipelines built well
+    and badly: their recorded `input_pipeline`, by name."""
+    import tensorflow as tf
+
+    x, y = _samples()
+    autotune = tf.data.AUTOTUNE
+    root = tmp_path_factory.mktemp("tfdata")
+
+    def source():
+        return tf.data.Dataset.from_tensor_slices((x, y))
+
+    pipelines = {
+        "well_built": source().map(_tf_augment, num_parallel_calls=autotune)
+        .cache().batch(32).prefetch(autotune),
+        "python_well_built": source().map(_py_augment, num_parallel_calls=autotune)
+        .cache().batch(32).prefetch(autotune).repeat(),
+        "naive": source().map(_py_augment).batch(32),
+        "one_call": source().batch(32).map(_tf_augment, num_parallel_calls=1).cache(),
+    }
+    for name, dataset in pipelines.items():
+        _fit(str(root / name), dataset, steps_per_epoch=8, shuffle=False)
+    # Keras's own map and prefetch for class_weight are not the user's.
+    _fit(str(root / "class_weight"), source().map(_tf_augment).batch(32), shuffle=False,
+         class_weight={0: 1.0, 1: 2.0})
+    report = analysis.build_report(reader.read_runs(reader.local_provider(str(root))))
+    return {run["run"].split("/")[0]: run["input_pipeline"] for run in report["runs"]}
+
+
+def _settings(maps, parallel_map, prefetch, cache, python_function):
+    return {"kind": "tf.data", "maps": maps, "parallel_map": parallel_map,
+            "prefetch": prefetch, "cache": cache, "python_function": python_function}
+
+
+def test_a_tf_data_pipeline_is_recorded_with_what_it_already_does(tf_data_pipelines):
+    assert tf_data_pipelines == {
+        "well_built": _settings(1, True, True, True, False),
+        "python_well_built": _settings(1, True, True, True, True),
+        "naive": _settings(1, False, False, False, True),
+        "one_call": _settings(1, False, False, True, False),
+        "class_weight": _settings(1, False, False, False, False),
+    }
+
+
+def _fixes_of(helpers, pipeline):
+    """The input finding's fix of a moderately and of a highly starved
+    training run, and of a starved validation run, fed by `pipeline`."""
+    fixes = []
+    for wait, name in ((1.0, "cpu/train"), (2.0, "cpu/train"), (2.0, "cpu/validation")):
+        run = helpers.run(wait, 8.0, 0.1, name=name, fetch_floor_ms=0.05)
+        _, _, findings = verdicts.judge(dict(run, input_pipeline=pipeline))
+        [finding] = [f for f in findings if f["id"] == "input_bound"]
+        fixes.append(finding["fix"])
+    return fixes
+
+
+def test_the_tf_data_fix_never_advises_what_the_pipeline_has(tf_data_pipelines, helpers):
+    """A well-built pipeline is told what remains, not to add what it has."""
+    for fix in _fixes_of(helpers, tf_data_pipelines["well_built"]):
+        assert fix.startswith("It already maps in parallel, prefetches, and caches."), fix
+        for advice in ("num_parallel_calls=", ".prefetch(", ".cache()", "py_function"):
+            assert advice not in fix, (advice, fix)
+        assert "what remains is the work done on each element" in fix
+        assert "workers would not help" in fix
+    for fix in _fixes_of(helpers, tf_data_pipelines["python_well_built"]):
+        for advice in ("num_parallel_calls=", ".prefetch(", ".cache()"):
+            assert advice not in fix, (advice, fix)
+        assert "Its functions call Python (tf.py_function" in fix
+    train, _, validation = _fixes_of(helpers, tf_data_pipelines["one_call"])
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in train and ".prefetch(" in train
+    assert ".cache()" not in train and "py_function" not in train
+    assert "It already caches." in train
+    assert validation.endswith("only loads and batches: end it with .prefetch(tf.data.AUTOTUNE).")
+    naive = _fixes_of(helpers, tf_data_pipelines["naive"])[0]
+    for advice in ("num_parallel_calls=tf.data.AUTOTUNE", ".prefetch(", ".cache()",
+                   "replace its tf.py_function"):
+        assert advice in naive, (advice, naive)
+
+
+def test_tf_data_settings_are_unknown_rather_than_wrong():
+    """Anything the walk cannot read leaves every setting unknown, and the
+    fix then advises them all."""
+    unknown = input_kind.tf_data_settings(object())
+    assert unknown == dict.fromkeys(input_kind.TF_DATA_SETTINGS)
+    fix = wording.input_fix(dict(unknown, kind="tf.data"))
+    assert fix == wording.input_fix({"kind": "tf.data"})
+    assert fix.startswith("Make the tf.data pipeline parallel and ahead of the model: dataset.map(")

@@ -383,6 +383,22 @@ def test_runs_route_is_built_again_exactly_when_its_data_changes(tmp_path, helpe
     assert len(built) == 4
 
 
+def test_compare_route_gives_the_same_models_sweep_crossover():
+    """The demo recorded on a real NVIDIA H100 (tests/data/h100_demo/jax):
+    comparing small_work/batch10-gpu0 with small_work/batch10-cpu0 in the
+    tab gives the crossover of the same model's sweep, the one its sweep
+    panel shows, not a second one from the two small_work batch sizes."""
+    logdir = os.path.join(os.path.dirname(__file__), "data", "h100_demo", "jax")
+    gpu, cpu = "small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"
+    body = get_json(make_client(logdir), f"/compare?run={gpu}&run={cpu}")
+    [tab_row] = [row for row in body["rows"] if row["run"] == gpu]
+    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    [sweep] = report["sweeps"]
+    assert tab_row["scaling"]["sweep"] == sweep["name"]
+    assert tab_row["scaling"]["crossover_batch"] == sweep["crossover_batch"]
+    assert f"wins above about {sweep['crossover_batch']:,} samples per step" in tab_row["explanation"]
+
+
 def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
     """Runs recorded on an NVIDIA H100 (tests/data/h100): comparing only the
     batch-32 GPU and CPU runs in the tab, the explanation still draws on the

@@ -213,6 +213,13 @@ def test_the_report_renders_the_pairs(recorded):
     for pair in report["predictions"]:
         assert f"{pair['run']} \u2192 {pair['counterpart']}" in " ".join(text.split())
         assert f"| `{pair['run']}` | `{pair['counterpart']}` |" in table
+    # What predicted it: the sweep's name set apart from the word "sweep",
+    # as the README writes it, never "sweep sweep".
+    [sweep] = report["sweeps"]
+    assert sweep["name"] == "sweep"
+    assert 'sweep "sweep"' in text and "sweep sweep" not in text
+    assert "| sweep `sweep` |" in table and "sweep sweep" not in table
+    assert "| `input_bound` |" in table
 
 
 # The rule on hand-made runs.

@@ -107,12 +107,16 @@ function whyPanel(rows) {
     if (seen.has(key)) continue;
     seen.add(key);
     children.push(scalingTable(scaling));
+    // Whose fits: the model's sweep (the crossover its own panel gives) or
+    // the compared model's runs at other batch sizes.
+    const source = scaling.sweep != null
+      ? ' From the sweep \u201c' + String(scaling.sweep) + '\u201d of this model.' : '';
     const crossover = isNum(scaling.crossover_batch)
       ? String(scaling.faster_above) + ' overtakes ' + String(scaling.faster_below) + ' above about ' +
         fmtCount(scaling.crossover_batch) + ' samples per step' +
-        (scaling.crossover_extrapolated ? ' (beyond the batch sizes measured).' : '.')
+        (scaling.crossover_extrapolated ? ' (beyond the batch sizes measured).' : '.') + source
       : scaling.faster_above != null && Object.keys(scaling.devices).length > 1
-        ? String(scaling.faster_above) + ' is faster at every batch size, by the fit.' : null;
+        ? String(scaling.faster_above) + ' is faster at every batch size, by the fit.' + source : null;
     if (crossover) children.push(el('p', {class: 'dc-crossover', text: crossover}));
   }
   children.push(el('div', {class: 'dc-table-wrap'}, [partsTable(compared)]));

@@ -38,8 +38,20 @@ function predictedText(pair) {
   return (BOUND_SIGNS[bound] || '') + fmtSpeedup(pair.predicted_speedup) + (pair.extrapolated ? '*' : '');
 }
 
-function predictedByText(pair) {
-  return pair.predicted_by === 'sweep' ? 'sweep ' + String(pair.sweep) : String(pair.predicted_by);
+/**
+ * What made the prediction: a finding's id, or `sweep` then the sweep's
+ * name in code type, as the README writes it (sweep `name`): a sweep named
+ * "sweep" must not read "sweep sweep".
+ */
+function predictedBy(pair) {
+  const cell = el('td', {class: 'dc-prediction-by'});
+  if (pair.predicted_by === 'sweep') {
+    cell.appendChild(document.createTextNode('sweep '));
+    cell.appendChild(el('code', {class: 'dc-sweep-name', text: String(pair.sweep)}));
+  } else {
+    cell.appendChild(el('code', {class: 'dc-finding-id', text: String(pair.predicted_by)}));
+  }
+  return cell;
 }
 
 /**
@@ -69,7 +81,7 @@ export function buildPredictions(pairs) {
     el('td', {class: 'dc-col-run'}, [runName(String(pair.run))]),
     el('td', {class: 'dc-col-run'}, [runName(String(pair.counterpart))]),
     el('td', {class: 'dc-prediction-change', text: changeText(pair)}),
-    el('td', {class: 'dc-prediction-by', text: predictedByText(pair)}),
+    predictedBy(pair),
     el('td', {
       class: 'dc-num dc-predicted', text: predictedText(pair),
       title: typeof pair.basis === 'string' ? pair.basis : '',

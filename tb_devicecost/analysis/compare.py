@@ -5,7 +5,7 @@ CPU counterpart by default); the explanation's words are
 `comparison_text.py`'s. Speedups and differences are of mean steady-state
 steps: throughput is what a mean gives. Why two runs differ comes from
 their numbers: each device's fixed cost and cost per sample over the same
-model's runs at other batch sizes (`scaling`), the device's busy time from
+model's runs at other batch sizes, or its sweep's (`scaling`), the device's busy time from
 a trace, the batch's copy to the device (`parts`). `docs/VERDICTS.md`
 ("Comparing runs") documents the rules.
 """
@@ -64,7 +64,8 @@ def compare_runs(results, baseline=None, context=None):
     if not pairs:
         return None
     context = [result for result in (context or results) if result is not None]
-    rows = [_compare(by_name[name], by_name[base], context) for name, base in pairs]
+    found = sweeps.find_sweeps(context)
+    rows = [_compare(by_name[name], by_name[base], context, found) for name, base in pairs]
     return {
         "baseline": chosen,
         "baseline_reason": reason,
@@ -90,7 +91,7 @@ def _per_sample(result, name):
     return mean / samples * 1000.0
 
 
-def _compare(run, base, context=()):
+def _compare(run, base, context=(), found=None):
     same_run = run["run"] == base["run"]
     # Means, like samples/s and the per-step deltas beside it: a median
     # would hide rare long stalls and could even flip the direction.
@@ -135,7 +136,7 @@ def _compare(run, base, context=()):
         "verdict": run["verdict"],
     }
     row["same_model"] = pairing.same_model(run["run"], base["run"])
-    row["scaling"] = None if same_run else scaling(run, base, context)
+    row["scaling"] = None if same_run else scaling(run, base, context, found)
     row["parts"] = None if same_run else parts(run, base, row["scaling"])
     row["explanation"] = (
         "baseline" if same_run else comparison_text.explain(run, base, row, per_step,
@@ -212,30 +213,43 @@ def _device_fits(result, context):
     return fits
 
 
-def scaling(run, base, context):
+def scaling(run, base, context, found=None):
     """How the two runs' devices scale with the batch, or `None`.
 
-    Each device's step time as a fixed cost plus a cost per sample, fitted
-    over the runs of the same model (names that differ only in device and
-    batch words, the same backend and role) at two batch sizes or more; with
-    both devices fitted, the batch size above which one overtakes the other
-    (where their steps take equally long, so their samples/s are equal), as
-    the sweep analysis computes it (`tb_devicecost.analysis.sweeps`).
+    Each device's step time as a fixed cost plus a cost per sample. When a
+    batch-size sweep of the same model (`predictions.model_signature`: the
+    same backend, parameter count and dtype policy; the same role) fitted
+    both devices, its fits and crossover, so the comparison gives the one
+    crossover the sweep and the README give for that model. Else fitted
+    over the runs of the same model by name (names that differ only in
+    device and batch words, the same backend and role) at two batch sizes
+    or more; with both devices fitted, the batch size above which one
+    overtakes the other (where their steps take equally long, so their
+    samples/s are equal), as the sweep analysis computes it
+    (`tb_devicecost.analysis.sweeps`).
 
     Args:
         run: A run object.
         base: The run object it is compared with, on another device.
         context: Run objects to look for the same model in.
+        found: The sweeps among `context` (`sweeps.find_sweeps`), when
+            already found.
 
     Returns:
         `None` when the two ran on one device or neither device has runs
         at two batch sizes, else `{"devices": {device: {"fixed_ms",
         "per_sample_us", "points": [{"run", "batch_size", "step_ms"}]}},
-        "crossover_batch", "crossover_extrapolated", "faster_above",
-        "faster_below"}` (the last four `None` without both fits).
+        "sweep", "crossover_batch", "crossover_extrapolated",
+        "faster_above", "faster_below"}` (`sweep`: the name of the sweep
+        whose fits these are, or `None`; the last four `None` without both
+        fits).
     """
     if not run["device"] or not base["device"] or run["device"] == base["device"]:
         return None
+    sweep = _model_sweep(run, base, context,
+                         sweeps.find_sweeps(context) if found is None else found)
+    if sweep is not None:
+        return _sweep_scaling(sweep, (run["device"], base["device"]))
     devices = {}
     for side in (run, base):
         fit = _device_fits(side, context).get(side["device"])
@@ -245,6 +259,7 @@ def scaling(run, base, context):
         return None
     result = {
         "devices": devices,
+        "sweep": None,
         "crossover_batch": None,
         "crossover_extrapolated": None,
         "faster_above": None,
@@ -252,7 +267,14 @@ def scaling(run, base, context):
     }
     if len(devices) < 2:
         return result
-    first, second = run["device"], base["device"]
+    return _crossing(result, (run["device"], base["device"]))
+
+
+def _crossing(result, pair):
+    """`result` (`scaling`'s, both devices of `pair` fitted) with the batch
+    size where the two devices' steps take equally long."""
+    devices = result["devices"]
+    first, second = pair
     a, b = devices[first], devices[second]
     per_sample_gap = (a["per_sample_us"] - b["per_sample_us"]) / 1e3
     batch = (b["fixed_ms"] - a["fixed_ms"]) / per_sample_gap if per_sample_gap else None
@@ -277,6 +299,68 @@ def scaling(run, base, context):
         )
         result.update(faster_above=faster, faster_below=faster)
     return result
+
+
+def _signature(result):
+    """The run object's model: what `predictions.model_signature` read from
+    its run info (`report.analyze_run`), or `None` when unknown."""
+    if not result.get("parameters"):
+        return None
+    return result.get("backend"), result["parameters"], result.get("dtype_policy")
+
+
+def _model_sweep(run, base, context, found):
+    """The first sweep (by name) of the model both runs trained, in their
+    role, that fitted both their devices; `None` when there is none or the
+    model is not known (no parameter count recorded)."""
+    signature = _signature(run)
+    role = names.role(run["run"])[1]
+    if (
+        signature is None
+        or _signature(base) != signature
+        or names.role(base["run"])[1] != role
+    ):
+        return None
+    by_name = {result["run"]: result for result in context}
+    for sweep in sorted(found, key=lambda sweep: str(sweep["name"])):
+        fits = sweep["devices"]
+        members = [by_name.get(name) for name in sweep["runs"]]
+        if (
+            all((fits.get(device) or {}).get("fixed_ms") is not None
+                for device in (run["device"], base["device"]))
+            and members
+            and all(
+                member is not None
+                and _signature(member) == signature
+                and names.role(member["run"])[1] == role
+                for member in members
+            )
+        ):
+            return sweep
+    return None
+
+
+def _sweep_scaling(sweep, pair):
+    """`scaling`'s object from a sweep's fits of the two devices `pair`."""
+    devices = {
+        device: {
+            "fixed_ms": sweep["devices"][device]["fixed_ms"],
+            "per_sample_us": sweep["devices"][device]["per_sample_us"],
+            "points": [
+                {key: point[key] for key in ("run", "batch_size", "step_ms")}
+                for point in sweep["devices"][device]["points"]
+            ],
+        }
+        for device in pair
+    }
+    result = {"devices": devices, "sweep": sweep["name"]}
+    # The sweep's own crossover when it compared these two devices; else
+    # the same arithmetic on its fits.
+    if set(sweep.get("compared") or ()) == set(pair):
+        result.update({key: sweep[key] for key in (
+            "crossover_batch", "crossover_extrapolated", "faster_above", "faster_below")})
+        return result
+    return _crossing(result, pair)
 
 
 def _busy_ms(result):

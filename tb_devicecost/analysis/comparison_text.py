@@ -20,7 +20,10 @@ from tb_devicecost.format import vocabulary
 
 # Speedups within this distance of 1 read "as fast as".
 SAME_SPEED = 0.05
-# Components that differ by less than both of these are "the same".
+# Components that differ by less than either of these are not explained as
+# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
+# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
+# both figures unless they print the same (`_alike`).
 SAME_COMPONENT_MS = 0.05
 SAME_COMPONENT_RATIO = 0.10
 # A run's warm-up is mentioned when it is this many times the baseline's
@@ -97,10 +100,7 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         clauses.append(clause)
     if not different:
         clauses.append("no part of the step differs much")
-    if same:
-        labels = [_LABELS[c] for c in same]
-        joined = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-        clauses.append(f"the {joined} {'is' if len(labels) == 1 else 'are'} the same")
+    clauses.extend(_alike(same, values, base_values, unit))
     text = head + ": " + "; ".join(clauses) + "."
     warm, base_warm = run["warmup_ms"], base["warmup_ms"]
     if (
@@ -116,6 +116,31 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if slower and run["verdict"] and run["verdict"] != base["verdict"]:
         text += f" {name} is {run['verdict']}; {base_name} is {base['verdict']}."
     return text
+
+
+def _alike(components, values, base_values, unit):
+    """The clauses for components too close to explain, worded so that
+    they never contradict the figures the table prints beside them: "the
+    same" only where both print alike."""
+    equal = [c for c in components if fmt_ms(values[c]) == fmt_ms(base_values[c])]
+    clauses = []
+    if equal:
+        labels = [_LABELS[c] for c in equal]
+        joined = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+        clauses.append(f"the {joined} {'is' if len(labels) == 1 else 'are'} the same")
+    for component in components:
+        if component in equal:
+            continue
+        value, base_value = values[component], base_values[component]
+        figures = f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms {unit}"
+        if abs(value - base_value) < SAME_COMPONENT_RATIO * max(abs(value), abs(base_value)):
+            clauses.append(f"the {_LABELS[component]} is about the same ({figures})")
+        else:
+            clauses.append(
+                f"the {_LABELS[component]} differs by under {fmt_ms(SAME_COMPONENT_MS)} ms "
+                f"({figures})"
+            )
+    return clauses
 
 
 def _reason(component, run, base, higher):
@@ -208,8 +233,14 @@ def why(run, base, row):
             clauses.append(clause)
         elif fits["faster_above"] is not None:
             clauses.append(f"{fits['faster_above']} is faster at every batch size, by the fit")
+        # Which runs the fits come from: the model's sweep when it has one,
+        # so the crossover is the one the sweep's own panel gives.
+        source = (
+            f'the sweep "{fits["sweep"]}" of this model, its runs at'
+            if fits.get("sweep") is not None else "this model's runs at"
+        )
         text += (
-            f" Across batch sizes (this model's runs at {runs}, mean steps): "
+            f" Across batch sizes ({source} {runs}, mean steps): "
             + "; ".join(clauses) + "."
         )
     parts = row["parts"]

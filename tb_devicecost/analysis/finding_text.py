@@ -126,11 +126,7 @@ def input_bound(run, severity):
             "RandomRotation...) so it runs with the step on the accelerator."
         )
     elif (pipeline or {}).get("kind") in (None, "tf.data"):
-        fix += (
-            " A validation or evaluation pipeline only loads and batches: "
-            ".cache() it when it fits in memory and end it with "
-            ".prefetch(tf.data.AUTOTUNE)."
-        )
+        fix += wording.tf_data_eval_fix(pipeline)
     return wording.input_bound(severity, run["starved_data_wait_ms"], step), message, fix
 
 

@@ -108,6 +108,8 @@ def skip_reason(record):
 _PIPELINE_SETTINGS = {
     "workers": int, "use_multiprocessing": bool, "num_workers": int,
     "pin_memory": bool, "persistent_workers": bool,
+    "maps": int, "parallel_map": bool, "prefetch": bool, "cache": bool,
+    "python_function": bool,
 }
 
 

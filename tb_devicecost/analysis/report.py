@@ -105,6 +105,10 @@ def analyze_run(record):
     )
     records = numbers.records
     placement = run.placement
+    # What makes two runs the same model (`predictions.model_signature`), so
+    # a comparison finds the same model's sweep among other runs.
+    signature = predictions_module.model_signature(
+        record_module.record_field(record, "info")) or (None, None, None)
     result = {
         "run": run.run,
         "status": numbers.status,
@@ -117,6 +121,8 @@ def analyze_run(record):
         "device_source": placement.device_source,
         "devices_used": placement.devices_used,
         "backend": run.backend,
+        "parameters": signature[1],
+        "dtype_policy": signature[2],
         "batch_size": batch_size,
         "batch_sizes": {
             "min": numbers.batch_min,

@@ -168,12 +168,75 @@ def words(text):
 # object, recorded from Keras's data adapter): each kind its own settings,
 # and never one the run already has.
 
-_TF_DATA_FIX = (
-    "dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE), end the pipeline "
-    "with .prefetch(tf.data.AUTOTUNE), add .cache() after expensive loading "
-    "or decoding when the data fits in memory, and replace tf.py_function "
-    "and Python generators with TensorFlow ops."
+def _join(parts):
+    if len(parts) < 3:
+        return " and ".join(parts)
+    return ", ".join(parts[:-1]) + ", and " + parts[-1]
+
+
+_PYTHON_FIX = (
+    "Python runs one element at a time under the GIL, however many parallel "
+    "calls"
 )
+
+
+def _tf_data_fix(pipeline):
+    """The tf.data fix without what the pipeline already does (its settings
+    from `input_kind.tf_data_settings`; `None` is unknown and advised)."""
+    maps, python = pipeline.get("maps"), pipeline.get("python_function")
+    has, advice = [], []
+    if pipeline.get("parallel_map") is True:
+        has.append("maps in parallel")
+    elif maps != 0:  # No map at all: nothing to parallelise.
+        advice.append("dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE)")
+    if pipeline.get("prefetch") is True:
+        has.append("prefetches")
+    else:
+        advice.append("end the pipeline with .prefetch(tf.data.AUTOTUNE)")
+    if pipeline.get("cache") is True:
+        has.append("caches")
+    else:
+        advice.append("add .cache() after expensive loading or decoding when "
+                      "the data fits in memory")
+    if python is None:
+        advice.append("replace tf.py_function and Python generators with "
+                      "TensorFlow ops")
+    elif python and advice:
+        advice.append("replace its tf.py_function, tf.numpy_function or Python "
+                      f"generator with TensorFlow ops ({_PYTHON_FIX})")
+    already = f"It already {_join(has)}. " if has else ""
+    if advice:
+        return f"{already}Make the tf.data pipeline parallel and ahead of the model: {_join(advice)}."
+    if python:
+        return (
+            f"{already}Its functions call Python (tf.py_function, "
+            f"tf.numpy_function or a generator): {_PYTHON_FIX}. Write that "
+            "work as TensorFlow ops, or do it in the model as Keras layers."
+        )
+    return (
+        f"{already}With no Python function in it, what remains is the work "
+        "done on each element: make it cheaper (batch before map, so the "
+        "function runs once per batch on whole tensors; store the data "
+        "decoded) or do it in the model as Keras layers. More tf.data threads "
+        "or data workers would not help: AUTOTUNE already sizes them."
+    )
+
+
+# The whole fix, for a pipeline whose settings are unknown.
+_TF_DATA_FIX = _tf_data_fix({"kind": "tf.data"}).split(": ", 1)[1]
+
+
+def tf_data_eval_fix(pipeline):
+    """The evaluation pipeline's `.cache()` and `.prefetch` advice, leaving
+    out what it has; `""` when it has both."""
+    pipeline = pipeline or {}
+    missing = [text for key, text in (
+        ("cache", ".cache() it when it fits in memory"),
+        ("prefetch", "end it with .prefetch(tf.data.AUTOTUNE)"),
+    ) if pipeline.get(key) is not True]
+    if not missing:
+        return ""
+    return " A validation or evaluation pipeline only loads and batches: " + _join(missing) + "."
 
 
 def input_fix(pipeline, backend=None, on_accelerator=False):
@@ -189,7 +252,7 @@ def input_fix(pipeline, backend=None, on_accelerator=False):
     """
     kind = (pipeline or {}).get("kind")
     if kind == "tf.data":
-        return "Make the tf.data pipeline parallel and ahead of the model: " + _TF_DATA_FIX
+        return _tf_data_fix(pipeline)
     if kind == "PyDataset":
         workers = pipeline.get("workers") or 1
         processes = pipeline.get("use_multiprocessing")

@@ -172,10 +172,12 @@ def predicted_text(pair):
     )
 
 
-def predicted_by_text(pair):
-    """`input_bound`, or `sweep <name>`: what made a pair's prediction."""
+def predicted_by_text(pair, quote='"'):
+    """`input_bound`, or `sweep "<name>"`: what made a pair's prediction.
+    The name is quoted (`quote` on each side) so that a sweep named `sweep`
+    does not read "sweep sweep"."""
     if pair.get("predicted_by") == "sweep":
-        return f"sweep {neutral(pair.get('sweep'))}"
+        return f"sweep {quote}{neutral(pair.get('sweep'))}{quote}"
     return neutral(pair.get("predicted_by"))
 
 

@@ -236,13 +236,20 @@ def _predictions_table(pairs):
     for pair in pairs:
         lines.append(
             f"| {_md_code(pair['run'])} | {_md_code(pair['counterpart'])} "
-            f"| {_md_cell(common.change_text(pair))} | {_md_cell(common.predicted_by_text(pair))} "
+            f"| {_md_cell(common.change_text(pair))} | {_predicted_by(pair)} "
             f"| {_md_cell(common.predicted_text(pair))} "
             f"| {fmt_speedup(pair['achieved_speedup'])} "
             f"| {fmt_speedup(pair['achieved_over_predicted'])} |"
         )
     lines += ["", _md_cell(common.PREDICTIONS_TEXT[0].upper() + common.PREDICTIONS_TEXT[1:] + ".")]
     return lines
+
+
+def _predicted_by(pair):
+    """`` `input_bound` `` or ``sweep `name` ``, as the README writes them."""
+    if pair.get("predicted_by") == "sweep":
+        return "sweep " + _md_code(pair.get("sweep"))
+    return _md_code(pair.get("predicted_by"))
 
 
 def _sweep_tables(sweeps):
