@@ -140,6 +140,9 @@ def test_the_fix_fits_the_backend_and_the_device(helpers):
 def test_the_latency_advice_keeps_what_the_run_has():
     assert wording.input_out_of_process(
         {"kind": "PyDataset", "workers": 4, "use_multiprocessing": True}) is None
+    # Arrays: no Python of the user's to move; the slicing is Keras's.
+    arrays = wording.input_out_of_process({"kind": "arrays"})
+    assert "from_tensor_slices" in arrays and "PyDataset" not in arrays
     assert wording.input_out_of_process({"kind": "torch DataLoader", "num_workers": 2}) is None
     assert "use_multiprocessing=True" in wording.input_out_of_process(
         {"kind": "PyDataset", "workers": 1, "use_multiprocessing": False})

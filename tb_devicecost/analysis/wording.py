@@ -345,6 +345,13 @@ def input_out_of_process(pipeline):
         return None
     if kind == "torch DataLoader":
         return "Move the input's Python out of the training process (DataLoader(num_workers=N))."
+    if kind == "arrays":
+        # No user Python: Keras slices the arrays on the training thread.
+        return (
+            "Have the batches sliced ahead of the step instead of by Keras's "
+            "loop: tf.data.Dataset.from_tensor_slices((x, y)).batch(N)"
+            ".prefetch(tf.data.AUTOTUNE)."
+        )
     return (
         "Move the input's Python out of the training process "
         "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
