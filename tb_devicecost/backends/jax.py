@@ -93,12 +93,15 @@ class JaxBackend(base.Backend):
                 raise error  # Ours: the callback stops; Keras keeps `result`.
             traced, count = steps.upcoming_step, proxy.count
             if count:
-                # Positional: this runs every step (docs/PERFORMANCE.md).
                 steps.dispatched(
-                    callback._batch_begin + callback._spe - 1, proxy.start, proxy.fetched,
-                    None, count, placement.batch_size(proxy.first),
-                    callback._take_excluded(), completion_probe(result[0]), None, None,
-                    returned,
+                    callback._batch_begin + callback._spe - 1,
+                    proxy.start,
+                    proxy.fetched,
+                    steps=count,
+                    batch_size=placement.batch_size(proxy.first),
+                    excluded=callback._take_excluded(),
+                    probe=completion_probe(result[0]),
+                    returned=returned,
                 )
             if first and proxy.first is not None:
                 # The input state was donated to the step: read the new one.

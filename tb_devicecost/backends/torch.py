@@ -92,9 +92,10 @@ class TorchBackend(base.Backend):
         completions = Completions(clock)
         # A CPU step runs on this thread and may wait for the GIL; known
         # after the first step (a CUDA step returns once queued).
-        meter, on_cpu = gil_wait.GilWait(), [None]
+        meter, on_cpu = gil_wait.GilWait(), None
 
         def timed_torch(data):
+            nonlocal on_cpu
             dispatch = clock()
             fetched = callback._fetched_at or dispatch
             start = callback._fetch_started or fetched
@@ -115,7 +116,7 @@ class TorchBackend(base.Backend):
             traced = steps.upcoming_step
             if window is not None:
                 marker = window.step_marker(traced)
-            metered = meter.start(clock()) if on_cpu[0] is not False else None
+            metered = meter.start(clock()) if on_cpu is not False else None
             try:
                 result = original(data)
             finally:
@@ -123,7 +124,7 @@ class TorchBackend(base.Backend):
                     window.close_marker(marker)
             returned = clock()
             timer, done = completions.source(result, returned)
-            on_cpu[0] = done is not None
+            on_cpu = done is not None
             held = meter.stop(metered, returned) if done is not None else 0.0
             steps.dispatched(
                 callback._batch_begin,
