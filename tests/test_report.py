@@ -274,14 +274,14 @@ def test_one_rule_for_every_route_and_the_report(helpers, monkeypatch):
     a run whose analysis raises is skipped with the reason, not a 500."""
     good = helpers.make_record("good/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
     bad = helpers.make_record("bad/train", aggregate=helpers.make_aggregate(0.2, 3.0, 0.1))
-    original = analysis.report.analyze_run
+    original = analysis.report.run_object
 
-    def analyze(record):
-        if record.run == "bad/train":
+    def analyze(run):
+        if run.run == "bad/train":
             raise ZeroDivisionError("float division by zero")
-        return original(record)
+        return original(run)
 
-    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    monkeypatch.setattr(analysis.report, "run_object", analyze)
     result, reason = analysis.analyze_record(bad)
     assert result is None and "ZeroDivisionError: float division by zero" in reason
     report = analysis.build_report([good, bad])

@@ -59,7 +59,11 @@ def analyze_run(record):
         step in milliseconds, steady state (the warm-up step of each fit
         excluded) unless named `warmup`.
     """
-    run = record_module.read_run(record)
+    return run_object(record_module.read_run(record))
+
+
+def run_object(run):
+    """The run object of one `RunData` (`analyze_run`)."""
     numbers = run.numbers
     per_record = run.steps_per_record
     # Records cover `per_record` steps each: per-step figures divide by it;
@@ -105,10 +109,9 @@ def analyze_run(record):
     )
     records = numbers.records
     placement = run.placement
-    # What makes two runs the same model (`predictions.model_signature`), so
-    # a comparison finds the same model's sweep among other runs.
-    signature = predictions_module.model_signature(
-        record_module.record_field(record, "info")) or (None, None, None)
+    # What makes two runs the same model (`RunData.model`), so a comparison
+    # finds the same model's sweep among other runs.
+    model = run.model
     result = {
         "run": run.run,
         "status": numbers.status,
@@ -121,8 +124,8 @@ def analyze_run(record):
         "device_source": placement.device_source,
         "devices_used": placement.devices_used,
         "backend": run.backend,
-        "parameters": signature[1],
-        "dtype_policy": signature[2],
+        "parameters": model.parameters if model else None,
+        "dtype_policy": model.dtype_policy if model else None,
         "batch_size": batch_size,
         "batch_sizes": {
             "min": numbers.batch_min,
@@ -174,7 +177,7 @@ def analyze_run(record):
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
         "input_pipeline": run.input_pipeline,
-        "distribution": workers.distribution(record, batch_size),
+        "distribution": run.distribution.as_dict() if run.distribution else None,
         # The distributed job it is one process of (`workers.attach_findings`).
         "job": None,
         "problems": run.problems,
@@ -360,26 +363,35 @@ def analyze_record(record):
     skipped: a document of a newer schema with no readable aggregate, data
     the analysis cannot take, or no recorded step.
     """
+    _, result, reason = _analyzed(record)
+    return result, reason
+
+
+def _analyzed(record):
+    """`(RunData, run object, None)`, or `(None, None, reason)` (`analyze_record`)."""
     reason = record_module.skip_reason(record)
     if reason:
-        return None, reason
+        return None, None, reason
     try:
-        result = analyze_run(record)
+        run = record_module.read_run(record)
+        result = run_object(run)
     except ANALYSIS_ERRORS as error:
         # One malformed run must not take the whole report down.
         detail = " ".join(str(error).split())[:200]
-        return None, f"Its data could not be analysed ({type(error).__name__}: {detail})."
+        return None, None, (
+            f"Its data could not be analysed ({type(error).__name__}: {detail})."
+        )
     if result["source"] is None or (
         not result["steady_steps"] and result["warmup_ms"] is None
     ):
         problems = result["problems"]
-        return None, (
+        return None, None, (
             "; ".join(problems)
             if problems
             else "It holds tb-devicecost documents but no recorded step yet "
             "(the fit may still be in its first epoch)."
         )
-    return result, None
+    return run, result, None
 
 
 def build_report(records, baseline=None, unread=None):
@@ -401,17 +413,18 @@ def build_report(records, baseline=None, unread=None):
     Raises:
         ValueError: when `baseline` names no analysed run.
     """
-    runs, skipped = [], []
+    runs, run_data, skipped = [], [], []
     for record in records:
-        result, reason = analyze_record(record)
+        data, result, reason = _analyzed(record)
         if reason:
             skipped.append({"run": names.run_name(record), "reason": reason})
         else:
             runs.append(result)
+            run_data.append(data)
     # The processes of a distributed fit side by side; the straggler's
     # finding joins each of its processes' findings, and a process mostly
     # waiting for it is `waiting_for_others`.
-    worker_groups = workers.build_workers(records, runs)
+    worker_groups = workers.build_workers(run_data, runs)
     workers.attach_findings(worker_groups, runs)
     workers.mark_waiting(worker_groups, runs)
     skipped.extend(
@@ -438,6 +451,6 @@ def build_report(records, baseline=None, unread=None):
         "workers": json_ready(worker_groups),
         # Each finding's predicted gain beside what a fixed counterpart of
         # its run achieved (`predictions`).
-        "predictions": json_ready(predictions_module.check_predictions(runs, records, sweeps)),
+        "predictions": json_ready(predictions_module.check_predictions(runs, run_data, sweeps)),
         "skipped": skipped,
     }
