@@ -43,7 +43,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
-        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting"}
+        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
+        "process_steps", "run_figures"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -63,8 +64,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
-             "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
-             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "placement", "trace_windows", "sweep_marks", "process_steps", "record", "sweeps",
+             "thresholds", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
              "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
