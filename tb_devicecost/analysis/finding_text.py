@@ -564,39 +564,28 @@ def small_batch(run, figures):
 def words(finding, run, figures):
     """`(headline, message, fix)` of a `verdicts.Finding` of `run` (a
     `RunData`) with its `RunFigures`."""
-    kind = finding.id
-    if kind == "no_steps":
-        return no_steps()
-    if kind == "input_bound":
-        return input_bound(run, figures, finding.severity)
-    if kind == "no_fetch_floor":
-        return no_fetch_floor(run, figures)
-    if kind == "input_stalls":
-        return input_stalls(run, figures)
-    if kind == "host_overhead_bound":
-        return host_overhead_bound(run, figures, finding.severity)
-    if kind == "latency_bound":
-        return latency_bound(run, figures, finding.input_severity)
-    if kind == "compute_bound":
-        return compute_bound(run, figures, finding.input_severity, finding.unjudged)
-    if kind in ("warmup", "warmup_dominated"):
-        return warmup(run, figures, kind, finding.steady_verdict)
-    if kind == "retracing":
-        return retracing(run)
-    if kind == "stalls":
-        return stalls(run, finding.count, list(finding.steps))
-    if kind == "incomplete_run":
-        return incomplete_run(run, figures)
-    if kind == "fetch_in_graph":
-        return fetch_in_graph(run)
-    if kind == "cpu_ops_on_accelerator_run":
+    severity = finding.severity
+    by_id = {
+        "no_steps": no_steps,
+        "input_bound": lambda: input_bound(run, figures, severity),
+        "no_fetch_floor": lambda: no_fetch_floor(run, figures),
+        "input_stalls": lambda: input_stalls(run, figures),
+        "host_overhead_bound": lambda: host_overhead_bound(run, figures, severity),
+        "latency_bound": lambda: latency_bound(run, figures, finding.input_severity),
+        "compute_bound": lambda: compute_bound(
+            run, figures, finding.input_severity, finding.unjudged),
+        "warmup": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
+        "warmup_dominated": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
+        "retracing": lambda: retracing(run),
+        "stalls": lambda: stalls(run, finding.count, list(finding.steps)),
+        "incomplete_run": lambda: incomplete_run(run, figures),
+        "fetch_in_graph": lambda: fetch_in_graph(run),
         # One id, two cases: the rule makes it high only when no op at all
         # ran on the visible accelerator (`verdicts._run_findings`).
-        if finding.severity == "high":
-            return cpu_ops_off_accelerator(run)
-        return cpu_ops_on_accelerator_run(run)
-    if kind == "cross_device_copies":
-        return cross_device_copies(run)
-    if kind == "small_batch":
-        return small_batch(run, figures)
-    raise ValueError(f"No words for the finding {kind!r}.")
+        "cpu_ops_on_accelerator_run": lambda: (
+            cpu_ops_off_accelerator(run) if severity == "high"
+            else cpu_ops_on_accelerator_run(run)),
+        "cross_device_copies": lambda: cross_device_copies(run),
+        "small_batch": lambda: small_batch(run, figures),
+    }
+    return by_id[finding.id]()
