@@ -319,14 +319,14 @@ def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(logdir, monk
     """`/run` and `/compare` are guarded as `/runs` is: a run whose
     analysis raises is a 404 with the reason, never a 500."""
     client = make_client(logdir)  # A plugin whose `runs` body is not built yet.
-    original = analysis.report.analyze_run
+    original = analysis.report.run_object
 
-    def analyze(record):
-        if record.run == "slow/train":
+    def analyze(run):
+        if run.run == "slow/train":
             raise TypeError("unhashable type: 'list'")
-        return original(record)
+        return original(run)
 
-    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    monkeypatch.setattr(analysis.report, "run_object", analyze)
     body = get_json(client, "/runs")
     reason = {item["run"]: item["reason"] for item in body["skipped"]}["slow/train"]
     assert "TypeError" in reason
