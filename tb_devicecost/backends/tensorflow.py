@@ -242,7 +242,7 @@ class TensorFlowBackend(base.Backend):
             "variables": devices_module.variable_devices(variables),
             "optimizer_variables": devices_module.variable_devices(optimizer_variables),
             "input_bytes_per_step": placement.input_bytes(batch),
-            "input_devices": placement.input_devices(batch),
+            "input_devices": devices_module.input_devices(batch),
         }
         if step_ops is None:
             document["step_ops_captured"] = False
