@@ -82,29 +82,29 @@ export function componentLegend(extra = [], {handover = false} = {}) {
 
 /**
  * @param {{data_wait?: number, compute?: number, host_overhead?: number}|null} shares
- * @param {{width?: number, height?: number, handover?: ?number}} [opts]
- *     `handover`: the part of the data wait's share spent handing over
+ * @param {{width?: number, height?: number, handoverShare?: ?number}} [opts]
+ *     `handoverShare`: the part of the data wait's share spent handing over
  *     ready batches (the run's `handover_share`), drawn first in its own
  *     shade; the rest of the data wait is waiting.
  * @return {SVGElement|HTMLElement}
  */
-export function shareBar(shares, {width = 160, height = 14, handover = null} = {}) {
+export function shareBar(shares, {width = 160, height = 14, handoverShare = null} = {}) {
   const values = COMPONENTS.map((c) => (shares && isNum(shares[c.key]) ? Math.max(0, shares[c.key]) : 0));
   const total = values.reduce((a, b) => a + b, 0);
   if (!shares || total <= 0) {
     return el('span', {class: 'dc-muted', text: 'no steady-state steps'});
   }
-  const ready = isNum(handover) ? Math.min(values[0], Math.max(0, handover)) : 0;
+  const handover = isNum(handoverShare) ? Math.min(values[0], Math.max(0, handoverShare)) : 0;
   // The shares as the report prints them (not renormalised: the same text).
   const label = COMPONENTS.map((c) => c.label + ' ' + fmtShare(shares[c.key]) +
-      (c.key === 'data_wait' && fmtShare(ready) !== fmtShare(0)
-        ? ' (handover ' + fmtShare(ready) + ')' : '')).join(' \u00b7 ');
+      (c.key === 'data_wait' && fmtShare(handover) !== fmtShare(0)
+        ? ' (handover ' + fmtShare(handover) + ')' : '')).join(' \u00b7 ');
   const children = [svg('title', {}, [label])];
   const segments = [];
   COMPONENTS.forEach((c, i) => {
-    if (i === 0 && ready > 0) {
-      segments.push({key: HANDOVER.key, color: HANDOVER.color, value: ready});
-      segments.push({key: c.key, color: c.color, value: values[i] - ready});
+    if (i === 0 && handover > 0) {
+      segments.push({key: HANDOVER.key, color: HANDOVER.color, value: handover});
+      segments.push({key: c.key, color: c.color, value: values[i] - handover});
     } else {
       segments.push({key: c.key, color: c.color, value: values[i]});
     }
@@ -161,8 +161,9 @@ export function warmupBar(share, warmupMs, {width = 48, height = 14} = {}) {
 
 /**
  * @param {Array<{label: string, values: Object<string, ?number>, note?: string,
- *     handover?: ?number}>} rows `handover`: the part of the row's data wait
- *     spent handing over ready batches, drawn first in its own shade.
+ *     readyFetchMs?: ?number}>} rows `readyFetchMs`: the part of the row's
+ *     data wait spent handing over ready batches (the run's
+ *     `ready_fetch_ms`), drawn first in its own shade.
  * @param {{width?: number, unit?: string}} [opts]
  */
 export function stackedBars(rows, {width = 860, unit = 'ms per step'} = {}) {
@@ -205,10 +206,11 @@ export function stackedBars(rows, {width = 860, unit = 'ms per step'} = {}) {
     for (const c of COMPONENTS) {
       const v = row.values[c.key];
       if (!isNum(v) || v <= 0) continue;
-      const ready = c.key === 'data_wait' && isNum(row.handover) ? Math.min(v, Math.max(0, row.handover)) : 0;
-      const parts = ready > 0
-        ? [{value: ready, color: HANDOVER.color, key: HANDOVER.key, label: 'handover of ready batches'},
-          {value: v - ready, color: c.color, key: c.key, label: 'data wait beyond the handover'}]
+      const readyFetchMs = c.key === 'data_wait' && isNum(row.readyFetchMs)
+        ? Math.min(v, Math.max(0, row.readyFetchMs)) : 0;
+      const parts = readyFetchMs > 0
+        ? [{value: readyFetchMs, color: HANDOVER.color, key: HANDOVER.key, label: 'handover of ready batches'},
+          {value: v - readyFetchMs, color: c.color, key: c.key, label: 'data wait beyond the handover'}]
         : [{value: v, color: c.color, key: c.key, label: c.label}];
       for (const part of parts) {
         if (part.value <= 0) continue;
