@@ -41,9 +41,10 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     }
     assert set(modules) == {
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers",
-        "placement_summary", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
-        "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
-        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting"}
+        "placement_summary", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
+        "data_wait", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+        "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report",
+        "wording", "formatting"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
