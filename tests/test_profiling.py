@@ -143,7 +143,7 @@ def test_an_unreadable_trace_is_reported_not_raised(tmp_path):
     capture = run_dir / "plugins" / "profile" / "2026_01_01_00_00_00"
     capture.mkdir(parents=True)
     (capture / "host.xplane.pb").write_bytes(b"\x00\xffgarbage\xff" * 40)
-    window = profiling.TraceWindow(5, 10, str(run_dir))
+    window = profiling.ProfilerWindow(5, 10, str(run_dir))
     document = window.document()
     assert "not a valid XSpace" in document["error"] or "no planes" in document["error"]
     assert document["capture"] == "2026_01_01_00_00_00"

@@ -40,7 +40,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         for path in glob.glob(os.path.join(package, "*.py"))
     }
     assert set(modules) == {
-        "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
+        "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement_summary",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
         "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
@@ -64,7 +64,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
-             "placement", "trace_windows", "sweep_marks", "process_steps", "record", "sweeps",
+             "placement_summary", "trace_windows", "sweep_marks", "process_steps", "record", "sweeps",
              "thresholds", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
              "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):

@@ -202,7 +202,7 @@ def test_without_a_schema_the_entry_says_so_and_keeps_the_trace(tmp_path, monkey
     capture.mkdir(parents=True)
     kept = capture / "host.xplane.pb"
     kept.write_bytes(open(os.path.join(DATA, "h100_jax_mlp_batch32.xplane.pb"), "rb").read())
-    window = profiling.TraceWindow(20, 30, str(run_dir), backend="jax")
+    window = profiling.ProfilerWindow(20, 30, str(run_dir), backend="jax")
     entry = window.document()
     assert "needs the XSpace protobuf schema" in entry["error"]
     assert "kept for TensorBoard's Profile tab" in entry["error"]

@@ -71,7 +71,7 @@ export function buildCompare(data, app) {
     stackedBars(runs.map((run) => ({
       label: String(run.run),
       values: meanComponents(run),
-      handover: run.ready_fetch_ms,
+      readyFetchMs: run.ready_fetch_ms,
     })), {width: app.chartWidth || 860, unit: 'ms per step (mean)'}),
   ], 'dc-chart-panel'));
 

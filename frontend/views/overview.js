@@ -175,7 +175,7 @@ function runRow(run, cmp, baseline, app) {
   tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.batch_size)}));
   tr.appendChild(el('td', {class: 'dc-num dc-step-ms', attrs: {'data-stat': 'p50'}, text: fmtMs(run.step_ms && run.step_ms.p50)}));
   tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.samples_per_s)}));
-  tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares, {handover: run.handover_share})]));
+  tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares, {handoverShare: run.handover_share})]));
   tr.appendChild(el('td', {class: 'dc-col-warmup'}, [warmupBar(run.warmup_share_of_wall, run.warmup_ms)]));
   tr.appendChild(el('td', {class: 'dc-col-verdict'}, [verdictBadge(run.verdict)]));
   tr.appendChild(speedupCell(name, cmp, baseline));

@@ -11,7 +11,8 @@ only those before it):
 
 - `record`: reads a run's raw documents once into a typed `RunData`
   (`run_data`), through the only code that checks raw values (`guards`):
-  step numbers (`step_numbers`), where the step ran (`placement`), trace
+  step numbers (`step_numbers`), where the step ran (`placement_summary`),
+  trace
   windows (`trace_windows`), the run's sweep (`sweep_marks`), a process's
   place in its job, distribution and steady steps (`process_steps`); run
   and device names in `names`. Nothing after it reads a `RunRecord`.

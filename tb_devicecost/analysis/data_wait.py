@@ -1,9 +1,11 @@
 """How much of a run's data wait is the cost of a ready batch: the fetch floor.
 
 Even a pipeline that keeps ahead of the step costs something to hand over a
-batch that is already there. The fetch floor (the p50 cost of `next()` on
-an iterator whose batches are ready, measured by the recorder) sets that
-cost apart, so that only the wait above it counts as starvation
+batch that is already there. The fetch floor (`fetch_floor_ms`: the p50
+cost of `next()` on an iterator whose batches are ready, measured while
+the run trained) sets that cost apart: the cost of a ready batch
+(`ready_fetch_ms`), and the starved data wait above it
+(`starved_data_wait_ms`), which alone counts as starvation
 (docs/VERDICTS.md, "The fetch floor").
 """
 
@@ -11,8 +13,9 @@ from tb_devicecost.analysis.thresholds import FETCH_FLOOR_MAX_FACTOR
 from tb_devicecost.analysis.thresholds import MIN_READY_FETCH_MS
 
 
-def split_data_wait(mean, p50, fetch_floor, fetch_in_graph):
-    """(ready handover cost, mean wait above it) in milliseconds.
+def split_data_wait(mean_ms, p50_ms, fetch_floor_ms, fetch_in_graph):
+    """`(ready_fetch_ms, starved_data_wait_ms)`: the mean data wait split into
+    the cost of a ready batch and the starved data wait above it.
 
     The fetch floor is a p50 (of `next()` on an iterator whose batches are
     ready), so it is compared with the p50 data wait. When the p50 wait is
@@ -24,31 +27,32 @@ def split_data_wait(mean, p50, fetch_floor, fetch_in_graph):
     (`None`) and all of the wait is counted; `judge` is then conservative.
 
     Args:
-        mean: The mean data wait per step.
-        p50: The p50 data wait per step.
-        fetch_floor: The fetch floor (ms), or `None` when not measured.
+        mean_ms: The mean data wait per step.
+        p50_ms: The p50 data wait per step.
+        fetch_floor_ms: The fetch floor, or `None` when not measured.
         fetch_in_graph: Whether the batch is fetched inside the compiled
             function (its wait is then in compute: nothing is starved).
     """
-    if mean is None:
+    if mean_ms is None:
         return None, None
     if fetch_in_graph:
         return None, 0.0
-    if fetch_floor is None:
-        return None, mean
-    fetch_floor = max(fetch_floor, MIN_READY_FETCH_MS)
-    ready = fetch_floor
-    if p50 is not None and p50 <= FETCH_FLOOR_MAX_FACTOR * fetch_floor:
-        ready = p50
-    ready = min(ready, mean)
-    return ready, max(0.0, mean - ready)
+    if fetch_floor_ms is None:
+        return None, mean_ms
+    fetch_floor_ms = max(fetch_floor_ms, MIN_READY_FETCH_MS)
+    ready_fetch_ms = fetch_floor_ms
+    if p50_ms is not None and p50_ms <= FETCH_FLOOR_MAX_FACTOR * fetch_floor_ms:
+        ready_fetch_ms = p50_ms
+    ready_fetch_ms = min(ready_fetch_ms, mean_ms)
+    return ready_fetch_ms, max(0.0, mean_ms - ready_fetch_ms)
 
 
-def ready_cost(p50, floor):
-    """The p50-based cost of a ready batch before it is clamped to the mean,
-    from the p50 data wait and the fetch floor (ms, `None` when unknown)."""
-    if floor is not None:
-        floor = max(floor, MIN_READY_FETCH_MS)
-    if p50 is not None and floor and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
-        return p50
-    return floor
+def unclamped_ready_fetch_ms(p50_ms, fetch_floor_ms):
+    """The p50-based cost of a ready batch before it is clamped to the mean
+    data wait (the run object's `ready_fetch_ms` is clamped), from the p50
+    data wait and the fetch floor (ms, `None` when unknown)."""
+    if fetch_floor_ms is not None:
+        fetch_floor_ms = max(fetch_floor_ms, MIN_READY_FETCH_MS)
+    if p50_ms is not None and fetch_floor_ms and p50_ms <= FETCH_FLOOR_MAX_FACTOR * fetch_floor_ms:
+        return p50_ms
+    return fetch_floor_ms

@@ -62,7 +62,7 @@ def _mean(values):
 
 def run_split(windows):
     """`(split, devices)` of a run: means over its windows' (each a
-    `record.TraceWindow`, with `split` and `devices`)."""
+    `run_data.TraceWindow`, with `split` and `devices`)."""
     splits = [window.split for window in windows if window.split]
     split = None
     if splits:

@@ -13,7 +13,7 @@ this module and `wording.py` only.
 """
 
 from tb_devicecost.analysis import wording
-from tb_devicecost.analysis.data_wait import ready_cost
+from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
@@ -51,8 +51,8 @@ def _wait_clause(run, figures):
     """
     wait = figures.data_wait
     p50, mean = wait.p50, wait.mean
-    floor, ready = run.fetch_floor_ms, figures.ready_fetch_ms
-    if ready is None:
+    floor, ready_fetch_ms = run.fetch_floor_ms, figures.ready_fetch_ms
+    if ready_fetch_ms is None:
         return (
             "no fetch floor was measured for this run, so none of its mean data "
             f"wait of {fmt_ms(mean)} ms per step (p50 {fmt_ms(p50)} ms) can be set "
@@ -78,16 +78,16 @@ def _wait_clause(run, figures):
             f": more than {factor} the floor, so the typical step waited for its "
             "batch and only the floor counts as the cost of a ready one"
         )
-    cost = ready_cost(p50, floor)
+    cost = unclamped_ready_fetch_ms(p50, floor)
     if cost is not None and mean is not None and cost > mean + EPSILON:
         split = (
             f"that cost is more than the mean data wait of {fmt_ms(mean)} ms per "
             f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean)} ms "
-            f"per step, {fmt_ms(ready)} ms (all of it) is that cost and none is waiting"
+            f"per step, {fmt_ms(ready_fetch_ms)} ms (all of it) is that cost and none is waiting"
         )
     else:
         split = (
-            f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready)} ms "
+            f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready_fetch_ms)} ms "
             f"is that cost and {fmt_ms(figures.starved_data_wait_ms)} ms is waiting"
         )
     return f"{typical}; {split}"

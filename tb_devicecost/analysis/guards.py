@@ -19,7 +19,7 @@ from tb_devicecost.format.readable import as_number
 from tb_devicecost.format.readable import plausible
 
 # At most this many items of a list (the newest) or keys of an object are
-# read, and the newest MAX_TRACE_WINDOWS trace windows (the recorder keeps
+# read, and the newest MAX_TRACE_WINDOWS trace windows (the recording keeps
 # 20): what a run object holds, and what analysing it costs, stays bounded
 # whatever a document holds.
 MAX_ITEMS = 1000

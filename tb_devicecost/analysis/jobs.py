@@ -82,7 +82,7 @@ def group_runs(runs, by_name):
                       "an index beyond the count, so it is not lined up.")
         elif index in job["members"]:
             # Two runs claiming one index (`process_1` and `process_01`, or a
-            # rerun into the same log_dir): the one named as the recorder
+            # rerun into the same log_dir): the one named as the recording
             # names it (`process_1`) is lined up, else the first by name.
             first = job["members"][index]
             if f"/process_{index}/" in f"/{name}/" and \

@@ -9,11 +9,11 @@ unknown.
 
 Numbers come from the aggregate (`devicecost/aggregate`, exact), else from
 the sampled per-step series (estimates: `step_numbers.py`). Where the step
-ran comes from the placement document (`placement.py`); the device's busy
-share from the trace document (`trace_windows.py`); the run's sweep from
-its run info or name (`sweep_marks.py`); a process's place in a
-distributed job, its distribution and its steady steps from its name, run
-info and series (`process_steps.py`).
+ran comes from the placement document (`placement_summary.py`); the
+device's busy share from the trace document (`trace_windows.py`); the
+run's sweep from its run info or name (`sweep_marks.py`); a process's
+place in a distributed job, its distribution and its steady steps from its
+name, run info and series (`process_steps.py`).
 
 The plugin asks the same questions of records before analysing them
 (`process_of`, `same_group`, `without_series`): which runs are processes
@@ -29,7 +29,7 @@ from tb_devicecost.analysis.guards import as_list
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.names import run_name
-from tb_devicecost.analysis.placement import read_placement
+from tb_devicecost.analysis.placement_summary import read_placement
 from tb_devicecost.analysis.run_data import ModelSignature
 from tb_devicecost.analysis.run_data import RunData
 from tb_devicecost.analysis.run_data import StepNumbers

@@ -1,7 +1,7 @@
 """A run's step numbers: from the aggregate (exact), else the sampled series.
 
 The aggregate (`devicecost/aggregate`) holds every step's statistics as the
-recorder computed them; the per-step series only the sampled steps, whose
+recording computed them; the per-step series only the sampled steps, whose
 totals are then estimates. `numbers_from_aggregate` and
 `numbers_from_series` read one of them into a `StepNumbers`, adding to the
 run's problems what they had to leave out or estimate.
@@ -51,7 +51,7 @@ def numbers_from_aggregate(aggregate, problems):
         return None
     error = aggregate.get("error")
     if isinstance(error, str) and error:
-        # Written by a recorder that could not write on (docs/FORMAT.md).
+        # Written by a recording that could not write on (docs/FORMAT.md).
         problems.append(
             f"Recording stopped before the fit ended ({error}): the numbers "
             "cover the steps recorded until then."

@@ -42,7 +42,7 @@ def read_trace_window(window):
         for entry in traced
     ]
     summary = as_dict(window.get("summary"))
-    # With a device plane the recorder repeats the summary's busy share on
+    # With a device plane the recording repeats the summary's busy share on
     # the window itself.
     busy = as_number(window.get("device_busy_fraction"))
     if busy is None:

@@ -39,10 +39,10 @@ def no_steps():
     return "No training step was recorded yet (0 steps), so there is nothing to judge."
 
 
-def input_bound(severity, waiting_ms, step_ms):
+def input_bound(severity, starved_data_wait_ms, step_ms):
     lead = "Input-bound" if severity == "high" else "Partly input-bound"
     return (
-        f"{lead}: on average each step waits {fmt_ms(waiting_ms)} ms of its "
+        f"{lead}: on average each step waits {fmt_ms(starved_data_wait_ms)} ms of its "
         f"{fmt_ms(step_ms)} ms for data."
     )
 

@@ -43,7 +43,7 @@ class Backend:
 
         Args:
             callback: The `DeviceCostCallback` recording the run (its
-                recorders, trace schedule and state between steps).
+                step accounting, trace schedule and state between steps).
             original: Keras's `train_function` or `test_function`.
             role: `"train"`, `"validation"` or `"evaluation"`.
         """

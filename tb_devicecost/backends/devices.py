@@ -2,14 +2,16 @@
 the way each backend answers (each lists its own devices:
 `backends/tensorflow.py`, `backends/jax.py`, `backends/torch.py`).
 
-`variable_devices` serves every backend: it reads a variable's devices
-from what its value holds (a JAX array's shards, `tf.distribute`'s
-mirrored components, a tensor's device). The rest is for the backends
-that cannot tell the op placement of a step (JAX, PyTorch): where a
-backend cannot tell something (the op placement of a step, copies
-between devices), the document says so (`null` and a note) rather than
-writing a misleading 0.
+`variable_devices` and `input_devices` serve every backend: they read a
+variable's or a batch's devices from what its value holds (a JAX array's
+shards, `tf.distribute`'s mirrored components, a tensor's device). The
+rest is for the backends that cannot tell the op placement of a step
+(JAX, PyTorch): where a backend cannot tell something (the op placement
+of a step, copies between devices), the document says so (`null` and a
+note) rather than writing a misleading 0.
 """
+
+import numpy as np
 
 from tb_devicecost.backends import placement
 
@@ -78,17 +80,37 @@ def _value_devices(value):
 
 
 def input_devices(batch):
-    """Where the batch is as fetched: `host` for NumPy, else its devices."""
+    """Where the batch is as fetched, on any backend.
+
+    `host` for NumPy values and for values that name no device; a JAX
+    array's devices (those this process holds); a tensor's device, whether
+    the backend names it with a string (TensorFlow's
+    `/job:localhost/replica:0/task:0/device:GPU:0`) or an object (PyTorch's
+    `torch.device`).
+
+    Returns:
+        The short device names (`GPU:0`, `host`), sorted.
+    """
     names = set()
     for element in placement._leaves(batch):  # pylint: disable=protected-access
-        if hasattr(element, "devices"):
+        if isinstance(element, (np.ndarray, np.generic)):
+            # NumPy 2's arrays and scalars name a `device` too ("cpu"): host
+            # memory.
+            names.add("host")
+            continue
+        if hasattr(element, "devices"):  # a JAX array
             try:
                 names.update(short_name(device) for device in _addressable_devices(element))
                 continue
             except Exception:  # pylint: disable=broad-except
                 pass
         device = getattr(element, "device", None)
-        names.add("host" if device is None or isinstance(device, str) else short_name(device))
+        if device is None:
+            names.add("host")
+        elif isinstance(device, str):
+            names.add(placement.short_device_name(device))
+        else:
+            names.add(short_name(device))
     return sorted(names)
 
 

@@ -139,19 +139,6 @@ def input_bytes(batch):
     return total
 
 
-def input_devices(batch):
-    """The devices the batch's tensors are on (`"host"` for NumPy arrays)."""
-    devices = set()
-    for element in _leaves(batch):
-        if isinstance(element, np.ndarray):
-            # NumPy 2's arrays name a `device` too ("cpu"): host memory.
-            devices.add("host")
-            continue
-        device = getattr(element, "device", None)
-        devices.add(short_device_name(device) if isinstance(device, str) else "host")
-    return sorted(devices)
-
-
 def summarize_partition_graphs(graphs):
     """Op counts per device, CPU op types and cross-device copies.
 

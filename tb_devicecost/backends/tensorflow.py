@@ -193,10 +193,10 @@ class TensorFlowBackend(base.Backend):
 
     def wrap_step(self, callback, original, role):
         callback._tracing[_function_of(role)] = TracingCounter(original)
-        recorder = callback._recorder_for(role)
+        accounting = callback._recorder_for(role)
         if callback._spe > 1:
-            return _execution_wrapper(callback, original, recorder, role)
-        return _step_wrapper(callback, original, recorder, role)
+            return _execution_wrapper(callback, original, accounting, role)
+        return _step_wrapper(callback, original, accounting, role)
 
     def fetch_in_graph(self, steps_per_execution):
         # Keras's multi-step function fetches inside its graph.
@@ -242,7 +242,7 @@ class TensorFlowBackend(base.Backend):
             "variables": devices_module.variable_devices(variables),
             "optimizer_variables": devices_module.variable_devices(optimizer_variables),
             "input_bytes_per_step": placement.input_bytes(batch),
-            "input_devices": placement.input_devices(batch),
+            "input_devices": devices_module.input_devices(batch),
         }
         if step_ops is None:
             document["step_ops_captured"] = False
@@ -294,7 +294,7 @@ def _function_of(role):
     return "train_function" if role == "train" else "test_function"
 
 
-def _step_wrapper(callback, original, recorder, role):
+def _step_wrapper(callback, original, accounting, role):
     """Fetches the batch itself, so the fetch is timed apart.
 
     Keras's own first call traces the step for the dataset's element
@@ -313,36 +313,36 @@ def _step_wrapper(callback, original, recorder, role):
 
     def timed_step_function(iterator):
         nonlocal keras_traced
-        if not recorder.enabled:
+        if not accounting.enabled:
             return original(iterator)
         if role == "train" and callback._traces.window is not None:
-            callback._traces.before_step(recorder)
+            callback._traces.before_step(accounting)
         if not keras_traced:
             if not traced_by_keras(original, iterator):
-                return _first_call(callback, original, iterator, recorder, role)
+                return _first_call(callback, original, iterator, accounting, role)
             keras_traced = True
-        recorder.begin_step()
+        accounting.begin_step()
         try:
             data = next(iterator)
         except StopIteration:
-            recorder.abort_step()
+            accounting.abort_step()
             return original(iterator)
         except BaseException as error:
-            recorder.abort_step()
+            accounting.abort_step()
             callback._on_exception(error)
             raise
-        recorder.end_fetch(placement.batch_size(data))
+        accounting.end_fetch(placement.batch_size(data))
         if callback._warm_again.pop(role, False):
             # The traced one-step function runs on its own for the first
             # time: TensorFlow instantiates it, a one-off cost.
-            recorder.extend_warmup()
+            accounting.extend_warmup()
         try:
             result = step(data)
         except BaseException as error:
             callback._on_exception(error)
             raise
         if tracing.changed():
-            tracing.note_step(recorder.upcoming_step() - 1)
+            tracing.note_step(accounting.upcoming_step() - 1)
             step.forget()
         if callback._needs_batch.get(role):
             callback._needs_batch[role] = False
@@ -352,10 +352,10 @@ def _step_wrapper(callback, original, recorder, role):
     return timed_step_function
 
 
-def _first_call(callback, original, iterator, recorder, role):
+def _first_call(callback, original, iterator, accounting, role):
     """Keras's own first call: traces the step; its fetch stays inside."""
-    recorder.begin_step()
-    recorder.end_fetch()
+    accounting.begin_step()
+    accounting.end_fetch()
     capture = (
         role == "train"
         and callback.capture_placement
@@ -370,7 +370,7 @@ def _first_call(callback, original, iterator, recorder, role):
         else:
             result = original(iterator)
     except BaseException as error:
-        recorder.abort_step()
+        accounting.abort_step()
         callback._on_exception(error)
         raise
     finally:
@@ -380,7 +380,7 @@ def _first_call(callback, original, iterator, recorder, role):
     return result
 
 
-def _execution_wrapper(callback, original, recorder, role):
+def _execution_wrapper(callback, original, accounting, role):
     """With `steps_per_execution > 1` the fetch stays inside the graph:
     one record per execution, its data wait inside compute, written as
     the steps the execution ran."""
@@ -389,22 +389,22 @@ def _execution_wrapper(callback, original, recorder, role):
 
     def timed_execution_function(iterator):
         nonlocal noted
-        if not recorder.enabled:
+        if not accounting.enabled:
             return original(iterator)
         if role == "train" and callback._traces.window is not None:
-            callback._traces.before_step(recorder)
+            callback._traces.before_step(accounting)
         begin = callback._batch_begin
-        recorder.begin_step()
+        accounting.begin_step()
         try:
             result = original(iterator)
         except BaseException as error:
-            recorder.abort_step()
+            accounting.abort_step()
             callback._on_exception(error)
             raise
         if not noted:
             noted = True
             note_traced_by_keras(original, iterator)
-        recorder.set_steps(_executed_steps(callback, role, begin))
+        accounting.set_steps(_executed_steps(callback, role, begin))
         return result
 
     return timed_execution_function

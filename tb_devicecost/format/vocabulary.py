@@ -7,10 +7,14 @@ A step's wall time splits into three components, each in milliseconds:
     host_overhead_ms  the rest until the next step starts
 
 They add up to the step's wall time (`step_ms`). These names are used as
-they are from the recorder's rows to the event-file tags (`devicecost/<name>`),
-the reader's series, the report's JSON (`data_wait_ms: {p50, p90, mean}`)
-and the tab. No protobuf, Keras or TensorBoard import here: the writer, the
-reader, the analysis and the tab's data all import this module.
+they are from the step accounting's rows (`StepAccounting`) to the
+event-file tags (`devicecost/<name>`), the reader's series, the report's
+JSON (`data_wait_ms: {p50, p90, mean}`) and the tab. The aggregate document
+alone keys its statistics by the bare component, with the unit on each
+statistic (`components.data_wait.p50_ms`, the report's `data_wait_ms.p50`:
+docs/ARCHITECTURE.md, "One name per quantity"). No protobuf, Keras or
+TensorBoard import here: the writer, the reader, the analysis and the tab's
+data all import this module.
 """
 
 # The components, in the order used everywhere; the step is their sum.

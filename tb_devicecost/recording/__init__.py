@@ -11,7 +11,7 @@ Keras is imported only by `callback` (and `batch_sweep`) when used.
   `devicecost/aggregate` document; `sigterm`: what a terminated fit writes;
 - `recorder`: `StepRecorder`, the same accounting for custom loops;
 - `fetch_floor`: the cost of handing over a batch that is already there;
-- `profiling`: which steps are traced (`TraceSchedule`); `trace_window`:
+- `profiling`: which steps are traced (`TraceSchedule`); `profiler_window`:
   one window from capture to digest; `trace_budget`: when the default
   device-busy window may open;
 - `run_info`, `input_kind`: what a run was and what fed it; `stats`:

@@ -35,7 +35,7 @@ class RunAggregate:
     """The cumulative statistics of one run's rows.
 
     Args:
-        clock: Function returning seconds from the recorder's monotonic
+        clock: Function returning seconds from the accounting's monotonic
             clock, read for the wall time of a span still open.
     """
 
@@ -114,19 +114,19 @@ class RunAggregate:
             self._add_steady(steady)
 
     def _add_steady(self, rows):
-        data_wait, compute, host = rows[:, ROW_COMPONENTS].T
+        data_wait_ms, compute_ms, host_overhead_ms = rows[:, ROW_COMPONENTS].T
         compute_stats = self.steady["compute"]
         if compute_stats.count >= _SPIKE_MIN_HISTORY:
-            median = compute_stats.percentile(50)
+            median_ms = compute_stats.percentile(50)
         else:
-            median = float(np.median(compute))
-        spikes = rows[compute > vocabulary.SPIKE_RATIO * max(median, 1e-6), 0]
+            median_ms = float(np.median(compute_ms))
+        spikes = rows[compute_ms > vocabulary.SPIKE_RATIO * max(median_ms, 1e-6), 0]
         self._num_spikes += len(spikes)
         self._spike_steps.extend(int(step) for step in spikes)
-        self.steady["data_wait"].add(data_wait)
-        self.steady["compute"].add(compute)
-        self.steady["host_overhead"].add(host)
-        self.steady["step"].add(data_wait + compute + host)
+        self.steady["data_wait"].add(data_wait_ms)
+        self.steady["compute"].add(compute_ms)
+        self.steady["host_overhead"].add(host_overhead_ms)
+        self.steady["step"].add(data_wait_ms + compute_ms + host_overhead_ms)
         batch = rows[:, ROW_BATCH]
         known = np.isfinite(batch)
         self._steady_samples += int(batch[known].sum())

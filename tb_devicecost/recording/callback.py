@@ -11,7 +11,7 @@ import keras
 from tb_devicecost import backends
 from tb_devicecost.backends import asynchronous as async_steps
 from tb_devicecost.backends import keras_loop
-from tb_devicecost.recording import accounting
+from tb_devicecost.recording.accounting import StepAccounting
 from tb_devicecost.recording import fetch_floor
 from tb_devicecost.recording import input_kind
 from tb_devicecost.recording import profiling
@@ -222,7 +222,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             if backend is None:
                 return
             self._note_model()
-            self._create_recorders()
+            self._create_accounting()
             self._register_exit_handler()
             self._in_fit = True
             self._validation_started = False
@@ -281,20 +281,20 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             return
         try:
             if self._in_fit:
-                recorder, role = self._validation, "validation"
+                accounting, role = self._validation, "validation"
                 if not self._backend.asynchronous:
                     # Under asynchronous dispatch the train steps still in
                     # Keras's worker are written at the epoch's end.
                     self._train.boundary()
                 if not self._validation_started:
-                    recorder.begin_session(self._run_info)
+                    accounting.begin_session(self._run_info)
                     self._validation_started = True
             else:
                 # `model.evaluate` with the callback: its own run.
                 self._note_model()
-                self._create_recorders()
+                self._create_accounting()
                 self._register_exit_handler()
-                recorder, role = self._evaluation, "evaluation"
+                accounting, role = self._evaluation, "evaluation"
                 self._install_loop_clock()
                 self._backend = self._measured_backend()
                 if self._backend is None:
@@ -303,11 +303,11 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
                 self._floors.setdefault("evaluation", fetch_floor.FetchFloor())
                 self._needs_batch["evaluation"] = True
-                recorder.begin_session(self._run_info)
-            recorder.begin_span()
+                accounting.begin_session(self._run_info)
+            accounting.begin_span()
             self._test_role = role
             if self._backend.asynchronous:
-                self._async[role] = async_steps.AsyncSteps(recorder)
+                self._async[role] = async_steps.AsyncSteps(accounting)
                 self._fetch_started = None
                 self._wrap("test_function", role)
                 return
@@ -336,17 +336,17 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         if role is None:
             return
         try:
-            recorder = self._recorder_for(role)
+            accounting = self._recorder_for(role)
             steps = self._async.pop(role, None)
             if steps is not None:
                 steps.boundary()
-            recorder.boundary()
-            self._note_retraces("test_function", recorder)
-            recorder.end_span()
+            accounting.boundary()
+            self._note_retraces("test_function", accounting)
+            accounting.end_span()
             self._unwrap("test_function")
             if role == "evaluation":
                 self._uninstall_loop_clock()
-                recorder.end_session(status="complete")
+                accounting.end_session(status="complete")
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -439,20 +439,20 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
 
     # Lifecycle and failure handling.
 
-    def _create_recorders(self):
+    def _create_accounting(self):
         if self._train is None:
             # Each process of a distributed fit records its own runs, under
             # `log_dir/process_<index>` (docs/FORMAT.md, "Processes").
             self._process = run_info.process_info()
             base = run_info.process_run_dir(self.log_dir, self._process)
-            self._train = accounting.StepAccounting(
+            self._train = StepAccounting(
                 os.path.join(base, "train"), flush_steps=self.flush_steps
             )
-            self._validation = accounting.StepAccounting(
+            self._validation = StepAccounting(
                 os.path.join(base, "validation"),
                 flush_steps=self.flush_steps,
             )
-            self._evaluation = accounting.StepAccounting(
+            self._evaluation = StepAccounting(
                 os.path.join(base, "evaluation"),
                 flush_steps=self.flush_steps,
             )
@@ -463,9 +463,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             atexit.register(_close_at_exit, weakref.ref(self))
             self._registered_exit = True
             # A recording failure in any run stops them all, with one
-            # warning (ours): the recorders do not warn themselves.
-            for recorder in (self._train, self._validation, self._evaluation):
-                recorder.on_failure = self._disable
+            # warning (ours): the accounting does not warn itself.
+            for accounting in (self._train, self._validation, self._evaluation):
+                accounting.on_failure = self._disable
 
     def _end_fit(self, status):
         self._in_fit = False
@@ -488,10 +488,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._unwrap("train_function")
         self._unwrap("test_function")
         self._uninstall_loop_clock()
-        for recorder in (self._train, self._validation):
-            if recorder is not None:
-                recorder.end_span()
-                recorder.end_session(status=status)
+        for accounting in (self._train, self._validation):
+            if accounting is not None:
+                accounting.end_span()
+                accounting.end_session(status=status)
 
     def _on_exception(self, error):
         """The step raised: end of data is normal, anything else ends the fit."""
@@ -524,9 +524,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._uninstall_loop_clock()
             # Never leave a profiler running behind the user's back.
             self._traces.stop()
-            for recorder in (self._train, self._validation, self._evaluation):
-                if recorder is not None:
-                    recorder.stop(status="interrupted")
+            for accounting in (self._train, self._validation, self._evaluation):
+                if accounting is not None:
+                    accounting.stop(status="interrupted")
         except Exception:  # pylint: disable=broad-except
             pass
 

@@ -1,9 +1,10 @@
 """Which steps of a run are profiled, and the `devicecost/trace` document.
 
-`TraceSchedule` chooses a run's trace windows (`trace_window.TraceWindow`):
-the `profile_steps` one, `keras.callbacks.TensorBoard(profile_batch=...)`'s,
-or the default device-busy window of an accelerator run (`trace_budget`),
-opens and closes them between steps, and writes their digests.
+`TraceSchedule` chooses a run's trace windows
+(`profiler_window.ProfilerWindow`): the `profile_steps` one,
+`keras.callbacks.TensorBoard(profile_batch=...)`'s, or the default
+device-busy window of an accelerator run (`trace_budget`), opens and closes
+them between steps, and writes their digests.
 """
 
 import os
@@ -14,14 +15,14 @@ import warnings
 from tb_devicecost import backends
 from tb_devicecost.format import metadata
 from tb_devicecost.recording import trace_budget
-from tb_devicecost.recording.trace_window import FORMAT_XPLANE  # noqa: F401 (re-exported)
-from tb_devicecost.recording.trace_window import PURPOSE_DEVICE_BUSY
-from tb_devicecost.recording.trace_window import PURPOSE_KERAS_TENSORBOARD  # noqa: F401 (re-exported)
-from tb_devicecost.recording.trace_window import PURPOSE_PROFILE_STEPS  # noqa: F401 (re-exported)
-from tb_devicecost.recording.trace_window import SOURCE_DEVICECOST  # noqa: F401 (re-exported)
-from tb_devicecost.recording.trace_window import SOURCE_KERAS_TENSORBOARD  # noqa: F401 (re-exported)
-from tb_devicecost.recording.trace_window import TraceWindow
-from tb_devicecost.recording.trace_window import keras_tensorboard_window
+from tb_devicecost.recording.profiler_window import FORMAT_XPLANE  # noqa: F401 (re-exported)
+from tb_devicecost.recording.profiler_window import PURPOSE_DEVICE_BUSY
+from tb_devicecost.recording.profiler_window import PURPOSE_KERAS_TENSORBOARD  # noqa: F401 (re-exported)
+from tb_devicecost.recording.profiler_window import PURPOSE_PROFILE_STEPS  # noqa: F401 (re-exported)
+from tb_devicecost.recording.profiler_window import SOURCE_DEVICECOST  # noqa: F401 (re-exported)
+from tb_devicecost.recording.profiler_window import SOURCE_KERAS_TENSORBOARD  # noqa: F401 (re-exported)
+from tb_devicecost.recording.profiler_window import ProfilerWindow
+from tb_devicecost.recording.profiler_window import keras_tensorboard_window
 
 # The default window of a run whose step runs on an accelerator: at most
 # this many steps, starting at least this many steps into the fit (past its
@@ -144,7 +145,7 @@ class TraceSchedule:
         if not wanted or self._busy_done or self.profile_steps is not None:
             return None
         start = first_step + DEVICE_BUSY_OFFSET
-        return TraceWindow(
+        return ProfilerWindow(
             start, start + DEVICE_BUSY_STEPS, run_dir, backend=backend,
             purpose=PURPOSE_DEVICE_BUSY,
         )
@@ -175,7 +176,7 @@ class TraceSchedule:
         start, stop = self.profile_steps
         if stop <= first_step:
             return None
-        return TraceWindow(start, stop, run_dir, backend=backend)
+        return ProfilerWindow(start, stop, run_dir, backend=backend)
 
     def before_step(self, accounting):
         """Starts or stops the profiler before a step, outside its time."""

@@ -1,4 +1,4 @@
-"""The SIGTERM chain: a terminated fit's recorders write what they have.
+"""The SIGTERM chain: a terminated fit's step accounting writes what it has.
 
 A job scheduler ends a fit with SIGTERM. `SIGTERM_CHAIN` makes every
 `StepAccounting` in a session write its steps and an `"interrupted"`
@@ -14,24 +14,24 @@ import weakref
 
 
 class SigtermChain:
-    """On SIGTERM, every recorder in a session writes what it has and
+    """On SIGTERM, every `StepAccounting` in a session writes what it has and
     marks its run `"interrupted"`; then the signal goes on as if we were
     not there: to the handler installed before ours, or, for the default
     disposition, the process ends by the signal as it would have.
 
-    Installed (from the main thread only) while some recorder is in a
+    Installed (from the main thread only) while some `StepAccounting` is in a
     session, and put back when the last one ends, unless someone installed
     another handler since. A handler set from C code, or SIGTERM ignored,
     is left alone: nothing would run ours, or the process is not ending.
     """
 
     def __init__(self):
-        self._recorders = weakref.WeakSet()
+        self._tracked = weakref.WeakSet()
         self._previous = None
         self._installed = False
 
-    def track(self, recorder):
-        self._recorders.add(recorder)
+    def track(self, accounting):
+        self._tracked.add(accounting)
         if self._installed or threading.current_thread() is not threading.main_thread():
             return
         try:
@@ -43,9 +43,9 @@ class SigtermChain:
             return
         self._previous, self._installed = previous, True
 
-    def untrack(self, recorder):
-        self._recorders.discard(recorder)
-        if len(self._recorders) or not self._installed:
+    def untrack(self, accounting):
+        self._tracked.discard(accounting)
+        if len(self._tracked) or not self._installed:
             return
         if threading.current_thread() is not threading.main_thread():
             return
@@ -57,9 +57,9 @@ class SigtermChain:
         self._previous, self._installed = None, False
 
     def _handle(self, signum, frame):
-        for recorder in list(self._recorders):
+        for accounting in list(self._tracked):
             try:
-                recorder._interrupted()  # pylint: disable=protected-access
+                accounting._interrupted()  # pylint: disable=protected-access
             except Exception:  # pylint: disable=broad-except
                 pass
         previous = self._previous

@@ -67,7 +67,7 @@ class _FetchMarked:
             return next(self._iterator)
 
 
-class TraceWindow:
+class ProfilerWindow:
     """One traced window of steps, from pending to digested.
 
     Args:
@@ -323,7 +323,7 @@ def keras_tensorboard_window(callbacks, first_step, backend="tensorflow"):
         start = getattr(callback, "_start_batch", 0)
         stop = getattr(callback, "_stop_batch", 0)
         if getattr(callback, "_should_trace", False) and start > 0:
-            return TraceWindow(
+            return ProfilerWindow(
                 first_step + start - 1,
                 first_step + stop,
                 callback._train_dir,
