@@ -10,6 +10,7 @@ and the warnings the callback gave.
 import json
 import os
 import sys
+import threading
 import warnings
 
 BACKEND, LOGDIR = sys.argv[1], sys.argv[2]
@@ -27,8 +28,13 @@ def _broken(*args, **kwargs):
 
 
 # Where our code runs: inside Keras's call (the timed iterator's poll, on
-# JAX) and after it (the step's row).
-FAULTS = {"poll": (asynchronous.AsyncSteps, "poll"), "dispatched": (asynchronous.AsyncSteps, "dispatched")}
+# JAX), after it (the step's row), and on Keras's worker thread where the
+# step's logs are converted (the completion's clock read, on JAX).
+FAULTS = {
+    "poll": (asynchronous.AsyncSteps, "poll"),
+    "dispatched": (asynchronous.AsyncSteps, "dispatched"),
+    "completed": (asynchronous.AsyncSteps, "completed"),
+}
 
 
 def fit(callbacks):
@@ -44,9 +50,20 @@ def fit(callbacks):
 def main():
     facts = {"backend": keras.backend.backend(), "cases": {}}
     weights, history = fit([])
+    # Which threads switched the callback off: the training thread only,
+    # never while it may be recording a step.
+    stopped_on = []
+    disable = tb_devicecost.DeviceCostCallback._disable
+
+    def recorded_disable(self, error):
+        stopped_on.append(threading.current_thread() is threading.main_thread())
+        return disable(self, error)
+
+    tb_devicecost.DeviceCostCallback._disable = recorded_disable
     for name, (owner, attribute) in FAULTS.items():
         original = getattr(owner, attribute)
         setattr(owner, attribute, _broken)
+        stopped_on.clear()
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -54,6 +71,7 @@ def main():
         finally:
             setattr(owner, attribute, original)
         facts["cases"][name] = {
+            "stopped_on_training_thread": all(stopped_on) and bool(stopped_on),
             "same_weights": all(np.array_equal(a, b) for a, b in zip(weights, got)),
             "same_history": got_history == history,
             "epochs": len(got_history.get("loss", [])),

@@ -17,6 +17,7 @@ found in the calling frames (`keras/src/trainers/*` and
 """
 
 import inspect
+import threading
 import time
 
 from keras.src.callbacks.callback_list import CallbackList
@@ -87,8 +88,10 @@ class LoopClock:
       handed to the worker (main thread);
     - `loop_epoch_begin(now)`: the epoch's hooks ran; its first fetch
       follows (the same after `on_test_begin`, with role `"test"`);
-    - `loop_failed(error)`: one of the above raised; Keras's own call goes
-      on (a failure of the recording never breaks the loop).
+    - `loop_failed(error, on_worker)`: one of the above raised; Keras's own
+      call goes on (a failure of the recording never breaks the loop).
+      `on_worker`: it was `loop_results` on Keras's worker thread, while
+      the training thread may be recording a step.
 
     Args:
         callbacks: The `CallbackList` of the fit or evaluation.
@@ -162,6 +165,8 @@ class LoopClock:
         clock, listener = self._clock, self._listener
         callbacks = self.callbacks
         hook = _BATCH_METHODS[role][1]
+        # The loop clock is installed by the training thread.
+        training_thread = threading.get_ident()
 
         def make(original):
             def results(batch, logs=None):
@@ -173,7 +178,8 @@ class LoopClock:
                 try:
                     listener.loop_results(role, batch, clock())
                 except Exception as error:  # pylint: disable=broad-except
-                    listener.loop_failed(error)
+                    on_worker = threading.get_ident() != training_thread
+                    listener.loop_failed(error, on_worker=on_worker)
                 for callback in callbacks.callbacks:
                     getattr(callback, hook)(batch, logs=logs)
 

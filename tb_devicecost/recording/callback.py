@@ -200,6 +200,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         # list runs the batch-end hooks on a worker thread, per role.
         self._loop = None
         self._hooks_on_worker = {}
+        # A failure of ours on Keras's worker thread, for the training
+        # thread to act on (`loop_failed`).
+        self._failed_on_worker = None
         self._fetched_at = None
         # Whether the model's variables live on an accelerator (after the
         # first step): where the step runs.
@@ -269,7 +272,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         # reads happened around the callback list; here only the fetch
         # floor's samples (TensorFlow).
         if self._loop is None:
-            self._results("train", batch, time.perf_counter(), in_hook=True)
+            try:
+                self._results("train", batch, time.perf_counter(), in_hook=True)
+            except Exception as error:  # pylint: disable=broad-except
+                self._disable(error)
         elif self._in_fit and "train" not in self._async:
             if self._pending_batch is not None or self._steps_to_probe == 1:
                 self._probe_between_steps()
@@ -327,7 +333,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def on_test_batch_end(self, batch, logs=None):
         role = self._test_role
         if self._loop is None:
-            self._results("test", batch, time.perf_counter(), in_hook=True)
+            try:
+                self._results("test", batch, time.perf_counter(), in_hook=True)
+            except Exception as error:  # pylint: disable=broad-except
+                self._disable(error)
         elif role is not None and role not in self._async and self._pending_batch is not None:
             self._probe_between_steps(self._recorder_for(role), role)
 
@@ -360,6 +369,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             )
 
     def on_epoch_end(self, epoch, logs=None):
+        if self._failed_on_worker is not None:
+            self._disable(self._failed_on_worker)
         if not self._enabled or self._train is None or not self._in_fit:
             return
         try:
@@ -376,6 +387,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._disable(error)
 
     def on_train_end(self, logs=None):
+        if self._failed_on_worker is not None:
+            self._disable(self._failed_on_worker)
         if self._in_fit:
             self._end_fit(status="complete")
 
@@ -516,6 +529,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         )
         self._in_fit = False
         self._test_role = None
+        # The hooks Keras still calls find no steps to time.
+        self._async = {}
         for floor in self._floors.values():
             floor.stop()
         try:

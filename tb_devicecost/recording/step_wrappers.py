@@ -71,6 +71,9 @@ class StepRecording:
             self._loop = None
 
     def loop_batch_begin(self, role, batch, now):
+        if self._failed_on_worker is not None:
+            self._disable(self._failed_on_worker)
+            return
         self._batch_begin = batch
         if not self._backend.fetches_before_batch_begin:
             # JAX's fetch, and its poll, come right after (`TimedIterator`).
@@ -91,7 +94,12 @@ class StepRecording:
     def loop_epoch_begin(self, role, now):
         self._fetch_started = now
 
-    def loop_failed(self, error):
+    def loop_failed(self, error, on_worker=False):
+        if on_worker:
+            # The training thread stops the recording at its next clock
+            # read, not in the middle of recording a step.
+            self._failed_on_worker = error
+            return
         self._disable(error)
 
     def _results(self, loop_role, batch, now, in_hook):
