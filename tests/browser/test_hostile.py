@@ -1,13 +1,12 @@
-import pytest
-"""The tab under hostile layouts (issue 25), in headless Chromium: beside
-`test_browser.py`, which is over the module size this project keeps."""
+"""The tab under hostile layouts (issue 25), in headless Chromium."""
 
+import pytest
 from playwright.sync_api import expect
 
 from demo import serve
 
-from test_browser import _open_tab  # noqa: F401
-from test_browser import browser  # noqa: F401 (the fixture)
+from tests.support import fuzz_layouts
+from tests.support.tab import open_tab
 
 # Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
 pytestmark = pytest.mark.slow
@@ -19,14 +18,12 @@ def test_the_workers_view_confines_rtl_names_and_names_what_it_cannot_align(brow
     hold a renamed process directory. The names sit in <bdi> elements, the
     messages carry the override as an escape, and the unaligned job says
     why instead of claiming its processes keep pace."""
-    from tests.support import fuzz_layouts
-
     logdir = str(tmp_path)
     fuzz_layouts.job(logdir, "r\u202eevil", 2, [0, 1], slow=1)
     fuzz_layouts.job(logdir, "y", 2, [0, 1], names={1: "process_7"})
     process, url = serve.start_tensorboard(logdir, expected_runs=4)
     try:
-        page, frame, problems = _open_tab(browser, url, rows=4)
+        page, frame, problems = open_tab(browser, url, rows=4)
         panels = frame.locator(".dc-workers-group")
         expect(panels).to_have_count(2)
         evil = panels.filter(has=frame.locator(".dc-straggler-box"))
