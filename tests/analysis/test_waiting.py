@@ -1,8 +1,9 @@
 """A process mostly waiting for another inside the collective is
 `waiting_for_others`, not `compute_bound` (`tb_devicecost.analysis.waiting`).
 
-The jobs are built by hand (`test_distributed.job_record`): per-step data
-wait, compute and host overhead per process, as the reader hands them over.
+The jobs are built by hand (`job_record`, `tests/support/documents.py`):
+per-step data wait, compute and host overhead per process, as the reader
+hands them over.
 """
 
 import json

@@ -67,7 +67,7 @@ def test_the_window_holds_the_traced_steps(traced):
     assert [entry["step"] for entry in window["steps"]] == [3, 4, 5]
     # A step's span can be empty: Keras's worker threads may mark a later
     # step complete before an earlier one (both then end at the earlier
-    # mark; tests/test_trace.py). The window as a whole took time.
+    # mark; tests/traces/test_trace.py). The window as a whole took time.
     assert all(entry["step_ms"] >= 0 for entry in window["steps"])
     assert sum(entry["step_ms"] for entry in window["steps"]) > 0
     assert [entry["step"] for entry in window["recorded_steps"]] == [3, 4, 5]

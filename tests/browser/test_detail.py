@@ -118,7 +118,7 @@ def test_the_detail_view_breaks_down_the_fit_wall_time(tab):
 def test_a_findings_fix_shows_what_it_would_buy(browser, tmp_path, screenshots):
     """The JAX MLP at batch 32 on a real NVIDIA H100 with its trace window
     (tests/data/h100_traced): the latency_bound finding's fix is followed by
-    its estimate, the figures of tests/test_gpu_runs.py (0.029 ms of device
+    its estimate, the figures of tests/end_to_end/test_gpu_runs.py (0.029 ms of device
     time per 32 samples, 0.777 ms fixed: about 10 times the samples/s at
     batch 512); the warm-up finding carries its bound."""
     import shutil

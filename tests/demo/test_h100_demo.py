@@ -170,7 +170,7 @@ def test_the_comparison_gives_the_sweeps_crossover():
     crossover, the one the README and the sweep panel give, and says it
     comes from the sweep, not a line through batch 10 and 1,024 (issue 23).
     Compared alone, with every run as context (as the tab's compare route
-    does: tests/test_plugin.py), the two runs say the same."""
+    does: tests/serving/test_plugin.py), the two runs say the same."""
     from tb_devicecost.analysis import formatting
     from tb_devicecost.analysis import compare
 

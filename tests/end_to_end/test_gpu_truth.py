@@ -1,6 +1,6 @@
 """The injected-cost matrix on a real GPU, read from runs recorded there.
 
-`tests/data/h100_truth/` holds what `tests/truth_fits.py` recorded on an
+`tests/data/h100_truth/` holds what `tests/support/truth_fits.py` recorded on an
 NVIDIA H100 (the borrowed `nvidia-h100-x4` machine, one GPU used; Keras
 3.15.1 carried as a wheel; JAX and PyTorch, no TensorFlow there) with
 `benchmarks/record_gpu.sh OUT truth`: each backend's facts (`<backend>.json`,

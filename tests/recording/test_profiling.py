@@ -218,7 +218,7 @@ def test_a_window_the_first_fit_does_not_reach_is_traced_in_the_next(tmp_path):
 
 # The default device-busy window. CI has no accelerator, so `"auto"` is
 # checked to stay off on the CPU, and `True` (any device) runs the same
-# window on the CPU; the H100 runs in tests/test_gpu_runs.py show it on a GPU.
+# window on the CPU; the H100 runs in tests/end_to_end/test_gpu_runs.py show it on a GPU.
 
 
 def test_a_cpu_run_is_not_traced_by_default(tmp_path):
