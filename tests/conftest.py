@@ -15,6 +15,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import pytest  # noqa: E402
 
 from tb_devicecost.reading import reader  # noqa: E402
+
 from tests.support import devices  # noqa: E402
 from tests.support import event_files  # noqa: E402
 from tests.support import fits  # noqa: E402

@@ -12,7 +12,6 @@ import statistics
 
 import pytest
 
-
 from tb_devicecost.traces import torch_trace
 from tb_devicecost.traces import trace
 

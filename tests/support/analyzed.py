@@ -3,6 +3,7 @@
 import json
 
 from tb_devicecost import analysis
+
 from tests.support.documents import gpu_placement
 from tests.support.documents import make_aggregate
 from tests.support.documents import make_record

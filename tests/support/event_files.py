@@ -9,6 +9,7 @@ import numpy as np
 
 from tb_devicecost.format import metadata
 from tb_devicecost.format import writer as writer_module
+
 from tests.support.documents import cpu_placement
 from tests.support.documents import make_aggregate
 
