@@ -1,61 +1,106 @@
-"""Which part of the callback's per-step path costs what on JAX: fits of the
-same model alternating without the callback, with it, and with one part
-switched off at a time (the training thread's completion polls; the clock
-reads around Keras's callback list). Prints the median ratio to no callback
-per variant, figure last.
+"""Which part of the callback's per-step path costs what on JAX.
 
-Usage: python benchmarks/jax_step_cost.py [--batch 32] [--steps 1000] [--rounds 8]
+Fits of the same model alternate without the callback, with it, and with
+one part switched off at a time:
+
+- `no_polls`: the training thread's completion polls (`AsyncSteps.poll`);
+- `no_rows`: the dispatched steps' bookkeeping and rows
+  (`AsyncSteps.dispatched`);
+- `no_loop_clock`: the clock reads around Keras's callback list;
+- `untimed_step`: Keras's step function left unwrapped.
+
+Each round runs every variant `--repeats` times, alternating, and keeps
+each variant's fastest fit: interference (other processes, the GC, a burst
+of the device's clocks) only ever adds time, so the minimum is the fit's
+own cost, and a round's ratio of minima is far steadier than a ratio of
+two single fits. Reported per variant: the median over rounds of the ratio
+to no callback (wall time) and the training thread's CPU time per step
+over no callback (`time.thread_time`), figure last.
+
+Target: `full` at most 1.03 (docs/PERFORMANCE.md).
+
+Usage: python benchmarks/jax_step_cost.py [--model mlp] [--batch 32]
+    [--steps 1000] [--rounds 10] [--repeats 3]
 """
 
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tb_devicecost  # noqa: E402
+from models import build, data  # noqa: E402
 from tb_devicecost.backends import asynchronous  # noqa: E402
+from tb_devicecost.backends import jax as jax_backend  # noqa: E402
 from tb_devicecost.backends import keras_loop  # noqa: E402
+
+VARIANTS = ("full", "no_polls", "no_rows", "no_loop_clock", "untimed_step")
+
+
+def _switch(variant, real):
+    """Puts back the real parts, then switches off `variant`'s."""
+    steps, loop, backend = asynchronous.AsyncSteps, keras_loop, jax_backend.JaxBackend
+    steps.poll, steps.dispatched, loop.callback_list, backend.wrap_step = real
+    if variant == "no_polls":
+        steps.poll = lambda self, now: None
+    elif variant == "no_rows":
+        steps.dispatched = lambda self, *args, **kwargs: None
+    elif variant == "no_loop_clock":
+        loop.callback_list = lambda: None
+    elif variant == "untimed_step":
+        backend.wrap_step = lambda self, callback, original, role: original
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mlp", choices=("mlp", "cnn"))
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--scratch", default="/tmp/jax_step_cost")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    x = rng.random((args.batch * args.steps, 100), dtype=np.float32)
-    y = rng.integers(0, 10, args.batch * args.steps)
-    model = keras.Sequential([keras.Input((100,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(10)])
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(x, y, batch_size=args.batch, verbose=0)
-    real_poll, real_list = asynchronous.AsyncSteps.poll, keras_loop.callback_list
+    variants = ["none"] + args.variants.split(",")
+    x, y = data(args.model, args.batch * args.steps)
+    model = build(args.model)
+    model.fit(x, y, batch_size=args.batch, verbose=0, shuffle=False)  # compiles
+    real = (asynchronous.AsyncSteps.poll, asynchronous.AsyncSteps.dispatched,
+            keras_loop.callback_list, jax_backend.JaxBackend.wrap_step)
 
     def fit(variant):
-        asynchronous.AsyncSteps.poll = real_poll if variant != "no_polls" else (lambda self, now: None)
-        keras_loop.callback_list = real_list if variant != "no_loop_clock" else (lambda: None)
-        callbacks = [] if variant == "none" else [
-            tb_devicecost.DeviceCostCallback(f"/tmp/jax_step_cost/{variant}", device_busy=False)]
-        began = time.perf_counter()
-        model.fit(x, y, batch_size=args.batch, verbose=0, callbacks=callbacks)
-        return time.perf_counter() - began
+        _switch(variant, real)
+        callbacks = [] if variant == "none" else [tb_devicecost.DeviceCostCallback(
+            os.path.join(args.scratch, variant), device_busy=False)]
+        wall, cpu = time.perf_counter(), time.thread_time()
+        model.fit(x, y, batch_size=args.batch, verbose=0, shuffle=False, callbacks=callbacks)
+        return time.perf_counter() - wall, time.thread_time() - cpu
 
-    variants = ["full", "no_polls", "no_loop_clock"]
-    ratios = {variant: [] for variant in variants}
+    ratios = {variant: [] for variant in variants[1:]}
+    cpu_us = {variant: [] for variant in variants[1:]}
     for index in range(args.rounds):
-        order = variants if index % 2 == 0 else variants[::-1]
-        for variant in order:
-            base = fit("none")
-            ratios[variant].append(fit(variant) / base)
-    for variant in variants:
-        print(f"{variant}: median ratio {statistics.median(ratios[variant]):.3f} "
-              f"({', '.join(f'{r:.3f}' for r in ratios[variant])})")
+        fastest = {variant: (float("inf"), float("inf")) for variant in variants}
+        for repeat in range(args.repeats):
+            order = variants if (index + repeat) % 2 == 0 else variants[::-1]
+            for variant in order:
+                wall, cpu = fit(variant)
+                fastest[variant] = (min(fastest[variant][0], wall), min(fastest[variant][1], cpu))
+        base_wall, base_cpu = fastest["none"]
+        for variant in variants[1:]:
+            ratios[variant].append(fastest[variant][0] / base_wall)
+            cpu_us[variant].append((fastest[variant][1] - base_cpu) / args.steps * 1e6)
+    _switch("full", real)
+    print(f"{args.model} batch {args.batch}, {args.steps} steps a fit, {args.rounds} rounds "
+          f"of the fastest of {args.repeats}")
+    for variant in variants[1:]:
+        q1, _, q3 = statistics.quantiles(ratios[variant], n=4)
+        print(f"{variant:14s} wall ratio median {statistics.median(ratios[variant]):.3f} "
+              f"(interquartile {q1:.3f}-{q3:.3f}); training-thread CPU "
+              f"{statistics.median(cpu_us[variant]):+.1f} us/step")
 
 
 if __name__ == "__main__":

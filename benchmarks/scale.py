@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from demo import serve  # noqa: E402
 from tb_devicecost import analysis  # noqa: E402
+from tb_devicecost.analysis import record as run_records  # noqa: E402
 from tb_devicecost.analysis import workers  # noqa: E402
 from tb_devicecost.reading import reader  # noqa: E402
 from tb_devicecost.recording.accounting import StepAccounting  # noqa: E402
@@ -151,7 +152,7 @@ def in_process(logdir, repeat):
         report = analysis.build_report(records, unread=unread)
         build.append(time.perf_counter() - started)
         started = time.perf_counter()
-        workers.build_workers(records, report["runs"])
+        workers.build_workers([run_records.read_run(item) for item in records], report["runs"])
         part.append(time.perf_counter() - started)
     return statistics.median(read), statistics.median(build), statistics.median(part)
 

@@ -12,23 +12,29 @@ only those before it):
 - `record`: reads a run's raw documents once into a typed `RunData`
   (`run_data`), through the only code that checks raw values (`guards`):
   step numbers (`step_numbers`), where the step ran (`placement`), trace
-  windows (`trace_windows`), the run's sweep (`sweep_marks`); run and
-  device names in `names`.
+  windows (`trace_windows`), the run's sweep (`sweep_marks`), a process's
+  place in its job, distribution and steady steps (`process_steps`); run
+  and device names in `names`. Nothing after it reads a `RunRecord`.
 - `sweeps`: runs of one batch-size sweep, each device's fixed and
   per-sample cost, and where one device overtakes the other.
-- `verdicts`: the verdict and the findings, their ids and severities
-  (`docs/VERDICTS.md`), by the thresholds of `thresholds`; the data wait
-  set apart as the cost of a ready batch (`data_wait`), the device side of
-  the trace windows (`device_side`), what a fix would buy (`estimates`);
-  every finding's words in `finding_text` and `wording` (headlines).
+- `verdicts`: `judge(RunData) -> Verdict`, the verdict and the findings
+  (`Finding`: ids, severities, the figures judged; `docs/VERDICTS.md`), by
+  the thresholds of `thresholds`, over the run's per-step figures
+  (`run_figures`, with the data wait set apart as the cost of a ready
+  batch: `data_wait`); the device side of the trace windows
+  (`device_side`), what a fix would buy (`estimates`); every finding's
+  words in `finding_text` and `wording` (headlines).
 - `compare`: speedups and differences against a baseline, and why in
   numbers (`scaling`, `parts`); which run is compared with which in
   `pairing`, the explanation's words in `comparison_text`.
-- `workers`: the processes of a distributed job lined up by step, their
-  waits for each other and the straggler (`docs/VERDICTS.md`).
+- `workers`: the processes of a distributed job (`RunData`s, grouped by
+  `jobs`) lined up by step, their waits for each other and the straggler
+  (`docs/VERDICTS.md`).
 - `predictions`: each finding's predicted gain beside what a fixed
   counterpart of its run (the same model with the fix applied) achieved.
-- `report`: the run object (`analyze_run`) and the report (`build_report`).
+- `report`: the only builder of the JSON-ready documents: the run object
+  (`analyze_run`, `run_object`: figures, verdict, each finding's words and
+  estimate) and the report (`build_report`).
 """
 
 from tb_devicecost.analysis.compare import compare_runs

@@ -217,7 +217,7 @@ def scaling(run, base, context, found=None):
     """How the two runs' devices scale with the batch, or `None`.
 
     Each device's step time as a fixed cost plus a cost per sample. When a
-    batch-size sweep of the same model (`predictions.model_signature`: the
+    batch-size sweep of the same model (`RunData.model`: the
     same backend, parameter count and dtype policy; the same role) fitted
     both devices, its fits and crossover, so the comparison gives the one
     crossover the sweep and the README give for that model. Else fitted
@@ -302,7 +302,7 @@ def _crossing(result, pair):
 
 
 def _signature(result):
-    """The run object's model: what `predictions.model_signature` read from
+    """The run object's model: what `record.model_signature` read from
     its run info (`report.analyze_run`), or `None` when unknown."""
     if not result.get("parameters"):
         return None

@@ -44,9 +44,9 @@ def split_data_wait(mean, p50, fetch_floor, fetch_in_graph):
     return ready, max(0.0, mean - ready)
 
 
-def ready_cost(run):
-    """The p50-based cost of a ready batch before it is clamped to the mean."""
-    p50, floor = run["data_wait_ms"]["p50"], run["fetch_floor_ms"]
+def ready_cost(p50, floor):
+    """The p50-based cost of a ready batch before it is clamped to the mean,
+    from the p50 data wait and the fetch floor (ms, `None` when unknown)."""
     if floor is not None:
         floor = max(floor, MIN_READY_FETCH_MS)
     if p50 is not None and floor and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:

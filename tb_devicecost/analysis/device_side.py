@@ -1,10 +1,12 @@
 """The device side of a run's trace windows, as one set of per-step means.
 
-A run object's `trace_windows` each hold the trace's per-step means
-(`summary`); for the findings and the comparison what matters is the
+A run's trace windows (a `RunData`'s `TraceWindow`s, a run object's
+`trace_windows`) each hold the trace's per-step means (`summary`); for the
+findings and the comparison what matters is the
 accelerator's side of them: how busy it was, its kernels and the bytes
-copied to it. `device_trace` averages them over the windows that have a
-device plane.
+copied to it. `run_device_trace` (for the findings) and `device_trace`
+(for the comparison) average them over the windows that have a device
+plane.
 """
 
 
@@ -20,12 +22,26 @@ def device_trace(run):
     Args:
         run: A run object of `analyze_run`.
     """
-    windows = [
+    summaries = [
         window["summary"]
         for window in run.get("trace_windows") or ()
         if window.get("has_device_plane") and isinstance(window.get("summary"), dict)
     ]
-    if not windows or run.get("device_busy_fraction") is None:
+    return _device_means(summaries, run.get("device_busy_fraction"))
+
+
+def run_device_trace(run):
+    """`device_trace` of a `RunData` (its `TraceWindow`s)."""
+    summaries = [
+        window.summary
+        for window in run.trace_windows
+        if window.has_device_plane and isinstance(window.summary, dict)
+    ]
+    return _device_means(summaries, run.device_busy_fraction)
+
+
+def _device_means(windows, busy_fraction):
+    if not windows or busy_fraction is None:
         return None
 
     def mean(key):
@@ -36,7 +52,7 @@ def device_trace(run):
 
     return {
         "windows": len(windows),
-        "busy_fraction": run["device_busy_fraction"],
+        "busy_fraction": busy_fraction,
         "busy_ms": mean("mean_device_busy_ms"),
         "traced_step_ms": mean("mean_step_ms"),
         "kernels": mean("mean_kernels"),

@@ -1,6 +1,7 @@
 """What a fix would buy: each finding's `expected` (docs/VERDICTS.md).
 
-Every estimate is computed from the run's own numbers and says how
+Every estimate is computed from the run's own numbers (its `RunData` and
+`RunFigures`) and says how
 (`basis`): the mean step without the wait a faster pipeline would remove,
 the fit's wall time with a warm-up as short as a steady step, the step at a
 larger batch from the trace's device time per sample. Where the numbers
@@ -10,7 +11,7 @@ are missing it says so and claims nothing (`no_estimate`). Its words
 
 import math
 
-from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
@@ -83,12 +84,12 @@ def not_estimated(finding_id):
     return no_estimate(_NO_ESTIMATE[finding_id])
 
 
-def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_size=None,
-                      capped=False):
+def _samples_estimate(figures, bound, step_ms, basis, samples_per_step=None,
+                      batch_size=None, capped=False):
     """What a fix buys in samples/s: a mean step of `step_ms` for
     `samples_per_step` samples (the run's own by default)."""
-    before = run["samples_per_s"]
-    samples = samples_per_step or run["samples_per_step"]
+    before = figures.samples_per_s
+    samples = samples_per_step or figures.samples_per_step
     if not before or not samples:
         return no_estimate("the run's samples per step or samples/s were not recorded")
     if not step_ms or step_ms <= 0:
@@ -115,19 +116,19 @@ def _samples_estimate(run, bound, step_ms, basis, samples_per_step=None, batch_s
     return expected
 
 
-def _fit_wall(run):
+def _fit_wall(run, figures):
     """(the fit's wall time, whether it was recorded whole): the total the
     warm-up share is of (the warm-up finding's rule)."""
-    wall = run["wall_ms"]
-    if wall["total"]:
-        return wall["total"], True
-    steady = (run["step_ms"]["mean"] or 0.0) * (run["steady_steps"] or 0)
-    return (run["warmup_ms"] or 0.0) + steady, False
+    wall = run.numbers.wall
+    if wall.total:
+        return wall.total, True
+    steady = (figures.step.mean or 0.0) * (figures.steady_steps or 0)
+    return (run.numbers.warmup_ms or 0.0) + steady, False
 
 
-def _wall_estimate(run, bound, saved_ms, basis):
+def _wall_estimate(run, figures, bound, saved_ms, basis):
     """What a fix buys in the fit's wall time: `saved_ms` less of it."""
-    before, whole = _fit_wall(run)
+    before, whole = _fit_wall(run, figures)
     after = before - saved_ms
     if not before:
         return no_estimate("the fit's wall time was not recorded")
@@ -166,19 +167,19 @@ def _wall_estimate(run, bound, saved_ms, basis):
     return expected
 
 
-def input_estimate(run):
+def input_estimate(run, figures):
     """The mean step without the wait above the cost of a ready batch."""
-    step, starved = run["step_ms"]["mean"], run["starved_data_wait_ms"]
+    step, starved = figures.step.mean, figures.starved_data_wait_ms
     if step is None or starved is None:
         return no_estimate("the run's mean step or data wait was not recorded")
     after = step - min(starved, step)
     wait = (
         "wait above the cost of a ready batch"
-        if run["ready_fetch_ms"] is not None
+        if figures.ready_fetch_ms is not None
         else "data wait (no fetch floor was measured, so all of it)"
     )
     return _samples_estimate(
-        run,
+        figures,
         "about",
         after,
         f"the {fmt_ms(step)} ms mean step without its {fmt_ms(starved)} ms mean "
@@ -186,14 +187,14 @@ def input_estimate(run):
     )
 
 
-def host_estimate(run):
+def host_estimate(run, figures):
     """At most: the mean step without any host overhead."""
-    step, host = run["step_ms"]["mean"], run["host_overhead_ms"]["mean"]
+    step, host = figures.step.mean, figures.host_overhead.mean
     if step is None or host is None:
         return no_estimate("the run's mean step or host overhead was not recorded")
     after = step - min(host, step)
     return _samples_estimate(
-        run,
+        figures,
         "at_most",
         after,
         f"the {fmt_ms(step)} ms mean step without any of its {fmt_ms(host)} ms "
@@ -202,12 +203,12 @@ def host_estimate(run):
     )
 
 
-def warmup_estimate(run):
+def warmup_estimate(run, figures):
     """At most: the fit's wall time had its warm-up steps taken a steady step."""
-    step = run["step_ms"]["mean"]
-    wall = run["wall_ms"]
-    warmup = wall["warmup"] if wall["total"] and wall["warmup"] is not None else run["warmup_ms"]
-    count = run["warmups"] or 1
+    step = figures.step.mean
+    wall = run.numbers.wall
+    warmup = wall.warmup if wall.total and wall.warmup is not None else run.numbers.warmup_ms
+    count = run.numbers.warmup_count or 1
     if step is None or warmup is None:
         return no_estimate(
             "no steady step was recorded to set against the warm-up"
@@ -218,6 +219,7 @@ def warmup_estimate(run):
     steps = "step" if count == 1 else f"{fmt_count(count)} steps"
     return _wall_estimate(
         run,
+        figures,
         "at_most",
         saved,
         f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup)} ms in "
@@ -226,10 +228,10 @@ def warmup_estimate(run):
     )
 
 
-def spike_estimate(run, spikes, what):
+def spike_estimate(run, figures, spikes, what):
     """At least: `spikes` steps each longer than SPIKE_RATIO x the p50 compute
     were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical one."""
-    compute = run["compute_ms"]["p50"]
+    compute = figures.compute.p50
     if not spikes or not compute:
         return no_estimate(
             f"none of the {what} was a step longer than {vocabulary.SPIKE_RATIO:g}x "
@@ -238,6 +240,7 @@ def spike_estimate(run, spikes, what):
     saved = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute
     return _wall_estimate(
         run,
+        figures,
         "at_least",
         saved,
         f"{fmt_count(spikes)} step(s) each took more than "
@@ -247,7 +250,7 @@ def spike_estimate(run, spikes, what):
     )
 
 
-def batch_estimate(run):
+def batch_estimate(run, figures):
     """A larger batch, from the trace's device time per sample.
 
     The device time per step grows with the batch (its time per sample, from
@@ -258,8 +261,8 @@ def batch_estimate(run):
     exceed the mean step over the device time per step (the device busy all
     the time); at N it is below that.
     """
-    trace = device_trace(run)
-    step, batch = run["step_ms"]["mean"], run["samples_per_step"] or run["batch_size"]
+    trace = run_device_trace(run)
+    step, batch = figures.step.mean, figures.samples_per_step or run.batch_size
     if trace is None or trace["busy_ms"] is None:
         return no_estimate(
             "what a larger batch buys needs the device's time per sample: a "
@@ -297,7 +300,7 @@ def batch_estimate(run):
         "which the device would be busy half the step"
     )
     return _samples_estimate(
-        run,
+        figures,
         "about",
         after,
         f"the trace's {fmt_ms(busy)} ms of device time per step for "
@@ -309,3 +312,23 @@ def batch_estimate(run):
         batch_size=target,
         capped=capped,
     )
+
+
+def expected(finding, run, figures, retraced_spikes=0):
+    """The `expected` of a `verdicts.Finding` of `run` (a `RunData`) with
+    its `RunFigures`; `retraced_spikes`: the spikes the recorded retraces
+    explain (`verdicts.retraced_spikes`), for `retracing`."""
+    kind = finding.id
+    if kind in ("input_bound", "input_stalls"):
+        return input_estimate(run, figures)
+    if kind == "host_overhead_bound":
+        return host_estimate(run, figures)
+    if kind in ("latency_bound", "small_batch"):
+        return batch_estimate(run, figures)
+    if kind in ("warmup", "warmup_dominated"):
+        return warmup_estimate(run, figures)
+    if kind == "retracing":
+        return spike_estimate(run, figures, retraced_spikes, "retraced steps")
+    if kind == "stalls":
+        return spike_estimate(run, figures, finding.count, "stalls")
+    return not_estimated(kind)

@@ -1,9 +1,10 @@
 """The words of each finding: its headline, its details and its fix.
 
 `verdicts.py` decides which findings a run gets, with their ids and
-severities; this module words them. Each function takes the run object
-(and what the rules decided: a severity, the share left unjudged) and
-returns `(headline, message, fix)`: the headline is one plain sentence
+severities (`verdicts.Finding`); this module words them (`words`). Each
+function takes the `RunData`, its `RunFigures` (and what the rules
+decided: a severity, the share left unjudged) and returns `(headline,
+message, fix)`: the headline is one plain sentence
 written by `wording.py`; the message the arithmetic behind it (the tab's
 "details", the CLI's `--verbose`), quoting the run's own numbers as
 `tb_devicecost.analysis.formatting` writes them and the thresholds they were judged
@@ -13,7 +14,7 @@ this module and `wording.py` only.
 
 from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.data_wait import ready_cost
-from tb_devicecost.analysis.device_side import device_trace
+from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
@@ -41,16 +42,16 @@ def no_steps():
     )
 
 
-def _wait_clause(run):
+def _wait_clause(run, figures):
     """How the data wait splits into the cost of a ready batch and waiting.
 
     The fetch floor (a p50) is compared with the p50 data wait; the cost it
     gives is then set apart from the mean wait, clamped to it, so the part
     printed is never larger than the whole (no final stop).
     """
-    wait = run["data_wait_ms"]
-    p50, mean = wait["p50"], wait["mean"]
-    floor, ready = run["fetch_floor_ms"], run["ready_fetch_ms"]
+    wait = figures.data_wait
+    p50, mean = wait.p50, wait.mean
+    floor, ready = run.fetch_floor_ms, figures.ready_fetch_ms
     if ready is None:
         return (
             "no fetch floor was measured for this run, so none of its mean data "
@@ -77,7 +78,7 @@ def _wait_clause(run):
             f": more than {factor} the floor, so the typical step waited for its "
             "batch and only the floor counts as the cost of a ready one"
         )
-    cost = ready_cost(run)
+    cost = ready_cost(p50, floor)
     if cost is not None and mean is not None and cost > mean + EPSILON:
         split = (
             f"that cost is more than the mean data wait of {fmt_ms(mean)} ms per "
@@ -87,24 +88,24 @@ def _wait_clause(run):
     else:
         split = (
             f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready)} ms "
-            f"is that cost and {fmt_ms(run['starved_data_wait_ms'])} ms is waiting"
+            f"is that cost and {fmt_ms(figures.starved_data_wait_ms)} ms is waiting"
         )
     return f"{typical}; {split}"
 
 
 def _is_training(run):
-    return role(run["run"])[1] in ("train", "")
+    return role(run.run)[1] in ("train", "")
 
 
-def input_bound(run, severity):
+def input_bound(run, figures, severity):
     """The words of `input_bound`: the wait above the cost of a ready batch,
     and a fix for the pipeline that fed the fit."""
-    step = run["step_ms"]["mean"]
+    step = figures.step.mean
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
-        f"{fmt_share(run['input_share'])} of the mean step is spent waiting for "
+        f"{fmt_share(figures.input_share)} of the mean step is spent waiting for "
         "the input pipeline beyond the cost of a ready batch: "
-        f"{fmt_ms(run['starved_data_wait_ms'])} ms of the {fmt_ms(step)} ms mean "
+        f"{fmt_ms(figures.starved_data_wait_ms)} ms of the {fmt_ms(step)} ms mean "
         f"step ({adverb} input-bound by the profiler's "
         f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
         "apply to this share"
@@ -114,11 +115,11 @@ def input_bound(run, severity):
             else "; a moderate share is a finding, not the run's bottleneck"
         )
         + "). In all, the data wait is "
-        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time; "
-        f"{_wait_clause(run)}."
+        f"{fmt_share(figures.shares['data_wait'])} of the total steady-state time; "
+        f"{_wait_clause(run, figures)}."
     )
-    pipeline = run.get("input_pipeline")
-    fix = wording.input_fix(pipeline, run.get("backend"), is_accelerator(run["device"]))
+    pipeline = run.input_pipeline
+    fix = wording.input_fix(pipeline, run.backend, is_accelerator(run.placement.device))
     if _is_training(run):
         fix += (
             " If the pipeline augments the data (random flips, crops, "
@@ -127,32 +128,32 @@ def input_bound(run, severity):
         )
     elif (pipeline or {}).get("kind") in (None, "tf.data"):
         fix += wording.tf_data_eval_fix(pipeline)
-    return wording.input_bound(severity, run["starved_data_wait_ms"], step), message, fix
+    return wording.input_bound(severity, figures.starved_data_wait_ms, step), message, fix
 
 
-def no_fetch_floor(run):
+def no_fetch_floor(run, figures):
     """The words of `no_fetch_floor`: why a wait without a floor is not
     called slow."""
-    wait = run["data_wait_ms"]
-    share = run["input_share"]
+    wait = figures.data_wait
+    share = figures.input_share
     reasons = []
     if share is None or share < INPUT_HIGH - EPSILON:
         reasons.append(
             f"a share under the {fmt_share(INPUT_HIGH)} high threshold could be the "
             "cost of handing over ready batches alone"
         )
-    if wait["p50"] is None or wait["p50"] < NO_FLOOR_MIN_P50_MS - EPSILON:
+    if wait.p50 is None or wait.p50 < NO_FLOOR_MIN_P50_MS - EPSILON:
         reasons.append(
             f"the p50 wait is under {fmt_ms(NO_FLOOR_MIN_P50_MS)} ms, within what "
             "handing over a ready batch costs"
         )
     return (
-        wording.no_fetch_floor(wait["mean"], run["shares"]["data_wait"]),
+        wording.no_fetch_floor(wait.mean, figures.shares["data_wait"]),
         "No fetch floor was measured for this run (validation and custom-loop "
         "runs have none), so its data wait cannot be split into the fixed cost "
         "of handing over a ready batch and real waiting. The data wait is "
-        f"{fmt_share(run['shares']['data_wait'])} of the total steady-state time: "
-        f"{fmt_ms(wait['mean'])} ms per step (mean), p50 {fmt_ms(wait['p50'])} ms. "
+        f"{fmt_share(figures.shares['data_wait'])} of the total steady-state time: "
+        f"{fmt_ms(wait.mean)} ms per step (mean), p50 {fmt_ms(wait.p50)} ms. "
         "Judged conservatively, that is no evidence of a slow pipeline: "
         + " and ".join(reasons)
         + ".",
@@ -163,16 +164,16 @@ def no_fetch_floor(run):
     )
 
 
-def input_stalls(run):
+def input_stalls(run, figures):
     """The words of `input_stalls`: a few long waits, not starvation."""
-    wait = run["data_wait_ms"]
+    wait = figures.data_wait
     return (
-        wording.input_stalls(_wait_max(run)),
-        f"Nine steps in ten got their batch within {fmt_ms(wait['p90'])} ms (the "
-        f"p90 data wait; a ready batch costs {fmt_ms(run['ready_fetch_ms'])} ms), "
-        f"but a few waited up to {fmt_ms(_wait_max(run))} ms (the max): "
-        f"{fmt_ms(run['starved_data_wait_ms'])} ms per step as a mean, "
-        f"{fmt_share(run['input_share'])} of the mean step. The pipeline keeps up; "
+        wording.input_stalls(_wait_max(wait)),
+        f"Nine steps in ten got their batch within {fmt_ms(wait.p90)} ms (the "
+        f"p90 data wait; a ready batch costs {fmt_ms(figures.ready_fetch_ms)} ms), "
+        f"but a few waited up to {fmt_ms(_wait_max(wait))} ms (the max): "
+        f"{fmt_ms(figures.starved_data_wait_ms)} ms per step as a mean, "
+        f"{fmt_share(figures.input_share)} of the mean step. The pipeline keeps up; "
         "these are occasional stalls, not starvation.",
         "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
         "that is not yet filled: a smaller shuffle buffer, .cache() before "
@@ -180,19 +181,18 @@ def input_stalls(run):
     )
 
 
-def _wait_max(run):
-    value = run["data_wait_ms"]["max"]
-    return value if value is not None else run["data_wait_ms"]["p99"]
+def _wait_max(wait):
+    return wait.max if wait.max is not None else wait.p99
 
 
-def host_overhead_bound(run, severity):
+def host_overhead_bound(run, figures, severity):
     """The words of `host_overhead_bound`: the time outside the step function."""
-    step = run["step_ms"]["mean"]
-    host = run["host_overhead_ms"]["mean"]
+    step = figures.step.mean
+    host = figures.host_overhead.mean
     adverb = "highly" if severity == "high" else "moderately"
     return (
         wording.host_overhead_bound(severity, host, step),
-        f"{fmt_share(run['shares']['host_overhead'])} of the total steady-state "
+        f"{fmt_share(figures.shares['host_overhead'])} of the total steady-state "
         "time is host overhead outside the step function: "
         f"{fmt_ms(host)} ms of the {fmt_ms(step)} ms mean step "
         "(the Keras loop, callbacks, logging and the progress bar; "
@@ -212,14 +212,14 @@ def host_overhead_bound(run, severity):
     )
 
 
-def latency_bound(run, input_severity=None):
+def latency_bound(run, figures, input_severity=None):
     """The words of `latency_bound`: the accelerator idle most of the step,
     with the trace's evidence (`input_severity`: a moderate wait beside it)."""
     if input_severity:
         # A moderate wait: the pipeline's Python may also hold the GIL
         # that dispatching and completing the step need.
         opening = (
-            f"The input keeps up only in part ({fmt_share(run['input_share'])} "
+            f"The input keeps up only in part ({fmt_share(figures.input_share)} "
             f"of the mean step waits for it), and {_busy_evidence(run)}. The "
             "rest is host time paid on every step: the Keras loop, "
             "dispatching the step, launching kernels and waiting for their "
@@ -234,16 +234,16 @@ def latency_bound(run, input_severity=None):
             "step, launching kernels and waiting for their results)"
         )
     return (
-        wording.latency_bound(run["device"], run["device_busy_fraction"], run["step_ms"]["mean"]),
+        wording.latency_bound(run.placement.device, run.device_busy_fraction, figures.step.mean),
         f"{opening}, not arithmetic; our mean steady step is "
-        f"{fmt_ms(run['step_ms']['mean'])} ms.",
+        f"{fmt_ms(figures.step.mean)} ms.",
         "Give each launch more work: a larger batch; "
         "compile(..., steps_per_execution=N); jit_compile=True to fuse small "
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " " + wording.input_out_of_process(run.get("input_pipeline"))
-            if input_severity and wording.input_out_of_process(run.get("input_pipeline"))
+            " " + wording.input_out_of_process(run.input_pipeline)
+            if input_severity and wording.input_out_of_process(run.input_pipeline)
             else ""
         ),
     )
@@ -256,17 +256,17 @@ def _busy_evidence(run):
     counts and durations are the trace windows' per-step means, each quoted
     only when the trace holds it.
     """
-    trace = device_trace(run) or {}
+    trace = run_device_trace(run) or {}
     windows = trace.get("windows") or 0
     text = (
-        f"{run['device'] or 'the accelerator'} was busy only "
-        f"{fmt_share(run['device_busy_fraction'])} of each traced step (under "
+        f"{run.placement.device or 'the accelerator'} was busy only "
+        f"{fmt_share(run.device_busy_fraction)} of each traced step (under "
         f"{fmt_share(LATENCY_DEVICE_BUSY)})"
     )
     if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
         # Windows digested since the split count compute kernels only
         # (collectives and copies apart); older ones kernels and copies.
-        what = "compute kernels" if run.get("device_split") else "kernels and copies"
+        what = "compute kernels" if run.device_split else "kernels and copies"
         text += (
             f": {fmt_ms(trace['busy_ms'])} ms of {what} in the "
             f"{fmt_ms(trace['traced_step_ms'])} ms mean traced step"
@@ -282,38 +282,38 @@ def _busy_evidence(run):
     return text
 
 
-def compute_bound(run, input_severity=None, unjudged=None):
+def compute_bound(run, figures, input_severity=None, unjudged=None):
     """The words of `compute_bound`, with what the input's share was judged
     (`input_severity` moderate, or `unjudged` without a fetch floor)."""
-    step = run["step_ms"]["mean"]
-    compute = run["compute_ms"]["mean"]
+    step = figures.step.mean
+    compute = figures.compute.mean
     message = (
-        f"Compute takes {fmt_share(run['shares']['compute'])} of the total "
+        f"Compute takes {fmt_share(figures.shares['compute'])} of the total "
         f"steady-state time: {fmt_ms(compute)} ms of the {fmt_ms(step)} ms mean "
-        f"step on {run['device'] or 'the device'}. "
+        f"step on {run.placement.device or 'the device'}. "
     )
-    if run["fetch_in_graph"]:
+    if run.fetch_in_graph:
         message += (
-            f"With steps_per_execution={run['steps_per_record']} the batch is "
+            f"With steps_per_execution={run.steps_per_record} the batch is "
             "fetched inside the compiled function, so any data wait is counted "
             "in compute."
         )
     elif input_severity:
         message += (
             f"Waiting for data beyond the cost of a ready batch is "
-            f"{fmt_share(run['input_share'])} of the mean step: a moderate share, "
+            f"{fmt_share(figures.input_share)} of the mean step: a moderate share, "
             "reported as a finding (input_bound), while compute sets the pace."
         )
-    elif unjudged or run["ready_fetch_ms"] is None:
+    elif unjudged or figures.ready_fetch_ms is None:
         message += (
-            f"As for the input, {_wait_clause(run)} (see no_fetch_floor)."
+            f"As for the input, {_wait_clause(run, figures)} (see no_fetch_floor)."
             if unjudged
-            else f"As for the input, {_wait_clause(run)}."
+            else f"As for the input, {_wait_clause(run, figures)}."
         )
     else:
         message += (
-            f"The input pipeline keeps up: {_wait_clause(run)}, so only "
-            f"{fmt_share(run['input_share'])} of the mean step is spent waiting "
+            f"The input pipeline keeps up: {_wait_clause(run, figures)}, so only "
+            f"{fmt_share(figures.input_share)} of the mean step is spent waiting "
             "beyond that cost."
         )
     fix = (
@@ -322,28 +322,29 @@ def compute_bound(run, input_severity=None, unjudged=None):
         "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
         "with tensor cores, a larger batch for better device utilisation."
     )
-    if is_accelerator(run["device"]) and run["device_busy_fraction"] is None:
+    if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "
             "waiting on kernel launches (latency_bound)."
         )
-        note = run.get("device_busy_window") or {}
+        note = run.device_busy_window or {}
         if note.get("reason"):
             # The default window was not traced: say why (trace_budget).
             fix += " " + note["reason"]
-    return wording.compute_bound(compute, step, run["fetch_in_graph"]), message, fix
+    return wording.compute_bound(compute, step, run.fetch_in_graph), message, fix
 
 
-def warmup(run, finding_id, steady_verdict=None):
+def warmup(run, figures, finding_id, steady_verdict=None):
     """The words of `warmup` or `warmup_dominated` (`finding_id`), the latter
     naming the run's `steady_verdict`."""
-    warmup = run["warmup_ms"]
-    share = run["warmup_share_of_wall"]
-    wall = run["wall_ms"]
-    if wall["total"] and wall["warmup"] is not None:
-        warmup = wall["warmup"]  # The part the share was computed from.
-    count = run["warmups"] or 1
-    fits = run["sessions"] or 1
+    numbers = run.numbers
+    warmup = numbers.warmup_ms
+    share = figures.warmup_share
+    wall = numbers.wall
+    if wall.total and wall.warmup is not None:
+        warmup = wall.warmup  # The part the share was computed from.
+    count = numbers.warmup_count or 1
+    fits = numbers.sessions or 1
     # A fit's warm-up can be two steps (Keras's first call traces the step,
     # the next instantiates it): count steps and fits apart.
     steps = "1 step" if count == 1 else f"{fmt_count(count)} steps"
@@ -352,23 +353,23 @@ def warmup(run, finding_id, steady_verdict=None):
         f"Warm-up ({steps} at the start of {where}: tracing, graph "
         "optimisation, compilation) took "
     )
-    if wall["total"]:
+    if wall.total:
         message += (
             f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the fit's "
-            f"{fmt_ms(wall['total'])} ms total wall time; the "
-            f"{fmt_count(run['steady_steps'])} steady steps after it took "
-            f"{fmt_ms(wall['steps'])} ms in total, the time between steps (epoch "
+            f"{fmt_ms(wall.total)} ms total wall time; the "
+            f"{fmt_count(figures.steady_steps)} steady steps after it took "
+            f"{fmt_ms(wall.steps)} ms in total, the time between steps (epoch "
             "starts, validation, callbacks at epoch end) "
-            f"{fmt_ms(wall['between_steps'])} ms and the tool's own measurements "
-            f"{fmt_ms(wall['measurement'])} ms."
+            f"{fmt_ms(wall.between_steps)} ms and the tool's own measurements "
+            f"{fmt_ms(wall.measurement)} ms."
         )
     else:
-        steady_wall = run["step_ms"]["mean"] or 0.0
-        steady_wall *= run["steady_steps"] or 0
+        steady_wall = figures.step.mean or 0.0
+        steady_wall *= figures.steady_steps or 0
         message += (
             f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the "
             f"{fmt_ms(warmup + steady_wall)} ms total of warm-up and steady steps; "
-            f"the {fmt_count(run['steady_steps'])} steady steps after it took "
+            f"the {fmt_count(figures.steady_steps)} steady steps after it took "
             f"{fmt_ms(steady_wall)} ms in total. The fit's time outside the steps "
             "was not recorded, so its total wall time is unknown."
         )
@@ -381,7 +382,7 @@ def warmup(run, finding_id, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return wording.warmup(count, warmup, share, bool(wall["total"])), message, fix
+    return wording.warmup(count, warmup, share, bool(wall.total)), message, fix
 
 
 def _steps_text(steps, limit=5):
@@ -394,21 +395,21 @@ def _steps_text(steps, limit=5):
 
 def retracing(run):
     """The words of `retracing`: the recorded retraces after warm-up."""
-    retraces = run["retraces"]
-    count = retraces["count"]
-    batches = run["batch_sizes"]
+    numbers = run.numbers
+    retraces = numbers.retraces
+    count = retraces.count
     reason = ""
-    if batches["distinct"] and batches["distinct"] > 1:
+    if numbers.batch_distinct and numbers.batch_distinct > 1:
         reason = (
-            f" Batch sizes vary from {batches['min']} to {batches['max']}: "
+            f" Batch sizes vary from {numbers.batch_min} to {numbers.batch_max}: "
             "a smaller last batch is a new input shape, which can make "
             "TensorFlow trace the step again."
         )
     return (
         wording.retracing(count),
         f"The step function was traced again {fmt_count(count)} time(s) "
-        f"after warm-up{_steps_text(retraces['steps'])}, by "
-        f"{retraces['source'] or 'the backend'}: each retrace repeats "
+        f"after warm-up{_steps_text(retraces.steps)}, by "
+        f"{retraces.source or 'the backend'}: each retrace repeats "
         "tracing and graph optimisation inside a step." + reason,
         "Keep input shapes fixed: batch(..., drop_remainder=True), pad "
         "to bucketed lengths, pass tensors rather than Python values; "
@@ -420,8 +421,8 @@ def retracing(run):
 def stalls(run, unexplained, unexplained_steps):
     """The words of `unexplained` spikes (at `unexplained_steps`, when known)
     that the recorded retraces do not account for."""
-    retraces = run["retraces"]
-    count = retraces["count"]
+    retraces = run.numbers.retraces
+    count = retraces.count
     if count is None:
         evidence = (
             "Whether the step function was traced again was not recorded, so "
@@ -430,7 +431,7 @@ def stalls(run, unexplained, unexplained_steps):
     elif count == 0:
         evidence = (
             "The step function was not traced again (by "
-            f"{retraces['source'] or 'the backend'}), so they are not retracing."
+            f"{retraces.source or 'the backend'}), so they are not retracing."
         )
     else:
         evidence = "The retraces recorded do not account for them."
@@ -450,18 +451,18 @@ def stalls(run, unexplained, unexplained_steps):
     )
 
 
-def incomplete_run(run):
+def incomplete_run(run, figures):
     """The words of `incomplete_run`: a run still written, or interrupted."""
-    status = run["status"]
+    status = run.numbers.status
     return (
-        wording.incomplete_run(status, run["steps"]),
+        wording.incomplete_run(status, figures.steps),
         (
             "This run is still being written (or its process ended "
             "without closing it)"
             if status == "running"
             else "This fit was interrupted"
         )
-        + f": the numbers cover the {fmt_count(run['steps'])} step(s) "
+        + f": the numbers cover the {fmt_count(figures.steps)} step(s) "
         "recorded so far.",
         "Report again once the fit has finished.",
     )
@@ -470,8 +471,8 @@ def incomplete_run(run):
 def fetch_in_graph(run):
     """The words of `fetch_in_graph`: the input's wait hidden in compute."""
     return (
-        wording.fetch_in_graph(run["steps_per_record"]),
-        f"With steps_per_execution={run['steps_per_record']} each record "
+        wording.fetch_in_graph(run.steps_per_record),
+        f"With steps_per_execution={run.steps_per_record} each record "
         "covers one execution, and the batches are fetched inside the "
         "compiled function: waiting for data is counted in compute, so "
         "this run cannot be judged input-bound or not.",
@@ -482,14 +483,14 @@ def fetch_in_graph(run):
 
 def cpu_ops_off_accelerator(run):
     """An accelerator visible, and none of the step's ops ran on it."""
-    placement = run["placement"]
-    ops = placement["ops"]
-    accelerators = [name for name in placement["devices"] if is_accelerator(name)]
+    placement = run.placement
+    ops = placement.ops
+    accelerators = [name for name in placement.devices if is_accelerator(name)]
     return (
         wording.cpu_ops_off_accelerator(sum(ops.values())),
         f"An accelerator is visible ({', '.join(accelerators) or 'GPU'}) "
         f"but none of the step's {fmt_count(sum(ops.values()))} ops ran on it: "
-        f"the model trained on {run['device']}.",
+        f"the model trained on {placement.device}.",
         "Check that the model and its data are not pinned with "
         "tf.device('/CPU:0'), that the TensorFlow build sees the GPU "
         "(tf.config.list_physical_devices('GPU')), and that the ops have "
@@ -499,9 +500,9 @@ def cpu_ops_off_accelerator(run):
 
 def cpu_ops_on_accelerator_run(run):
     """The step on an accelerator, some of its ops on the CPU."""
-    device = run["device"]
-    ops = run["placement"]["ops"]
-    names = run["placement"]["cpu_ops_on_accelerator_run"]
+    device = run.placement.device
+    ops = run.placement.ops
+    names = run.placement.cpu_ops_on_accelerator_run
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     cpu_ops = sum(n for name, n in ops.items() if not is_accelerator(name))
     return (
@@ -520,10 +521,10 @@ def cpu_ops_on_accelerator_run(run):
 
 def cross_device_copies(run):
     """The words of `cross_device_copies`: the graph's Send/Recv pairs."""
-    copies = run["placement"]["cross_device_copies"]
+    copies = run.placement.cross_device_copies
     busy = ", ".join(
         f"{name} ({fmt_count(n)} ops)"
-        for name, n in sorted(run["placement"]["ops"].items())
+        for name, n in sorted(run.placement.ops.items())
         if n
     )
     return (
@@ -540,11 +541,11 @@ def cross_device_copies(run):
     )
 
 
-def small_batch(run):
+def small_batch(run, figures):
     """The words of `small_batch`: fixed per-step costs outweigh the work."""
-    batch = run["batch_size"]
-    median = run["step_ms"]["p50"]
-    on_accelerator = is_accelerator(run["device"])
+    batch = run.batch_size
+    median = figures.step.p50
+    on_accelerator = is_accelerator(run.placement.device)
     return (
         wording.small_batch(batch, median),
         f"Each step processes only {batch} samples in {fmt_ms(median)} ms "
@@ -558,3 +559,33 @@ def small_batch(run):
         "per call; for a model this small the CPU may simply be the "
         "faster device.",
     )
+
+
+def words(finding, run, figures):
+    """`(headline, message, fix)` of a `verdicts.Finding` of `run` (a
+    `RunData`) with its `RunFigures`."""
+    severity = finding.severity
+    by_id = {
+        "no_steps": no_steps,
+        "input_bound": lambda: input_bound(run, figures, severity),
+        "no_fetch_floor": lambda: no_fetch_floor(run, figures),
+        "input_stalls": lambda: input_stalls(run, figures),
+        "host_overhead_bound": lambda: host_overhead_bound(run, figures, severity),
+        "latency_bound": lambda: latency_bound(run, figures, finding.input_severity),
+        "compute_bound": lambda: compute_bound(
+            run, figures, finding.input_severity, finding.unjudged),
+        "warmup": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
+        "warmup_dominated": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
+        "retracing": lambda: retracing(run),
+        "stalls": lambda: stalls(run, finding.count, list(finding.steps)),
+        "incomplete_run": lambda: incomplete_run(run, figures),
+        "fetch_in_graph": lambda: fetch_in_graph(run),
+        # One id, two cases: the rule makes it high only when no op at all
+        # ran on the visible accelerator (`verdicts._run_findings`).
+        "cpu_ops_on_accelerator_run": lambda: (
+            cpu_ops_off_accelerator(run) if severity == "high"
+            else cpu_ops_on_accelerator_run(run)),
+        "cross_device_copies": lambda: cross_device_copies(run),
+        "small_batch": lambda: small_batch(run, figures),
+    }
+    return by_id[finding.id]()

@@ -8,8 +8,7 @@ or an empty or `None` value when it cannot be trusted: numbers finite,
 non-negative and inside `[MIN_VALUE, MAX_VALUE]` (or 0: the format's rule,
 `format/readable.py`, which the reader applies too), lists and objects
 bounded by `MAX_ITEMS`. `record.read_run` and the modules it calls read raw
-documents through them (and, until they take a `RunData`, `jobs.py` and
-`workers.py`).
+documents through them, and nothing else does.
 """
 
 import numpy as np

@@ -57,28 +57,6 @@ CHANGES = ("input_pipeline", "batch_size", "device")
 _BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
 
 
-def model_signature(info):
-    """`(backend, parameters, dtype_policy)`, what makes two runs' models
-    the same, from a run-info document; `None` without a parameter count.
-
-    Args:
-        info: A run-info document (`reader.RunRecord.info`).
-    """
-    if not isinstance(info, dict):
-        return None
-    parameters = info.get("parameters")
-    if not isinstance(parameters, int) or isinstance(parameters, bool) or parameters <= 0:
-        return None
-    backend = info.get("backend") if isinstance(info.get("backend"), str) else None
-    policy = info.get("dtype_policy") if isinstance(info.get("dtype_policy"), str) else None
-    return backend, parameters, policy
-
-
-def _info(record):
-    info = record.get("info") if isinstance(record, dict) else getattr(record, "info", None)
-    return info if isinstance(info, dict) else {}
-
-
 def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -112,13 +90,13 @@ def _rate(run):
     return _number(run.get("samples_per_s"))
 
 
-def check_predictions(runs, records=(), sweeps=()):
+def check_predictions(runs, run_data=(), sweeps=()):
     """Each run with a fixed counterpart: the gain predicted and achieved.
 
     Args:
         runs: Run objects of `report.analyze_run`.
-        records: The runs' `reader.RunRecord`s (or dicts with `run` and
-            `info`): their run info says which model each run trained.
+        run_data: The runs' `RunData`s (`record.read_run`): their `model`
+            says which model each run trained.
         sweeps: The report's sweeps (`sweeps.find_sweeps`), which predict
             what the other device buys.
 
@@ -135,9 +113,7 @@ def check_predictions(runs, records=(), sweeps=()):
         `samples_per_s`, `batch_size` and `device` (`{"run",
         "counterpart"}` each), `basis` and `text`.
     """
-    signatures = {
-        names.run_name(record): model_signature(_info(record)) for record in records
-    }
+    signatures = {run.run: run.model for run in run_data}
     usable = [
         run for run in runs
         if signatures.get(run["run"]) is not None and _rate(run) is not None

@@ -11,10 +11,17 @@ Numbers come from the aggregate (`devicecost/aggregate`, exact), else from
 the sampled per-step series (estimates: `step_numbers.py`). Where the step
 ran comes from the placement document (`placement.py`); the device's busy
 share from the trace document (`trace_windows.py`); the run's sweep from
-its run info or name (`sweep_marks.py`).
+its run info or name (`sweep_marks.py`); a process's place in a
+distributed job, its distribution and its steady steps from its name, run
+info and series (`process_steps.py`).
+
+The plugin asks the same questions of records before analysing them
+(`process_of`, `same_group`, `without_series`): which runs are processes
+of a job, and which need their series read.
 """
 
 from tb_devicecost.analysis import device_split
+from tb_devicecost.analysis import process_steps
 from tb_devicecost.analysis.guards import MAX_TRACE_WINDOWS
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
@@ -23,6 +30,7 @@ from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.names import run_name
 from tb_devicecost.analysis.placement import read_placement
+from tb_devicecost.analysis.run_data import ModelSignature
 from tb_devicecost.analysis.run_data import RunData
 from tb_devicecost.analysis.run_data import StepNumbers
 from tb_devicecost.analysis.step_numbers import numbers_from_aggregate
@@ -30,6 +38,7 @@ from tb_devicecost.analysis.step_numbers import numbers_from_series
 from tb_devicecost.analysis.sweep_marks import sweep_mark
 from tb_devicecost.analysis.trace_windows import device_busy_fraction
 from tb_devicecost.analysis.trace_windows import read_trace_window
+from tb_devicecost.format import vocabulary
 
 
 def read_run(record):
@@ -69,13 +78,15 @@ def read_run(record):
             f"the device shown, {placement.device}, is only a visible one."
         )
     split, figures = device_split.run_split(windows)
+    batch_size = as_count(info.get("batch_size")) or numbers.batch_max
+    claim = process_steps.read_claim(name, info)
     return RunData(
         run=name,
         numbers=numbers,
         placement=placement,
         steps_per_record=steps_per_record,
         fetch_floor_ms=fetch_floor,
-        batch_size=as_count(info.get("batch_size")) or numbers.batch_max,
+        batch_size=batch_size,
         fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
         jit_compile=info.get("jit_compile") if isinstance(info.get("jit_compile"), bool) else None,
@@ -87,7 +98,64 @@ def read_run(record):
         device_split=split,
         device_figures=figures,
         device_busy_window=device_split.busy_note(as_dict(record_field(record, "trace"))),
+        model=model_signature(info),
+        process=claim,
+        distribution=process_steps.read_distribution(info, batch_size),
+        # Lining steps up is for the processes of a job only: a run of one
+        # process never pays for its series as arrays.
+        steps=process_steps.read_steps(record_field(record, "series")) if claim else None,
     )
+
+
+def model_signature(info):
+    """The `ModelSignature` of a run-info document; `None` without a
+    parameter count.
+
+    Args:
+        info: A run-info document (`reader.RunRecord.info`), or anything.
+    """
+    if not isinstance(info, dict):
+        return None
+    parameters = info.get("parameters")
+    if not isinstance(parameters, int) or isinstance(parameters, bool) or parameters <= 0:
+        return None
+    backend = info.get("backend") if isinstance(info.get("backend"), str) else None
+    policy = info.get("dtype_policy") if isinstance(info.get("dtype_policy"), str) else None
+    return ModelSignature(backend, parameters, policy)
+
+
+def process_of(record):
+    """`(group, process_index, process_count)` of a run written by one
+    process of a multi-process job, else `None`: its directory and run
+    info agree on its place (`ProcessClaim.lined_up`)."""
+    claim = process_steps.read_claim(run_name(record), record_field(record, "info"))
+    if claim is None or not claim.lined_up:
+        return None
+    return claim.group, claim.index, claim.count
+
+
+def without_series(records):
+    """Names of the runs of multi-process jobs among `records` whose
+    per-step series were not read (a reader asked for none): lining the
+    processes up needs them."""
+    found = []
+    for record in records:
+        series = as_dict(record_field(record, "series"))
+        if process_of(record) is not None and not len(series.get(vocabulary.STEP, ())):
+            found.append(run_name(record))
+    return found
+
+
+def same_group(records, record):
+    """The records of `records` from the same multi-process job as `record`
+    (itself included), or `[]` when it is not one process of a job."""
+    found = process_of(record)
+    if found is None:
+        return []
+    return [
+        other for other in records
+        if (process_of(other) or (None,))[0] == found[0]
+    ]
 
 
 def skip_reason(record):

@@ -13,19 +13,18 @@ import math
 import numpy as np
 
 from tb_devicecost.analysis import compare
-from tb_devicecost.analysis import data_wait
+from tb_devicecost.analysis import estimates
+from tb_devicecost.analysis import finding_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
-from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import workers
 from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
-from tb_devicecost.analysis.run_data import WALL_PARTS
-from tb_devicecost.format import vocabulary
+from tb_devicecost.analysis.run_figures import run_figures
 
 # The schema of the report JSON (`build_report`'s `"schema"`), bumped when a
 # reader of the report would misread it. Not the event files' format
@@ -37,12 +36,6 @@ REPORT_SCHEMA = 1
 # TRACE_DISAGREE_MIN_MS, below which both are noise).
 TRACE_DISAGREE_RATIO = 0.20
 TRACE_DISAGREE_MIN_MS = 0.05
-
-
-def _ratio(part, whole):
-    if part is None or not whole:
-        return None
-    return part / whole
 
 
 def analyze_run(record):
@@ -59,111 +52,70 @@ def analyze_run(record):
         step in milliseconds, steady state (the warm-up step of each fit
         excluded) unless named `warmup`.
     """
-    run = record_module.read_run(record)
+    return run_object(record_module.read_run(record))
+
+
+def run_object(run):
+    """The run object of one `RunData` (`analyze_run`): its figures
+    (`run_figures`), its verdict (`verdicts.judge`) and each finding's
+    words (`finding_text.words`) and estimate (`estimates.expected`)."""
+    figures = run_figures(run)
     numbers = run.numbers
-    per_record = run.steps_per_record
-    # Records cover `per_record` steps each: per-step figures divide by it;
-    # counts and totals (wall time) do not.
-    stats = {name: digest.per_step(per_record) for name, digest in numbers.stats.items()}
-    batch_size = run.batch_size
-    samples_per_s = numbers.samples_per_s
-    steady = numbers.steady_records or 0
-    samples_per_step = None
-    if numbers.samples and steady:
-        samples_per_step = numbers.samples / (steady * per_record)
-    elif batch_size:
-        samples_per_step = float(batch_size)
-    step_mean = stats["step"].mean
-    if samples_per_s is None and samples_per_step and step_mean:
-        samples_per_s = samples_per_step / (step_mean / 1e3)
-
-    sums = {name: stats[name].sum or 0.0 for name in vocabulary.COMPONENTS}
-    total = sum(sums.values())
-    shares = {
-        name: (sums[name] / total if total > 0 else None)
-        for name in vocabulary.COMPONENTS
-    }
-    steady_wall_ms = stats["step"].sum or 0.0
-    warmup_ms = numbers.warmup_ms
     wall = numbers.wall
-    wall_shares = {
-        key: (_ratio(getattr(wall, key), wall.total) if wall.total else None)
-        for key in WALL_PARTS
-    }
-    # Warm-up over the fit's whole wall time when it was recorded; else over
-    # the time in warm-up and steady steps (all that older data knows).
-    warmup_share = None
-    if wall.total and (wall.warmup is not None or warmup_ms is not None):
-        warmup_part = wall.warmup if wall.warmup is not None else warmup_ms
-        warmup_share = min(1.0, warmup_part / wall.total)
-    elif warmup_ms is not None and warmup_ms + steady_wall_ms > 0:
-        warmup_share = warmup_ms / (warmup_ms + steady_wall_ms)
-
-    wait = stats["data_wait"]
-    ready_ms, starved_ms = data_wait.split_data_wait(
-        wait.mean, wait.p50, run.fetch_floor_ms, run.fetch_in_graph
-    )
-    records = numbers.records
+    wait = figures.data_wait
     placement = run.placement
-    # What makes two runs the same model (`predictions.model_signature`), so
-    # a comparison finds the same model's sweep among other runs.
-    signature = predictions_module.model_signature(
-        record_module.record_field(record, "info")) or (None, None, None)
+    # What makes two runs the same model (`RunData.model`), so a comparison
+    # finds the same model's sweep among other runs.
+    model = run.model
     result = {
         "run": run.run,
         "status": numbers.status,
         "source": numbers.source,
-        "steps": None if records is None else records * per_record,
-        "steady_steps": steady * per_record,
+        "steps": figures.steps,
+        "steady_steps": figures.steady_steps,
         "sessions": numbers.sessions,
-        "steps_per_record": per_record,
+        "steps_per_record": run.steps_per_record,
         "device": placement.device,
         "device_source": placement.device_source,
         "devices_used": placement.devices_used,
         "backend": run.backend,
-        "parameters": signature[1],
-        "dtype_policy": signature[2],
-        "batch_size": batch_size,
+        "parameters": model.parameters if model else None,
+        "dtype_policy": model.dtype_policy if model else None,
+        "batch_size": run.batch_size,
         "batch_sizes": {
             "min": numbers.batch_min,
             "max": numbers.batch_max,
             "distinct": numbers.batch_distinct,
         },
-        "samples_per_step": samples_per_step,
-        "step_ms": stats["step"].percentiles(),
-        "data_wait_ms": stats["data_wait"].percentiles(),
-        "fetch_ms": (
-            numbers.fetch.per_step(per_record).percentiles()
-            if numbers.fetch is not None
-            else None
-        ),
-        "compute_ms": stats["compute"].percentiles(),
-        "host_overhead_ms": stats["host_overhead"].percentiles(),
-        "shares": shares,
+        "samples_per_step": figures.samples_per_step,
+        "step_ms": figures.step.percentiles(),
+        "data_wait_ms": wait.percentiles(),
+        "fetch_ms": figures.fetch.percentiles() if figures.fetch is not None else None,
+        "compute_ms": figures.compute.percentiles(),
+        "host_overhead_ms": figures.host_overhead.percentiles(),
+        "shares": figures.shares,
         "fetch_floor_ms": run.fetch_floor_ms,
-        "ready_fetch_ms": ready_ms,
-        "starved_data_wait_ms": starved_ms,
+        "ready_fetch_ms": figures.ready_fetch_ms,
+        "starved_data_wait_ms": figures.starved_data_wait_ms,
         # The part of the data wait's share that is handing over ready
         # batches: a bar shades it apart from waiting (docs/READING.md).
-        "handover_share": _handover_share(shares["data_wait"], ready_ms, wait.mean),
-        "input_share": _ratio(starved_ms, step_mean),
-        "input_share_without_longest_wait": _share_without_longest(
-            stats["data_wait"], stats["step"], steady * per_record, ready_ms
-        ),
+        "handover_share": figures.handover_share,
+        "input_share": figures.input_share,
+        "input_share_without_longest_wait": figures.input_share_without_longest_wait,
         "fetch_in_graph": run.fetch_in_graph,
-        "pace": _pace(numbers),
-        "warmup_ms": warmup_ms,
+        "pace": figures.pace.as_dict() if figures.pace is not None else None,
+        "warmup_ms": numbers.warmup_ms,
         "warmups": numbers.warmup_count,
         "warmup_steps": numbers.warmup_steps,
-        "warmup_share_of_wall": warmup_share,
+        "warmup_share_of_wall": figures.warmup_share,
         "wall_ms": wall.as_dict(),
-        "wall_shares": wall_shares,
+        "wall_shares": figures.wall_shares,
         "spikes": numbers.spikes,
         "spike_steps": numbers.spike_steps,
         "retraces": numbers.retraces.as_dict(),
-        "samples_per_s": samples_per_s,
+        "samples_per_s": figures.samples_per_s,
         "device_busy_fraction": run.device_busy_fraction,
-        "device_compute_ms": _device_compute_ms(run.trace_windows),
+        "device_compute_ms": figures.device_compute_ms,
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,
@@ -174,88 +126,38 @@ def analyze_run(record):
         "placement": placement.as_dict(),
         "jit_compile": run.jit_compile,
         "input_pipeline": run.input_pipeline,
-        "distribution": workers.distribution(record, batch_size),
+        "distribution": run.distribution.as_dict() if run.distribution else None,
         # The distributed job it is one process of (`workers.attach_findings`).
         "job": None,
         "problems": run.problems,
         "sweep": run.sweep.as_dict() if run.sweep is not None else None,
     }
-    verdict, steady_verdict, findings = verdicts.judge(result)
-    result["verdict"] = verdict
-    result["steady_verdict"] = steady_verdict
+    verdict = verdicts.judge(run, figures)
+    result["verdict"] = verdict.verdict
+    result["steady_verdict"] = verdict.steady_verdict
     # Set by the job's analysis on a process `waiting_for_others` (`waiting`).
     result["own_verdict"] = None
-    result["findings"] = findings
-    result["borderline"] = borderline_findings(result)
+    retraced = verdicts.retraced_spikes(run)
+    result["findings"] = [
+        finding_object(finding, run, figures, retraced) for finding in verdict.findings
+    ]
+    result["borderline"] = list(verdict.borderline)
     return _json_ready(result)
 
 
-def _handover_share(wait_share, ready_ms, wait_mean):
-    """The share of the steady-state time spent handing over ready batches:
-    the data wait's share times the ready cost's part of the mean wait;
-    `None` without a ready cost (no fetch floor, or a fetch in the graph)."""
-    if wait_share is None or ready_ms is None or not wait_mean or wait_mean <= 0:
-        return None
-    return wait_share * min(1.0, max(0.0, ready_ms / wait_mean))
-
-
-def _device_compute_ms(windows):
-    """The median over traced steps of the device's compute per step (ms),
-    or `None`. A window's first and last steps are left out: the profiler
-    starts and stops inside them, so they hold part of a step, or two."""
-    values = []
-    for window in windows:
-        inner = window.steps[1:-1] if len(window.steps) > 2 else []
-        for step in inner:
-            value = step["trace"].get("device_busy_ms")
-            if isinstance(value, (int, float)) and value >= 0:
-                values.append(value)
-    if not values:
-        return None
-    values.sort()
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-
-
-def borderline_findings(run):
-    """The ids of the run's input and host findings whose share is within
-    `thresholds.BORDERLINE` of its high threshold: findings, never the
-    verdict, since the same fit lands on either side from run to run."""
-    ids = {finding["id"] for finding in run["findings"]}
-    near = (
-        ("input_bound", run["input_share"], thresholds.INPUT_HIGH),
-        ("host_overhead_bound", run["shares"]["host_overhead"], thresholds.HOST_HIGH),
-    )
-    return [
-        finding_id
-        for finding_id, share, high in near
-        if finding_id in ids and verdicts.borderline(share, high)
-    ]
-
-
-def _pace(numbers):
-    """Which side set the pace of the steps timed under asynchronous
-    dispatch: `{"set_by", "device_steps", "host_steps"}`, or `None`."""
-    device, host = numbers.device_paced_steps, numbers.host_paced_steps
-    if device is None or host is None or device + host == 0:
-        return None
+def finding_object(finding, run, figures, retraced_spikes=0):
+    """A finding of the run object (docs/CLI.md): a `verdicts.Finding`'s id
+    and severity, its words (`finding_text.words`: headline, message, fix)
+    and what its fix would buy (`estimates.expected`)."""
+    headline, message, fix = finding_text.words(finding, run, figures)
     return {
-        "set_by": "device" if device >= host else "training_thread",
-        "device_steps": device,
-        "host_steps": host,
+        "id": finding.id,
+        "severity": finding.severity,
+        "headline": headline,
+        "message": message,
+        "fix": fix,
+        "expected": estimates.expected(finding, run, figures, retraced_spikes),
     }
-
-
-def _share_without_longest(wait, step, count, ready_ms):
-    """The input share with the step that waited longest left out (`None`
-    below three steps): a verdict that rests on one wait is a stall."""
-    if count < 3 or wait.mean is None or wait.max is None or not step.mean:
-        return None
-    others_wait = (wait.mean * count - wait.max) / (count - 1)
-    # The step left out: its wait, and the other parts of a mean step.
-    others_step = (step.mean * count - wait.max - (step.mean - wait.mean)) / (count - 1)
-    starved = max(0.0, others_wait - (ready_ms or 0.0))
-    return _ratio(starved, others_step) if others_step > 0 else None
 
 
 def _trace_window(window):
@@ -360,26 +262,35 @@ def analyze_record(record):
     skipped: a document of a newer schema with no readable aggregate, data
     the analysis cannot take, or no recorded step.
     """
+    _, result, reason = _analyzed(record)
+    return result, reason
+
+
+def _analyzed(record):
+    """`(RunData, run object, None)`, or `(None, None, reason)` (`analyze_record`)."""
     reason = record_module.skip_reason(record)
     if reason:
-        return None, reason
+        return None, None, reason
     try:
-        result = analyze_run(record)
+        run = record_module.read_run(record)
+        result = run_object(run)
     except ANALYSIS_ERRORS as error:
         # One malformed run must not take the whole report down.
         detail = " ".join(str(error).split())[:200]
-        return None, f"Its data could not be analysed ({type(error).__name__}: {detail})."
+        return None, None, (
+            f"Its data could not be analysed ({type(error).__name__}: {detail})."
+        )
     if result["source"] is None or (
         not result["steady_steps"] and result["warmup_ms"] is None
     ):
         problems = result["problems"]
-        return None, (
+        return None, None, (
             "; ".join(problems)
             if problems
             else "It holds tb-devicecost documents but no recorded step yet "
             "(the fit may still be in its first epoch)."
         )
-    return result, None
+    return run, result, None
 
 
 def build_report(records, baseline=None, unread=None):
@@ -401,17 +312,18 @@ def build_report(records, baseline=None, unread=None):
     Raises:
         ValueError: when `baseline` names no analysed run.
     """
-    runs, skipped = [], []
+    runs, run_data, skipped = [], [], []
     for record in records:
-        result, reason = analyze_record(record)
+        data, result, reason = _analyzed(record)
         if reason:
             skipped.append({"run": names.run_name(record), "reason": reason})
         else:
             runs.append(result)
+            run_data.append(data)
     # The processes of a distributed fit side by side; the straggler's
     # finding joins each of its processes' findings, and a process mostly
     # waiting for it is `waiting_for_others`.
-    worker_groups = workers.build_workers(records, runs)
+    worker_groups = workers.build_workers(run_data, runs)
     workers.attach_findings(worker_groups, runs)
     workers.mark_waiting(worker_groups, runs)
     skipped.extend(
@@ -438,6 +350,6 @@ def build_report(records, baseline=None, unread=None):
         "workers": json_ready(worker_groups),
         # Each finding's predicted gain beside what a fixed counterpart of
         # its run achieved (`predictions`).
-        "predictions": json_ready(predictions_module.check_predictions(runs, records, sweeps)),
+        "predictions": json_ready(predictions_module.check_predictions(runs, run_data, sweeps)),
         "skipped": skipped,
     }

@@ -2,7 +2,10 @@
 
 A `RunData` is one run, read and checked: its step numbers (`StepNumbers`,
 each component's `Stats`, the fit's `Wall` time, `Retraces`), where the
-step ran (`Placement`), its profiler `TraceWindow`s and its `SweepMark`.
+step ran (`Placement`), its profiler `TraceWindow`s, its `SweepMark`, the
+model it trained (`ModelSignature`) and, for one process of a distributed
+job, its place in the job (`ProcessClaim`), how its steps were spread
+(`Distribution`) and its steady steps as arrays (`ProcessSteps`).
 Every number in them is finite and non-negative, or `None` when unknown;
 the rest of `tb_devicecost.analysis` reads runs through these types only.
 """
@@ -193,6 +196,81 @@ class TraceWindow:
 
 
 @dataclasses.dataclass(frozen=True)
+class ModelSignature:
+    """What makes two runs' models the same, from the run info: its
+    backend, parameter count (always known: no signature without one) and
+    dtype policy."""
+
+    backend: str
+    parameters: int
+    dtype_policy: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessClaim:
+    """A run's claim to a place in a multi-process job (`process_steps.read_claim`).
+
+    The run's name holds a `process_<i>` part (`directory_index`) and its
+    run info says it is process `index` (`None` when unreadable) of `count`
+    (at least 2). The two need not agree: a run that claims a place
+    without fitting it is named as such (`jobs.group_runs`), not dropped.
+    `group` is the run's name without that part (`jax/process_1/train` ->
+    `jax/train`).
+    """
+
+    group: str
+    directory_index: int
+    index: int
+    count: int
+    # The run info's host name: processes are compared by wall time only
+    # on one host (one clock).
+    hostname: str = None
+
+    @property
+    def lined_up(self):
+        """Whether the directory and the run info agree on a place that
+        exists: the run is then process `index` of its job."""
+        return self.index is not None and self.directory_index == self.index < self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """How a run's steps were spread over processes and devices
+    (`process_steps.read_distribution`), docs/CLI.md's `distribution`."""
+
+    strategy: str
+    process_index: int
+    process_count: int
+    local_devices: list
+    device_count: int
+    replicas: int
+    per_process_batch: object
+    global_batch: object
+    per_replica_batch: object
+
+    def as_dict(self):
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ProcessSteps:
+    """A process's steady steps as arrays, one row per global step in step
+    order (`process_steps.read_steps`): what lines a job's processes up.
+
+    `stall` is what delayed the step's arrival at the collective (its data
+    wait and the host overhead after the step before), `total` the whole
+    step; `start` the steps' wall times (s), `None` when not recorded.
+    """
+
+    step: object
+    stall: object
+    data_wait: object
+    compute: object
+    total: object
+    start: object = None
+
+
+@dataclasses.dataclass(frozen=True)
 class RunData:
     """One run, read and checked: what `analyze_run` judges."""
 
@@ -224,6 +302,15 @@ class RunData:
     # Why the default device-busy window was not traced yet (the trace
     # document's `device_busy`), or `None`.
     device_busy_window: dict = None
+    # The model (`ModelSignature`), `None` without a parameter count.
+    model: object = None
+    # Its place in a multi-process job (`ProcessClaim`), how its steps were
+    # spread (`Distribution`, `None` on one device of one process) and, for
+    # a claimed process only, its steady steps (`ProcessSteps`, `None`
+    # without a usable series).
+    process: object = None
+    distribution: object = None
+    steps: object = None
 
 
 @dataclasses.dataclass(frozen=True)

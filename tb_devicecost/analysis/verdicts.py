@@ -1,16 +1,19 @@
 """The verdict and findings of a run: the rules `docs/VERDICTS.md` documents.
 
-`judge` applies the thresholds of `thresholds.py` to a run object (the
-JSON-ready dict that `analyze_run` builds): one verdict, the bottleneck that
-sets the pace, and findings, each with an id, a severity, its words
-(`finding_text.py`: a headline, the message quoting the run's own numbers,
-a fix) and what the fix would buy (`estimates.py`). This module decides
-which findings a run gets and how severe they are; it writes no sentence.
+`judge` applies the thresholds of `thresholds.py` to a `RunData` and its
+figures (`run_figures.py`) and returns a `Verdict`: the verdict, the
+bottleneck that sets the pace, and the findings (`Finding`), each with an
+id, a severity and the numbers its rule decided on. This module decides
+which findings a run gets and how severe they are; it writes no sentence:
+each finding's words are `finding_text.py`'s (`finding_text.words`), what
+its fix would buy `estimates.py`'s (`estimates.expected`), and the report
+(`report.py`) sets them beside it.
 """
 
-from tb_devicecost.analysis import estimates
-from tb_devicecost.analysis import finding_text
+import dataclasses
+
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.run_figures import run_figures
 from tb_devicecost.analysis.thresholds import BORDERLINE
 from tb_devicecost.analysis.thresholds import EPSILON
 from tb_devicecost.analysis.thresholds import HOST_HIGH
@@ -57,24 +60,51 @@ def borderline(share, high):
     return share is not None and abs(share - high) < BORDERLINE * high
 
 
-def _finding(finding_id, severity, words, expected=None):
-    """A finding: its id and severity, its words (`(headline, message,
-    fix)` from `finding_text`) and what the fix buys (`expected`)."""
-    headline, message, fix = words
-    if expected is None:
-        expected = estimates.not_estimated(finding_id)
-    return {
-        "id": finding_id,
-        "severity": severity,
-        "headline": headline,
-        "message": message,
-        "fix": fix,
-        "expected": expected,
-    }
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One finding of a run, as the rules decided it (docs/VERDICTS.md).
+
+    `share` is the figure the rule judged, where one did (the input share
+    of `input_bound`, `input_stalls` and `no_fetch_floor`, the host share,
+    the device's busy share of `latency_bound`, the compute share, the
+    warm-up's share of the fit); `count` the events it counts (retraces,
+    spikes, copies, ops off the accelerator) and `steps` at which steps,
+    when known. The rest is what the rules decided beside it: a moderate
+    input share (`input_severity`) or one left unjudged without a fetch
+    floor (`unjudged`) next to the verdict's finding, and the steady-state
+    verdict under `warmup_dominated`.
+    """
+
+    id: str
+    severity: str
+    share: float = None
+    count: int = None
+    steps: tuple = ()
+    input_severity: str = None
+    unjudged: str = None
+    steady_verdict: str = None
 
 
-def judge(run):
-    """Returns (verdict, steady-state verdict, findings).
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A run's verdict (`VERDICTS`, `None` with nothing recorded), its
+    steady-state verdict (`None` without steady steps), its findings (the
+    verdict's own first, the others by severity) and the ids of those of
+    its input and host findings whose share is within `BORDERLINE` of
+    their high threshold (`borderline`)."""
+
+    verdict: str
+    steady_verdict: str
+    findings: tuple
+    borderline: tuple = ()
+
+    def finding(self, finding_id):
+        """The finding `finding_id`, or `None`."""
+        return next((item for item in self.findings if item.id == finding_id), None)
+
+
+def judge(run, figures=None):
+    """A run's `Verdict`: its verdict, steady-state verdict and findings.
 
     The verdict names the dominant bottleneck: only a HIGH input or host
     share makes it `input_bound` or `host_overhead_bound` (the larger share
@@ -83,22 +113,24 @@ def judge(run):
     verdict. The verdict's own finding comes first, the others by severity.
 
     Args:
-        run: A run object of `analyze_run` before its `verdict`,
-            `steady_verdict` and `findings` are set.
+        run: A `RunData` (`record.read_run`).
+        figures: Its `RunFigures`. Defaults to `run_figures(run)`.
     """
-    step = run["step_ms"]["mean"]
-    if step is None or not run["steady_steps"]:
+    figures = figures if figures is not None else run_figures(run)
+    numbers = run.numbers
+    step = figures.step.mean
+    if step is None or not figures.steady_steps:
         findings = []
-        if run["warmup_ms"] is not None:
-            findings.append(_warmup_finding(run, "warmup_dominated", "high"))
+        if numbers.warmup_ms is not None:
+            findings.append(_warmup_finding(figures, "warmup_dominated", "high"))
         else:
-            findings.append(_finding("no_steps", "info", finding_text.no_steps()))
-        findings.extend(_run_findings(run))
-        verdict = "warmup_dominated" if run["warmup_ms"] is not None else None
-        return verdict, None, findings
+            findings.append(Finding("no_steps", "info"))
+        findings.extend(_run_findings(run, figures))
+        verdict = "warmup_dominated" if numbers.warmup_ms is not None else None
+        return Verdict(verdict, None, tuple(findings), _borderline(findings, figures))
 
-    input_share = run["input_share"]
-    host_share = run["shares"]["host_overhead"]
+    input_share = figures.input_share
+    host_share = figures.shares["host_overhead"]
     input_severity = _severity(input_share, INPUT_HIGH, INPUT_MODERATE)
     host_severity = _severity(host_share, HOST_HIGH, HOST_MODERATE)
     # Near its threshold a share is a finding, never the verdict: the same
@@ -111,7 +143,7 @@ def judge(run):
         input_severity = "moderate"
     if near["host_overhead_bound"] and host_severity == "high":
         host_severity = "moderate"
-    host_p50, step_p50 = run["host_overhead_ms"]["p50"], run["step_ms"]["p50"]
+    host_p50, step_p50 = figures.host_overhead.p50, figures.step.p50
     if (
         host_severity == "high"
         and host_p50 is not None
@@ -122,31 +154,30 @@ def judge(run):
         # compute: the share rests on a few long pauses (a collection, the
         # machine busy elsewhere), which is a finding, not the verdict.
         host_severity = "moderate"
-    wait = run["data_wait_ms"]
+    wait = figures.data_wait
+    ready = figures.ready_fetch_ms
     unjudged = None
-    if input_severity and run["ready_fetch_ms"] is None and not run["fetch_in_graph"]:
+    if input_severity and ready is None and not run.fetch_in_graph:
         # No fetch floor: only a high share of long waits is evidence.
-        long_waits = wait["p50"] is not None and wait["p50"] >= NO_FLOOR_MIN_P50_MS - EPSILON
+        long_waits = wait.p50 is not None and wait.p50 >= NO_FLOOR_MIN_P50_MS - EPSILON
         if input_severity != "high" or not long_waits:
             unjudged, input_severity = input_severity, None
     stalls = None
+    without_longest = figures.input_share_without_longest_wait
     if (
         input_severity
-        and run["ready_fetch_ms"]
-        and wait["p90"] is not None
+        and ready
+        and wait.p90 is not None
         and (
-            wait["p90"] <= STALL_P90_FACTOR * run["ready_fetch_ms"]
-            or (
-                run["input_share_without_longest_wait"] is not None
-                and run["input_share_without_longest_wait"] < INPUT_MODERATE
-            )
+            wait.p90 <= STALL_P90_FACTOR * ready
+            or (without_longest is not None and without_longest < INPUT_MODERATE)
         )
     ):
         # Nine steps in ten got a ready batch, or the share rests on one
         # wait: a few long waits, not a slow pipeline.
         stalls, input_severity = input_severity, None
-    busy = run["device_busy_fraction"]
-    on_accelerator = is_accelerator(run["device"])
+    busy = run.device_busy_fraction
+    on_accelerator = is_accelerator(run.placement.device)
 
     candidates = []
     if input_severity == "high":
@@ -162,83 +193,84 @@ def judge(run):
 
     findings = {}
     if input_severity:
-        findings["input_bound"] = _finding(
-            "input_bound",
-            input_severity,
-            finding_text.input_bound(run, input_severity),
-            estimates.input_estimate(run),
-        )
+        findings["input_bound"] = Finding("input_bound", input_severity, share=input_share)
     if unjudged:
-        findings["no_fetch_floor"] = _finding(
-            "no_fetch_floor", "info", finding_text.no_fetch_floor(run)
-        )
+        findings["no_fetch_floor"] = Finding(
+            "no_fetch_floor", "info", share=input_share, unjudged=unjudged)
     if stalls:
-        findings["input_stalls"] = _finding(
-            "input_stalls", "info", finding_text.input_stalls(run), estimates.input_estimate(run)
-        )
+        findings["input_stalls"] = Finding("input_stalls", "info", share=input_share)
     if host_severity:
-        findings["host_overhead_bound"] = _finding(
-            "host_overhead_bound",
-            host_severity,
-            finding_text.host_overhead_bound(run, host_severity),
-            estimates.host_estimate(run),
-        )
+        findings["host_overhead_bound"] = Finding(
+            "host_overhead_bound", host_severity, share=host_share)
     if steady_verdict == "latency_bound":
-        findings["latency_bound"] = _finding(
+        findings["latency_bound"] = Finding(
             "latency_bound",
             "high" if busy < LATENCY_HIGH_BUSY else "moderate",
-            finding_text.latency_bound(run, input_severity),
-            estimates.batch_estimate(run),
+            share=busy,
+            input_severity=input_severity,
         )
     if steady_verdict == "compute_bound":
-        findings["compute_bound"] = _finding(
-            "compute_bound", "info", finding_text.compute_bound(run, input_severity, unjudged)
+        findings["compute_bound"] = Finding(
+            "compute_bound", "info", share=figures.shares["compute"],
+            input_severity=input_severity, unjudged=unjudged,
         )
 
-    warmup_share = run["warmup_share_of_wall"]
+    warmup_share = figures.warmup_share
     verdict = steady_verdict
     if warmup_share is not None and warmup_share >= WARMUP_DOMINATED - EPSILON:
         verdict = "warmup_dominated"
         findings["warmup_dominated"] = _warmup_finding(
-            run, verdict, "high", steady_verdict
+            figures, verdict, "high", steady_verdict
         )
     elif warmup_share is not None and warmup_share >= WARMUP_FINDING - EPSILON:
-        findings["warmup"] = _warmup_finding(run, "warmup", "moderate")
+        findings["warmup"] = _warmup_finding(figures, "warmup", "moderate")
 
     ordered = [findings.pop(verdict)] if verdict in findings else []
-    rest = list(findings.values()) + _run_findings(run)
-    rest.sort(key=lambda finding: SEVERITIES.index(finding["severity"]))
-    return verdict, steady_verdict, ordered + rest
+    rest = list(findings.values()) + _run_findings(run, figures)
+    rest.sort(key=lambda finding: SEVERITIES.index(finding.severity))
+    ordered += rest
+    return Verdict(verdict, steady_verdict, tuple(ordered), _borderline(ordered, figures))
 
 
-def _warmup_finding(run, finding_id, severity, steady_verdict=None):
-    return _finding(
-        finding_id,
-        severity,
-        finding_text.warmup(run, finding_id, steady_verdict),
-        estimates.warmup_estimate(run),
+def _borderline(findings, figures):
+    """The ids of the input and host findings whose share is within
+    `BORDERLINE` of its high threshold: findings, never the verdict, since
+    the same fit lands on either side from run to run."""
+    ids = {finding.id for finding in findings}
+    near = (
+        ("input_bound", figures.input_share, INPUT_HIGH),
+        ("host_overhead_bound", figures.shares["host_overhead"], HOST_HIGH),
+    )
+    return tuple(
+        finding_id
+        for finding_id, share, high in near
+        if finding_id in ids and borderline(share, high)
     )
 
 
-def _retrace_findings(run):
+def _warmup_finding(figures, finding_id, severity, steady_verdict=None):
+    return Finding(finding_id, severity, share=figures.warmup_share,
+                   steady_verdict=steady_verdict)
+
+
+def _retrace_findings(run, figures):
     """`retracing` only with a recorded retrace count; other spikes are `stalls`."""
     findings = []
-    retraces = run["retraces"]
-    count = retraces["count"]
-    spikes = run["spikes"] or 0
-    spike_steps = run["spike_steps"]
+    numbers = run.numbers
+    retraces = numbers.retraces
+    count = retraces.count
+    spikes = numbers.spikes or 0
+    spike_steps = numbers.spike_steps
     if count:
-        findings.append(
-            _finding(
-                "retracing",
-                "moderate" if count >= RETRACING_MODERATE else "info",
-                finding_text.retracing(run),
-                estimates.spike_estimate(run, _retraced_spikes(run), "retraced steps"),
-            )
-        )
+        findings.append(Finding(
+            "retracing",
+            "moderate" if count >= RETRACING_MODERATE else "info",
+            count=count,
+            steps=tuple(retraces.steps),
+        ))
     unexplained, unexplained_steps = spikes, spike_steps
     if count:
-        retraced = set(retraces["steps"])
+        retraced = set(retraces.steps)
         if retraced and spike_steps:
             unexplained_steps = [step for step in spike_steps if step not in retraced]
             unexplained = max(0, spikes - (len(spike_steps) - len(unexplained_steps)))
@@ -246,71 +278,53 @@ def _retrace_findings(run):
             unexplained = max(0, spikes - count)
             unexplained_steps = []
     if unexplained:
-        findings.append(
-            _finding(
-                "stalls",
-                "moderate" if unexplained >= STALLS_MODERATE else "info",
-                finding_text.stalls(run, unexplained, unexplained_steps),
-                estimates.spike_estimate(run, unexplained, "stalls"),
-            )
-        )
+        findings.append(Finding(
+            "stalls",
+            "moderate" if unexplained >= STALLS_MODERATE else "info",
+            count=unexplained,
+            steps=tuple(unexplained_steps),
+        ))
     return findings
 
 
-def _retraced_spikes(run):
+def retraced_spikes(run):
     """How many spikes the recorded retraces explain (`_retrace_findings`'
     rule: by step when both lists are known, else by count)."""
-    retraced, spike_steps = set(run["retraces"]["steps"]), run["spike_steps"]
+    numbers = run.numbers
+    retraced, spike_steps = set(numbers.retraces.steps), numbers.spike_steps
     if retraced and spike_steps:
         return len([step for step in spike_steps if step in retraced])
-    return min(run["spikes"] or 0, run["retraces"]["count"] or 0)
+    return min(numbers.spikes or 0, numbers.retraces.count or 0)
 
 
-def _run_findings(run):
+def _run_findings(run, figures):
     """Findings that are never the verdict."""
     findings = []
-    if run["status"] in ("running", "interrupted"):
-        findings.append(_finding("incomplete_run", "info", finding_text.incomplete_run(run)))
-    if run["fetch_in_graph"]:
-        findings.append(_finding("fetch_in_graph", "info", finding_text.fetch_in_graph(run)))
-    findings.extend(_retrace_findings(run))
-    placement = run["placement"]
-    ops = placement["ops"]
-    device = run["device"]
-    if placement["accelerator_visible"] and ops and not is_accelerator(device):
-        findings.append(
-            _finding(
-                "cpu_ops_on_accelerator_run",
-                "high",
-                finding_text.cpu_ops_off_accelerator(run),
-            )
-        )
-    elif placement["cpu_ops_on_accelerator_run"]:
-        findings.append(
-            _finding(
-                "cpu_ops_on_accelerator_run",
-                "moderate",
-                finding_text.cpu_ops_on_accelerator_run(run),
-            )
-        )
-    if placement["cross_device_copies"]:
-        findings.append(
-            _finding(
-                "cross_device_copies",
-                "moderate" if is_accelerator(device) else "info",
-                finding_text.cross_device_copies(run),
-            )
-        )
-    batch = run["batch_size"]
-    median = run["step_ms"]["p50"]
+    if run.numbers.status in ("running", "interrupted"):
+        findings.append(Finding("incomplete_run", "info", count=figures.steps))
+    if run.fetch_in_graph:
+        findings.append(Finding("fetch_in_graph", "info"))
+    findings.extend(_retrace_findings(run, figures))
+    placement = run.placement
+    ops = placement.ops
+    device = placement.device
+    if placement.accelerator_visible and ops and not is_accelerator(device):
+        findings.append(Finding(
+            "cpu_ops_on_accelerator_run", "high", count=sum(ops.values())))
+    elif placement.cpu_ops_on_accelerator_run:
+        findings.append(Finding(
+            "cpu_ops_on_accelerator_run", "moderate",
+            count=sum(n for name, n in ops.items() if not is_accelerator(name)),
+        ))
+    if placement.cross_device_copies:
+        findings.append(Finding(
+            "cross_device_copies",
+            "moderate" if is_accelerator(device) else "info",
+            count=placement.cross_device_copies,
+        ))
+    batch = run.batch_size
+    median = figures.step.p50
     if batch and median is not None and batch <= SMALL_BATCH_SIZE and median < SMALL_BATCH_STEP_MS:
-        findings.append(
-            _finding(
-                "small_batch",
-                "moderate" if is_accelerator(device) else "info",
-                finding_text.small_batch(run),
-                estimates.batch_estimate(run),
-            )
-        )
+        findings.append(Finding(
+            "small_batch", "moderate" if is_accelerator(device) else "info", count=batch))
     return findings
-

@@ -28,8 +28,6 @@ cannot tell from work; trace windows can (`device_busy_fraction`).
 `docs/VERDICTS.md` ("straggler") how the finding reads.
 """
 
-import re
-
 import numpy as np
 
 from tb_devicecost.analysis import estimates
@@ -39,17 +37,8 @@ from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
-from tb_devicecost.analysis.guards import MAX_VALUE
-from tb_devicecost.analysis.guards import as_count
-from tb_devicecost.analysis.guards import as_dict
-from tb_devicecost.analysis.guards import as_list
-from tb_devicecost.analysis.guards import as_number
-from tb_devicecost.analysis.guards import as_text
-from tb_devicecost.analysis.guards import record_field
-from tb_devicecost.analysis.names import run_name
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
-from tb_devicecost.format import vocabulary
 
 # The share of every process's step lost to one process above which it is
 # the straggler (moderate) and the finding is high: the profiler's input
@@ -79,147 +68,6 @@ _FIXES = {
 }
 # Points of the skew-over-steps series handed to the tab, at most.
 MAX_SERIES_POINTS = 1000
-# The part of a run's name that holds the process index: `log_dir/process_1/train`.
-_PROCESS_PART = re.compile(r"^process_(\d{1,6})$")
-
-
-def process_of(record):
-    """`(group, process_index, process_count)` of a run written by one
-    process of a multi-process job, else `None`.
-
-    The group is the run's name without its `process_<index>` part
-    (`jax/process_1/train` -> `jax/train`); the index in the name and in the
-    run info must agree, and the count must be above 1.
-    """
-    name = run_name(record)
-    info = as_dict(record_field(record, "info"))
-    count = as_count(info.get("process_count"))
-    index = as_count(info.get("process_index"))
-    if not isinstance(name, str) or count is None or count < 2 or index is None:
-        return None
-    parts = name.split("/")
-    for position, part in enumerate(parts):
-        match = _PROCESS_PART.match(part)
-        if match and int(match.group(1)) == index and index < count:
-            group = "/".join(parts[:position] + parts[position + 1:]) or "."
-            return group, index, count
-    return None
-
-
-def distribution(record, batch_size):
-    """How a run's steps were spread over processes and devices, or `None`
-    for a run on one device of one process.
-
-    Args:
-        record: A `reader.RunRecord` or dict (its `info` is read).
-        batch_size: The run's batch size per step, as this process saw it.
-
-    Returns:
-        `{"strategy", "process_index", "process_count", "local_devices",
-        "device_count", "replicas", "per_process_batch", "global_batch",
-        "per_replica_batch"}`. Under a distribution strategy the recorded
-        batch is the global one, split evenly over the processes; in a
-        custom loop it is the process's own. The replicas share the global
-        batch evenly.
-    """
-    info = as_dict(record_field(record, "info"))
-    count = as_count(info.get("process_count")) or 1
-    replicas = as_count(info.get("replicas"))
-    strategy = as_text(info.get("distribution_strategy"))
-    if count < 2 and (replicas or 1) < 2:
-        return None
-    devices = [
-        text for text in map(as_text,
-                             as_list(info.get("local_devices"), 64))
-        if text
-    ]
-    batch = batch_size if batch_size else None
-    if strategy:
-        # Under a distribution (`keras.distribution`, `tf.distribute`) the
-        # step is handed the global batch, every process's part of it.
-        global_batch, per_process = batch, _divided(batch, count)
-    else:
-        # A custom loop (PyTorch DDP): each process steps on its own batch.
-        global_batch, per_process = (batch * count if batch else None), batch
-    # What the recorder wrote, when it did (DeviceCostCallback, docs/FORMAT.md).
-    recorded = {key: _divided(as_number(info.get(key)), 1)
-                for key in ("global_batch", "per_process_batch", "per_replica_batch")}
-    if recorded["global_batch"]:
-        global_batch = recorded["global_batch"]
-        per_process = recorded["per_process_batch"] or per_process
-    return {
-        "strategy": strategy,
-        "process_index": as_count(info.get("process_index")) or 0,
-        "process_count": count,
-        "local_devices": devices or None,
-        "device_count": as_count(info.get("device_count")),
-        "replicas": replicas,
-        "per_process_batch": per_process,
-        "global_batch": global_batch,
-        "per_replica_batch": recorded["per_replica_batch"] or _divided(global_batch, replicas),
-    }
-
-
-def _divided(batch, parts):
-    """`batch` split over `parts`: a whole number when it divides evenly."""
-    if not batch or not parts:
-        return None
-    share = batch / parts
-    return int(share) if float(share).is_integer() else share
-
-
-def _series(record):
-    """A run's steady steps as arrays, `{"step", "stall", "compute", "total",
-    "start"}` in step order (one row per step), or `None` without usable
-    series."""
-    series = as_dict(record_field(record, "series"))
-    steps = series.get(vocabulary.STEP)
-    if steps is None:
-        return None
-    try:
-        steps = np.asarray(steps, dtype=np.float64)
-        columns = {
-            key: np.asarray(series.get(key), dtype=np.float64)
-            for key in (vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS,
-                        vocabulary.HOST_OVERHEAD_MS)
-        }
-    except (TypeError, ValueError):
-        return None
-    count = len(steps)
-    if count == 0 or steps.ndim != 1 or any(
-        column.shape != (count,) for column in columns.values()
-    ):
-        return None
-    keep = np.isfinite(steps)
-    for column in columns.values():
-        keep &= np.isfinite(column) & (column >= 0) & (column <= MAX_VALUE)
-    warmup = series.get(vocabulary.WARMUP)
-    if warmup is not None:
-        warmup = np.asarray(warmup, dtype=np.float64)
-        if warmup.shape == (count,):
-            keep &= ~(warmup > 0)
-    start = series.get(vocabulary.WALL_TIME)
-    start = None if start is None else np.asarray(start, dtype=np.float64)
-    if start is not None and start.shape != (count,):
-        start = None
-    wait, compute, host = (columns[key] for key in (
-        vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS, vocabulary.HOST_OVERHEAD_MS))
-    # Host overhead follows a step, so it delays the next step's arrival.
-    # Where the step before was not kept (a sampled series), the step's own
-    # host overhead stands in for it; the first step has none before it.
-    follows = np.concatenate([[False], np.diff(steps) == 1])
-    host_before = np.where(follows, np.concatenate([[0.0], host[:-1]]), host)
-    host_before[0] = 0.0
-    kept_steps, first = np.unique(steps[keep].astype(np.int64), return_index=True)
-    rows = np.flatnonzero(keep)[first]
-    return {
-        "step": kept_steps,
-        "stall": (wait + host_before)[rows],
-        "data_wait": wait[rows],
-        "compute": compute[rows],
-        "total": (wait + compute + host)[rows],
-        "start": None if start is None else start[rows],
-    }
 
 
 def _percentiles(values):
@@ -236,8 +84,8 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     """One distributed job's processes, side by side.
 
     Args:
-        group: The group's name (`process_of`).
-        members: `[(process_index, record)]` of its runs that are lined up.
+        group: The group's name (`ProcessClaim.group`).
+        members: `[(process_index, RunData)]` of its runs that are lined up.
         runs: `{run name: run object}` of the analysed runs.
         unaligned: `[{"run", "process_index", "claimed_index", "reason"}]`:
             the job's runs that could not be placed (`build_workers`).
@@ -251,21 +99,19 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     members = sorted(members, key=lambda member: member[0])
     unaligned = list(unaligned)
     if count is None:
-        count = max(as_count(as_dict(
-            record_field(record, "info")).get("process_count")) or 0
-            for _, record in members)
+        count = max(member.process.count for _, member in members)
     # A run not lined up still says which process it holds: that process
     # is not "not recorded".
     present = {index for index, _ in members} | {
         item["claimed_index"] for item in unaligned if item.get("claimed_index") is not None}
-    names = [run_name(record) for _, record in members]
-    series = [_series(record) for _, record in members]
-    usable = [item for item in series if item is not None and len(item["step"])]
+    names = [member.run for _, member in members]
+    series = [member.steps for _, member in members]
+    usable = [item for item in series if item is not None and len(item.step)]
     aligned = None
     if len(usable) == len(series) and len(series) > 1:
-        aligned = usable[0]["step"]
+        aligned = usable[0].step
         for item in usable[1:]:
-            aligned = np.intersect1d(aligned, item["step"], assume_unique=True)
+            aligned = np.intersect1d(aligned, item.step, assume_unique=True)
     problems = [f"{confined(item['run'])}: {item['reason']}" for item in unaligned]
     if aligned is None or not len(aligned):
         problems.append(jobs.alignment_problem(members, names, series))
@@ -291,14 +137,10 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         "series": {"step": [], "skew_ms": [], "late": []},
         "finding": None,
     }
-    hosts = {
-        as_text(as_dict(
-            record_field(record, "info")).get("hostname"))
-        for _, record in members
-    }
+    hosts = {member.process.hostname for _, member in members}
     result["same_host"] = len(hosts) == 1 and None not in hosts
     per_run = []
-    for (index, record), name in zip(members, names):
+    for (index, _), name in zip(members, names):
         run = runs.get(name) or {}
         per_run.append({
             "run": name,
@@ -330,10 +172,10 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
     if not result["aligned_steps"]:
         return result
 
-    positions = [np.searchsorted(item["step"], aligned) for item in series]
-    stall = np.stack([item["stall"][at] for item, at in zip(series, positions)])
-    compute = np.stack([item["compute"][at] for item, at in zip(series, positions)])
-    total = np.stack([item["total"][at] for item, at in zip(series, positions)])
+    positions = [np.searchsorted(item.step, aligned) for item in series]
+    stall = np.stack([item.stall[at] for item, at in zip(series, positions)])
+    compute = np.stack([item.compute[at] for item, at in zip(series, positions)])
+    total = np.stack([item.total[at] for item, at in zip(series, positions)])
     # Per step, every process waits (inside its compute) for the most stalled.
     late = np.argmax(stall, axis=0)
     wait = np.minimum(compute, np.max(stall, axis=0) - stall)
@@ -348,8 +190,8 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         entry["late_steps"] = int(np.sum((late == position) & (skew > 0)))
         entry["lost_share"] = float(lost[position]) / everyone if everyone > 0 else None
     result["skew_ms"] = _percentiles(skew)
-    if result["same_host"] and all(item["start"] is not None for item in series):
-        start = np.stack([item["start"][at] for item, at in zip(series, positions)])
+    if result["same_host"] and all(item.start is not None for item in series):
+        start = np.stack([item.start[at] for item, at in zip(series, positions)])
         if np.all(np.isfinite(start)):
             # Wall times are seconds since the epoch; compared across
             # processes only on one host (one clock).
@@ -373,7 +215,7 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         result["straggler"] = straggler["run"]
         result["straggler_index"] = straggler["process_index"]
         result["straggler_share"] = share
-        waits = np.stack([item["data_wait"][at] for item, at in zip(series, positions)])
+        waits = np.stack([item.data_wait[at] for item, at in zip(series, positions)])
         # How much longer its data wait was than the others' (the rest of its
         # stall is host overhead).
         others = np.delete(np.arange(len(members)), worst)
@@ -511,11 +353,12 @@ def _finding(group, straggler, straggler_run, saved_ms, total):
     }
 
 
-def build_workers(records, runs):
-    """Every distributed job among `records`, as the report's `"workers"`.
+def build_workers(run_data, runs):
+    """Every distributed job among `run_data`, as the report's `"workers"`.
 
     Args:
-        records: `reader.RunRecord`s (or dicts), with their per-step series.
+        run_data: `RunData`s (`record.read_run`) of the runs, with their
+            processes' steps (`RunData.steps`).
         runs: The analysed run objects (`report.analyze_run`).
 
     Returns:
@@ -523,7 +366,7 @@ def build_workers(records, runs):
         came from a process of a multi-process job.
     """
     by_name = {run["run"]: run for run in runs}
-    groups = jobs.group_runs(records, by_name)
+    groups = jobs.group_runs(run_data, by_name)
     return [
         analyze_group(group, list(job["members"].items()), by_name,
                       unaligned=job["unaligned"], count=job["count"])
@@ -568,27 +411,3 @@ def mark_waiting(workers, runs):
             if run:
                 waiting.apply(run, finding)
                 entry["verdict"] = run["verdict"]
-
-
-def without_series(records):
-    """Names of the runs of multi-process jobs among `records` whose
-    per-step series were not read (a reader asked for none): lining the
-    processes up needs them."""
-    names = []
-    for record in records:
-        series = as_dict(record_field(record, "series"))
-        if process_of(record) is not None and not len(series.get(vocabulary.STEP, ())):
-            names.append(run_name(record))
-    return names
-
-
-def same_group(records, record):
-    """The records of `records` from the same multi-process job as `record`
-    (itself included), or `[]` when it is not one process of a job."""
-    found = process_of(record)
-    if found is None:
-        return []
-    return [
-        other for other in records
-        if (process_of(other) or (None,))[0] == found[0]
-    ]

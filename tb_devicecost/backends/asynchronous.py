@@ -36,6 +36,7 @@ is the fit's steady wall time.
 """
 
 import collections
+import operator
 import time
 
 import numpy as np
@@ -44,6 +45,8 @@ import numpy as np
 # completion becomes known).
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
 _PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD = range(7, 13)
+# The numeric fields `_write` reads of every step.
+_NUMBERS = operator.itemgetter(_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD)
 # Completion bounds this close are a measurement; wider ones are placed by
 # the step's duration where it was measured that closely (`_place`).
 _TIGHT_S = 0.2e-3
@@ -186,18 +189,20 @@ class AsyncSteps:
 
     def _drain(self, final):
         """Rows for the completed steps at the head of the queue."""
-        pending, done = self._pending, self._done
+        pending, done, unready = self._pending, self._done, self._unready
+        completion = self._completion
         ready = []
         while pending:
-            bounds = self._completion(pending[0])
+            entry = pending[0]
+            bounds = completion(entry)
             if bounds is None and not final:
                 break
-            entry = pending.popleft()
+            pending.popleft()
             done.pop(entry[_KEY], None)
             if bounds is None:
                 continue  # Never completed (the step raised): no row.
-            if self._unready and self._unready[0] is entry:
-                self._unready.popleft()
+            if unready and unready[0] is entry:
+                unready.popleft()
             if entry[_STEPS] != 1:
                 # An execution of several steps: written on its own.
                 self._write(ready)
@@ -214,13 +219,12 @@ class AsyncSteps:
         if not ready:
             return
         entries = [entry for entry, _ in ready]
-        start, fetched, dispatch, batch, excluded, held = (
-            np.array([entry[field] for entry in entries], dtype=np.float64)
-            for field in (_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD)
-        )
-        lower, upper = (
-            np.array(column, dtype=np.float64) for column in zip(*(b for _, b in ready))
-        )
+        # One conversion of every step's fields (a batch size of `None`, not
+        # known, becomes NaN), and one of every step's bounds.
+        start, fetched, dispatch, batch, excluded, held = np.array(
+            [_NUMBERS(entry) for entry in entries], dtype=np.float64
+        ).T
+        lower, upper = np.array([bounds for _, bounds in ready], dtype=np.float64).T
         first = start[0] if self._previous is None else self._previous
         # The device completes steps in order: a step's completion is no
         # earlier than the one before, and no later than any after it.

@@ -60,29 +60,31 @@ class JaxBackend(base.Backend):
         `is_ready`."""
         steps = callback._async[role]
         proxy = asynchronous.TimedIterator(time.perf_counter, steps.poll)
+        # The hot path, once a step: names bound once, attributes read once.
+        clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
+        traces, train = callback._traces, role == "train"
 
         def timed_jax(state, iterator):
-            window = callback._traces.window if role == "train" else None
+            window = traces.window if train else None
             marker = None
             if window is not None:
                 # Before the fetch: the window's start or stop lands
                 # between steps.
                 callback._before_traced_step(steps.upcoming_step)
-                window = callback._traces.window
+                window = traces.window
             if window is not None:
                 marker = window.step_marker(steps.upcoming_step)
                 if marker is not None:
                     iterator = window.marked_fetches(iterator)
             proxy.reset(iterator)
-            first = callback._needs_batch.get(role, False)
-            compiles = callback._compiles
-            if compiles is not None and role == "train":
+            compiles = callback._compiles if train else None
+            if compiles is not None:
                 compiles.step = steps.upcoming_step
             try:
                 result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
                 # compilation: the step completes no earlier.
-                returned = time.perf_counter()
+                returned = clock()
             finally:
                 if compiles is not None:
                     compiles.step = None
@@ -91,24 +93,26 @@ class JaxBackend(base.Backend):
             if proxy.error is not None:
                 error, proxy.error = proxy.error, None
                 raise error  # Ours: the callback stops; Keras keeps `result`.
-            traced, count = steps.upcoming_step, proxy.count
+            traced, count, first = steps.upcoming_step, proxy.count, proxy.first
+            start, fetched = proxy.start, proxy.fetched
+            proxy.reset(None)  # Holds no batch between steps.
+            key = callback._batch_begin + callback._spe - 1
             if count:
-                steps.dispatched(
-                    callback._batch_begin + callback._spe - 1,
-                    proxy.start,
-                    proxy.fetched,
+                dispatched(
+                    key,
+                    start,
+                    fetched,
                     steps=count,
-                    batch_size=placement.batch_size(proxy.first),
+                    batch_size=batch_size(first),
                     excluded=callback._take_excluded(),
                     probe=completion_probe(result[0]),
                     returned=returned,
                 )
-            if first and proxy.first is not None:
+            if first is not None and callback._needs_batch.get(role, False):
                 # The input state was donated to the step: read the new one.
-                callback._after_first_async_step(role, proxy.first, result[1])
-            proxy.reset(None)  # Holds no batch between steps.
+                callback._after_first_async_step(role, first, result[1])
             if window is not None and count:
-                window.dispatched(callback._batch_begin + callback._spe - 1, traced)
+                window.dispatched(key, traced)
             return result
 
         return timed_jax

@@ -72,6 +72,9 @@ class StepRecording:
 
     def loop_batch_begin(self, role, batch, now):
         self._batch_begin = batch
+        if not self._backend.fetches_before_batch_begin:
+            # JAX's fetch, and its poll, come right after (`TimedIterator`).
+            return
         steps = self._async.get("train" if role == "train" else self._test_role)
         if steps is not None:
             # PyTorch's loop fetched the batch just before.

@@ -23,6 +23,7 @@ from werkzeug import exceptions as http_exceptions
 from werkzeug import wrappers
 
 from tb_devicecost import analysis
+from tb_devicecost.analysis import record as run_records
 from tb_devicecost.analysis import workers
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
@@ -241,7 +242,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
     def _with_process_series(self, ctx, experiment, records, scan):
         """`records`, with the per-step series of the runs of multi-process
         jobs read (only theirs): the report's `workers` lines their steps up."""
-        names = workers.without_series(records)
+        names = run_records.without_series(records)
         if not names:
             return records
         again, _ = reader.read_logdir(
@@ -255,11 +256,16 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         process belongs to, the job's name, and its `straggler` finding
         when `record` is the straggler (said once per job, as the report
         attaches it); `None` for each when there is no job."""
-        if workers.process_of(record) is None:
+        if run_records.process_of(record) is None:
             return None, None, None
-        members = workers.same_group(snapshot.records, record)
-        analysed = [snapshot.analysed(member.run)[0] for member in members]
-        groups = workers.build_workers(members, [run for run in analysed if run])
+        members = run_records.same_group(snapshot.records, record)
+        analysed = {member.run: snapshot.analysed(member.run)[0] for member in members}
+        # Only the analysed members are lined up (as in the report), so
+        # reading them again cannot fail.
+        groups = workers.build_workers(
+            [run_records.read_run(member) for member in members if analysed[member.run]],
+            [run for run in analysed.values() if run],
+        )
         if not groups:
             return None, None, None
         finding = groups[0]["finding"]

@@ -19,6 +19,8 @@ import pytest
 from tb_devicecost import analysis
 from tb_devicecost import cli
 from tb_devicecost.analysis import predictions
+from tb_devicecost.analysis import record
+from tb_devicecost.analysis.run_data import ModelSignature
 
 from tests.support import paths
 from tests.support.documents import gpu_placement, make_aggregate, make_record
@@ -292,11 +294,11 @@ def test_no_device_prediction_without_a_sweep():
 
 
 def test_model_signature():
-    assert predictions.model_signature(MLP) == ("tensorflow", 14218, "float32")
-    assert predictions.model_signature({"parameters": True}) is None
-    assert predictions.model_signature({"parameters": 0}) is None
-    assert predictions.model_signature(None) is None
-    assert predictions.model_signature({"parameters": 5}) == (None, 5, None)
+    assert record.model_signature(MLP) == ModelSignature("tensorflow", 14218, "float32")
+    assert record.model_signature({"parameters": True}) is None
+    assert record.model_signature({"parameters": 0}) is None
+    assert record.model_signature(None) is None
+    assert record.model_signature({"parameters": 5}) == ModelSignature(None, 5, None)
 
 
 def test_an_upper_bound_says_whether_it_held():

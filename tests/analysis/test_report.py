@@ -46,7 +46,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
-        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting"}
+        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
+        "process_steps", "run_figures"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -66,8 +67,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
-             "placement", "trace_windows", "sweep_marks", "record", "sweeps", "thresholds",
-             "data_wait", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "placement", "trace_windows", "sweep_marks", "process_steps", "record", "sweeps",
+             "thresholds", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
              "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
@@ -277,14 +278,14 @@ def test_one_rule_for_every_route_and_the_report(monkeypatch):
     a run whose analysis raises is skipped with the reason, not a 500."""
     good = make_record("good/train", aggregate=make_aggregate(0.2, 3.0, 0.1))
     bad = make_record("bad/train", aggregate=make_aggregate(0.2, 3.0, 0.1))
-    original = analysis.report.analyze_run
+    original = analysis.report.run_object
 
-    def analyze(record):
-        if record.run == "bad/train":
+    def analyze(run):
+        if run.run == "bad/train":
             raise ZeroDivisionError("float division by zero")
-        return original(record)
+        return original(run)
 
-    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    monkeypatch.setattr(analysis.report, "run_object", analyze)
     result, reason = analysis.analyze_record(bad)
     assert result is None and "ZeroDivisionError: float division by zero" in reason
     report = analysis.build_report([good, bad])

@@ -19,6 +19,7 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost.analysis import formatting
+from tb_devicecost.analysis import record as run_records
 from tb_devicecost.analysis import workers
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown
@@ -171,7 +172,7 @@ def test_each_process_device_busy_share_side_by_side():
     assert group["device_busy_spread"] is None  # no trace window
     runs = [{"run": "b/process_0/train", "device_busy_fraction": 0.3, "device_compute_ms": 1.2},
             {"run": "b/process_1/train", "device_busy_fraction": 0.9, "device_compute_ms": 3.0}]
-    [group] = workers.build_workers(records, runs)
+    [group] = workers.build_workers([run_records.read_run(item) for item in records], runs)
     assert [entry["device_busy_fraction"] for entry in group["runs"]] == [0.3, 0.9]
     # The spread is of the device's compute per step, relative: (3 - 1.2) / 3.
     assert group["device_busy_spread"] == pytest.approx(0.6)

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from tests.support import plugin_runs
 from tests.support.tab import device_cost_frame, open_compare
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

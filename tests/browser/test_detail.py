@@ -16,6 +16,7 @@ from demo import serve
 from tests.support import paths
 from tests.support.tab import device_cost_frame, open_detail, open_tab, rewrite_json, run_result
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

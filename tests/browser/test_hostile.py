@@ -8,6 +8,7 @@ from demo import serve
 from tests.support import fuzz_layouts
 from tests.support.tab import open_tab
 
+
 # Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
 pytestmark = pytest.mark.slow
 

@@ -8,6 +8,7 @@ import pytest
 from tests.support import plugin_runs
 from tests.support.tab import open_compare, open_detail, open_tab
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

@@ -15,6 +15,7 @@ from tb_devicecost.analysis import formatting
 from tests.support import paths
 from tests.support.tab import open_compare, open_detail, report_of
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

@@ -12,9 +12,9 @@ from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
 
-from tests.support import paths
-from tests.support import plugin_runs
+from tests.support import paths, plugin_runs
 from tests.support.tab import open_detail, open_tab, report_of, run_result
+
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

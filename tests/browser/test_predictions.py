@@ -15,6 +15,7 @@ from demo import serve
 from tests.support import paths
 from tests.support.tab import open_compare, open_tab
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

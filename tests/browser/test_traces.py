@@ -15,6 +15,7 @@ from tb_devicecost.reading import reader
 
 from tests.support.tab import open_detail, open_tab
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

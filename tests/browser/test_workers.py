@@ -13,6 +13,7 @@ from demo import serve
 
 from tests.support.tab import open_tab
 
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 

@@ -2,17 +2,20 @@
 and the input fix chosen by it (analysis/wording.py's `input_fix`): each
 kind its own fix, never a setting the run already has (issue 23)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import tb_devicecost
 from tb_devicecost import analysis
-from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import record as run_records
+from tb_devicecost.analysis import report
 from tb_devicecost.analysis import wording
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import input_kind
 
-from tests.support.analyzed import analyzed_run
+from tests.support.documents import make_aggregate, make_record
 
 
 def _samples(count=256):
@@ -99,13 +102,23 @@ def test_a_torch_dataloader_is_described_with_its_settings():
 
 def _input_fix_of(pipeline, device=None, backend=None):
     """The input_bound finding's fix of a starved run fed by `pipeline`."""
-    run = analyzed_run(8.0, 2.0, 0.1, fetch_floor_ms=0.1)
-    run = dict(run, input_pipeline=pipeline, backend=backend)
+    run = _run_data(8.0, 2.0, 0.1, "cpu/train", 0.1)
+    run = dataclasses.replace(run, input_pipeline=pipeline, backend=backend)
     if device:
-        run["device"] = device
-    _, _, findings = verdicts.judge(run)
-    [finding] = [finding for finding in findings if finding["id"] == "input_bound"]
+        run = dataclasses.replace(
+            run, placement=dataclasses.replace(run.placement, device=device))
+    [finding] = [
+        finding for finding in report.run_object(run)["findings"]
+        if finding["id"] == "input_bound"
+    ]
     return finding["fix"]
+
+
+def _run_data(data_wait, compute, host, name, fetch_floor_ms):
+    """The `RunData` of a run whose steady steps took these times (ms)."""
+    aggregate = make_aggregate(
+        data_wait, compute, host, fetch_floor_ms=fetch_floor_ms)
+    return run_records.read_run(make_record(name, aggregate=aggregate))
 
 
 @pytest.mark.parametrize("pipeline, says, never", [
@@ -223,9 +236,9 @@ def _fixes_of(pipeline):
     training run, and of a starved validation run, fed by `pipeline`."""
     fixes = []
     for wait, name in ((1.0, "cpu/train"), (2.0, "cpu/train"), (2.0, "cpu/validation")):
-        run = analyzed_run(wait, 8.0, 0.1, name=name, fetch_floor_ms=0.05)
-        _, _, findings = verdicts.judge(dict(run, input_pipeline=pipeline))
-        [finding] = [f for f in findings if f["id"] == "input_bound"]
+        run = _run_data(wait, 8.0, 0.1, name, 0.05)
+        findings = report.run_object(dataclasses.replace(run, input_pipeline=pipeline))
+        [finding] = [f for f in findings["findings"] if f["id"] == "input_bound"]
         fixes.append(finding["fix"])
     return fixes
 

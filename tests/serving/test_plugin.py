@@ -24,8 +24,7 @@ from tb_devicecost.serving import plugin as plugin_module
 from tb_devicecost.serving import plugin_loader
 from demo import serve
 
-from tests.support import paths
-from tests.support import plugin_runs
+from tests.support import paths, plugin_runs
 from tests.support.documents import cpu_placement, gpu_placement, make_aggregate, make_trace
 from tests.support.event_files import write_run
 
@@ -323,14 +322,14 @@ def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(logdir, monk
     """`/run` and `/compare` are guarded as `/runs` is: a run whose
     analysis raises is a 404 with the reason, never a 500."""
     client = make_client(logdir)  # A plugin whose `runs` body is not built yet.
-    original = analysis.report.analyze_run
+    original = analysis.report.run_object
 
-    def analyze(record):
-        if record.run == "slow/train":
+    def analyze(run):
+        if run.run == "slow/train":
             raise TypeError("unhashable type: 'list'")
-        return original(record)
+        return original(run)
 
-    monkeypatch.setattr(analysis.report, "analyze_run", analyze)
+    monkeypatch.setattr(analysis.report, "run_object", analyze)
     body = get_json(client, "/runs")
     reason = {item["run"]: item["reason"] for item in body["skipped"]}["slow/train"]
     assert "TypeError" in reason
