@@ -8,7 +8,7 @@
 #   bash benchmarks/record_gpu.sh "$OUT" truth distributed2
 #   bash benchmarks/record_gpu.sh "$OUT" distributed4
 #
-# truth: tests/truth_fits.py on JAX and PyTorch, on the GPU (-> h100_truth/);
+# truth: tests/support/truth_fits.py on JAX and PyTorch, on the GPU (-> h100_truth/);
 # demo: `python -m demo` on JAX (full) and PyTorch (--quick), every scenario
 # on the CPU and the GPU, with what it printed (-> h100_demo/);
 # distributedN: benchmarks/gpu_distributed.py with N processes, one GPU
@@ -29,7 +29,7 @@ for part in "$@"; do
         truth)
             mkdir -p "$root/h100_truth"
             for backend in jax torch; do
-                CUDA_VISIBLE_DEVICES=0 python3 tests/truth_fits.py "$backend" \
+                CUDA_VISIBLE_DEVICES=0 python3 tests/support/truth_fits.py "$backend" \
                     "$root/h100_truth/$backend" > "$root/h100_truth/$backend.json" \
                     2> "$out/truth_$backend.log" || echo "truth $backend failed"
             done

@@ -1,12 +1,12 @@
 """The injected-cost matrix: how close each part of a step comes to the cost
 injected into it, case by backend, on a quiet machine.
 
-Runs `tests/truth_fits.py` once per backend and repeat (each in a process
+Runs `tests/support/truth_fits.py` once per backend and repeat (each in a process
 of its own), or reads runs it recorded elsewhere (`--recorded DIR`, e.g.
 `tests/data/h100_truth`), and prints per case and backend what was
 injected, the p50 of each part, the steady-state verdict, and whether the
 part the cost went into is within 15% (or 1 ms) of it. The suite asserts
-only what holds on a loaded machine (`tests/test_timing_truth.py`); this is
+only what holds on a loaded machine (`tests/end_to_end/test_timing_truth.py`); this is
 where the precision is measured, with the figure last.
 
 Usage:
@@ -23,7 +23,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SCRIPT = os.path.join(ROOT, "tests", "truth_fits.py")
+SCRIPT = os.path.join(ROOT, "tests", "support", "truth_fits.py")
 RELATIVE, ABSOLUTE_MS = 0.15, 1.0
 # Where each case's cost went, and the verdict that names it.
 EXPECTED = {

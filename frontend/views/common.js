@@ -17,7 +17,7 @@ export const VERDICTS = {
 export const SEVERITY_RANK = {high: 3, moderate: 2, info: 1};
 
 // What warm-up is, in the words of every output (renderers/common.py's
-// WARMUP_TEXT, kept equal by tests/test_frontend.py).
+// WARMUP_TEXT, kept equal by tests/serving/test_frontend.py).
 export const WARMUP_TEXT = "warm-up is the first step of each fit, and the second too in a fit " +
   "where TensorFlow builds its step function (the JSON's warmup_steps)";
 

@@ -7,7 +7,7 @@ arithmetic behind it (floors, thresholds, statistics) stays in the finding's
 `--verbose`, written by `finding_text.py`. `verdicts.py` (and
 `workers.py`, `waiting.py`) choose the facts; this module only words them,
 so every headline is written here and tested in one place
-(tests/test_wording.py).
+(tests/analysis/test_wording.py).
 
 Headlines avoid the internal names (`JARGON`): the glossary,
 docs/READING.md, explains the few terms they use.

@@ -1,0 +1,337 @@
+"""`tb_devicecost.analysis.predictions`: each finding's predicted gain beside
+what a fixed counterpart of its run achieved.
+
+Most tests read `tests/data/h100_demo/{jax,torch}`: `python -m demo` recorded
+on a real NVIDIA H100 machine (16 CPU cores, no TensorFlow), every scenario
+on the CPU and the GPU and a sweep of the MLP over five batch sizes. The
+expected figures are worked out here from the JSON report's own numbers
+(mean steps, batch sizes, each finding's `expected`, the sweep's fits),
+never from the module under test.
+"""
+
+import io
+import json
+import math
+import os
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import cli
+from tb_devicecost.analysis import predictions
+from tb_devicecost.analysis import record
+from tb_devicecost.analysis.run_data import ModelSignature
+
+from tests.support import paths
+from tests.support.documents import gpu_placement, make_aggregate, make_record
+
+
+DATA = os.path.join(paths.DATA, "h100_demo")
+
+# The pairs the rule makes of the recorded runs (docs/READING.md,
+# "Predictions checked"), worked out by hand from their names and JSON:
+# the input pipelines by their mean wait above a ready batch
+# (`starved_data_wait_ms`; a counterpart waits at most 3/4 as long), the
+# larger batch nearest the one the finding chose, and the device pairs of
+# the MLP outside its sweep (the sweep says the CPU is faster at batches 10
+# to 1,024, where they ran). `warmup/short` and `warmup/long` are one
+# pipeline: their waits differ by a few percent, so neither is a fix.
+PAIRS = {
+    "jax": {
+        # JAX CPU waits beyond a ready batch (ms): naive 86.1,
+        # parallel_workers 45.0, augment_in_model 0.
+        ("input_pipeline/naive-cpu0/train", "input_pipeline/augment_in_model-cpu0/train"),
+        ("input_pipeline/naive-cpu0/train", "input_pipeline/parallel_workers-cpu0/train"),
+        ("input_pipeline/parallel_workers-cpu0/train", "input_pipeline/augment_in_model-cpu0/train"),
+        # JAX GPU: naive 72.2, parallel_workers 61.2 (not a quarter less),
+        # augment_in_model 0.43.
+        ("input_pipeline/naive-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        ("input_pipeline/parallel_workers-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        ("small_work/batch10-gpu0/train", "small_work/batch1024-gpu0/train"),
+        ("small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"),
+        ("small_work/batch1024-gpu0/train", "small_work/batch1024-cpu0/train"),
+        ("warmup/long-gpu0/train", "warmup/long-cpu0/train"),
+        ("warmup/short-gpu0/train", "warmup/short-cpu0/train"),
+    },
+    "torch": {
+        # PyTorch CPU: naive 73.2, parallel_workers 78.3, augment_in_model 0.42.
+        ("input_pipeline/naive-cpu0/train", "input_pipeline/augment_in_model-cpu0/train"),
+        ("input_pipeline/parallel_workers-cpu0/train", "input_pipeline/augment_in_model-cpu0/train"),
+        # PyTorch GPU: naive 87.9, parallel_workers 47.1, augment_in_model 0.69.
+        ("input_pipeline/naive-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        ("input_pipeline/naive-gpu0/train", "input_pipeline/parallel_workers-gpu0/train"),
+        ("input_pipeline/parallel_workers-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        ("small_work/batch10-gpu0/train", "small_work/batch1024-gpu0/train"),
+        ("small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"),
+        ("small_work/batch1024-gpu0/train", "small_work/batch1024-cpu0/train"),
+        ("warmup/long-gpu0/train", "warmup/long-cpu0/train"),
+        ("warmup/short-gpu0/train", "warmup/short-cpu0/train"),
+        # warmup/short-gpu0 waits more than warmup/long-gpu0, but both were
+        # fed the same arrays: a longer fit is not a pipeline's fix.
+    },
+}
+
+
+def json_report(logdir):
+    """What `tb-devicecost report LOGDIR --json` prints, parsed."""
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["report", logdir, "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module", params=["jax", "torch"])
+def recorded(request):
+    report = json_report(os.path.join(DATA, request.param))
+    return request.param, report, {run["run"]: run for run in report["runs"]}
+
+
+def _samples_per_s(run):
+    """A run's samples/s from its mean step and batch size, as printed."""
+    return run["batch_size"] / (run["step_ms"]["mean"] / 1e3)
+
+
+def _finding(run, ids):
+    for finding_id in ids:
+        for finding in run["findings"]:
+            if finding["id"] == finding_id and finding["expected"]["speedup"] is not None:
+                return finding
+    raise AssertionError(f"{run['run']} has none of {ids}")
+
+
+def test_the_recorded_runs_pair_as_the_rule_says(recorded):
+    backend, report, _ = recorded
+    pairs = {(pair["run"], pair["counterpart"]) for pair in report["predictions"]}
+    assert pairs == PAIRS[backend]
+    changes = [pair["change"] for pair in report["predictions"]]
+    assert changes == sorted(changes, key=predictions.CHANGES.index)
+
+
+def test_each_achieved_gain_is_the_ratio_of_samples_per_second(recorded):
+    """Achieved: the counterpart's samples/s over the run's, from the mean
+    steps and batch sizes of the JSON."""
+    _, report, runs = recorded
+    for pair in report["predictions"]:
+        run, other = runs[pair["run"]], runs[pair["counterpart"]]
+        achieved = _samples_per_s(other) / _samples_per_s(run)
+        assert pair["achieved_speedup"] == pytest.approx(achieved, rel=1e-6), pair["run"]
+        assert pair["achieved_over_predicted"] == pytest.approx(
+            achieved / pair["predicted_speedup"], rel=1e-6)
+        assert pair["batch_size"] == {"run": run["batch_size"], "counterpart": other["batch_size"]}
+        assert pair["device"] == {"run": run["device"], "counterpart": other["device"]}
+
+
+def test_an_input_pipeline_fix_is_checked_against_the_input_finding(recorded):
+    """A faster input pipeline: the run's input_bound estimate as stated (same
+    batch, same device), beside the counterpart's gain."""
+    _, report, runs = recorded
+    checked = [pair for pair in report["predictions"] if pair["change"] == "input_pipeline"]
+    assert checked
+    for pair in checked:
+        finding = _finding(runs[pair["run"]], predictions.INPUT_FINDINGS)
+        assert pair["predicted_by"] == finding["id"] == "input_bound"
+        assert pair["predicted_speedup"] == finding["expected"]["speedup"]
+        assert pair["predicted"]["text"] == finding["expected"]["text"]
+        assert pair["extrapolated"] is False
+        assert pair["within_bound"] is None  # an "about" estimate
+        assert finding["expected"]["text"] in pair["text"]
+
+
+def test_the_naive_gpu_pipeline_prediction_is_checked_on_jax():
+    """On JAX the GPU's naive pipeline waits 72 ms of its 73 ms step: without
+    the wait the finding predicts about 61x the samples/s; moving the
+    augmentation into the model achieved 1.18 times that (step means 73.4
+    and 1.01 ms at batch 64): the ready batch costs less in memory than
+    the finding's floor assumed."""
+    report = json_report(os.path.join(DATA, "jax"))
+    runs = {run["run"]: run for run in report["runs"]}
+    [pair] = [p for p in report["predictions"]
+              if p["counterpart"] == "input_pipeline/augment_in_model-gpu0/train"
+              and p["run"] == "input_pipeline/naive-gpu0/train"]
+    naive = runs["input_pipeline/naive-gpu0/train"]["step_ms"]["mean"]
+    in_model = runs["input_pipeline/augment_in_model-gpu0/train"]["step_ms"]["mean"]
+    assert pair["achieved_speedup"] == pytest.approx(naive / in_model, rel=1e-6)
+    assert 1.0 < pair["achieved_over_predicted"] < 1.5
+
+
+def test_a_larger_batch_is_read_on_the_findings_own_line(recorded):
+    """batch10-gpu0's batch finding chose a batch (256 on JAX, 128 on
+    PyTorch); the counterpart ran at 1,024. The prediction there is the
+    finding's own straight line through the run's mean step at batch 10 and
+    the step it predicts at its batch, and is marked as beyond it."""
+    _, report, runs = recorded
+    [pair] = [p for p in report["predictions"] if p["change"] == "batch_size"]
+    run = runs["small_work/batch10-gpu0/train"]
+    finding = _finding(run, predictions.BATCH_FINDINGS)
+    expected = finding["expected"]
+    assert pair["predicted_by"] == finding["id"]
+    assert pair["predicted"]["batch_size"] == expected["batch_size"] < 1024
+    step = run["step_ms"]["mean"]
+    slope = (expected["step_ms"] - step) / (expected["batch_size"] - 10)
+    step_1024 = step + slope * (1024 - 10)
+    predicted = (1024 / step_1024) / (10 / step)
+    assert pair["predicted_speedup"] == pytest.approx(predicted, rel=1e-6)
+    assert pair["extrapolated"] is True
+    assert f"at batch {expected['batch_size']}" in pair["text"]
+
+
+def test_the_other_device_is_checked_against_the_sweep(recorded):
+    """The MLP's GPU and CPU runs at one batch size: the sweep's fitted steps
+    (a fixed cost plus a cost per sample on each device) predict the ratio,
+    from the slower device to the faster; batch 10 lies below the sweep's
+    smallest batch (16), so it is marked as beyond it."""
+    _, report, runs = recorded
+    [sweep] = report["sweeps"]
+    checked = [pair for pair in report["predictions"] if pair["change"] == "device"]
+    assert len(checked) == 4
+    for pair in checked:
+        batch = pair["batch_size"]["run"]
+        fitted = {
+            device: fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * batch
+            for device, fit in sweep["devices"].items()
+        }
+        assert pair["predicted_by"] == "sweep" and pair["sweep"] == sweep["name"]
+        assert pair["device"] == {"run": "GPU:0", "counterpart": "CPU:0"}
+        assert fitted["GPU:0"] > fitted["CPU:0"]
+        assert pair["predicted_speedup"] == pytest.approx(fitted["GPU:0"] / fitted["CPU:0"], rel=1e-6)
+        assert pair["extrapolated"] is (batch < 16)
+        # The sweep's own runs are never checked against it.
+        assert not {pair["run"], pair["counterpart"]} & set(sweep["runs"])
+    # At the user's batch of 32 the prediction is the sweep's own sentence's.
+    at_32 = [pair for pair in checked if pair["batch_size"]["run"] == 32]
+    for pair in at_32:
+        assert pair["predicted_speedup"] == pytest.approx(sweep["faster_at"]["times"], rel=1e-6)
+
+
+def test_the_report_renders_the_pairs(recorded):
+    """The terminal, the Markdown and the JSON hold every pair."""
+    from tb_devicecost.cli.renderers import console
+    from tb_devicecost.cli.renderers import markdown
+
+    _, report, _ = recorded
+    text = console.render(report)
+    assert "PREDICTIONS CHECKED" in text
+    assert not [line for line in text.splitlines() if len(line) > console.WIDTH]
+    table = markdown.render(report)
+    assert "### Predictions checked" in table
+    for pair in report["predictions"]:
+        assert f"{pair['run']} \u2192 {pair['counterpart']}" in " ".join(text.split())
+        assert f"| `{pair['run']}` | `{pair['counterpart']}` |" in table
+    # What predicted it: the sweep's name set apart from the word "sweep",
+    # as the README writes it, never "sweep sweep".
+    [sweep] = report["sweeps"]
+    assert sweep["name"] == "sweep"
+    assert 'sweep "sweep"' in text and "sweep sweep" not in text
+    assert "| sweep `sweep` |" in table and "sweep sweep" not in table
+    assert "| `input_bound` |" in table
+
+
+# The rule on hand-made runs.
+
+
+def _records(specs):
+    """Records of `(name, data wait, compute, batch, info)` specs."""
+    records = []
+    for name, wait, compute, batch, info in specs:
+        records.append(make_record(
+            name,
+            aggregate=make_aggregate(wait, compute, 0.1, batch_size=batch,
+                                             fetch_floor_ms=0.1),
+            info=dict({"batch_size": batch}, **info),
+        ))
+    return records
+
+
+MLP = {"backend": "tensorflow", "parameters": 14218, "dtype_policy": "float32"}
+
+
+def test_only_the_same_model_in_the_same_directory_is_a_counterpart():
+    """A slow pipeline (10 ms of wait above a 0.1 ms ready batch in a 12 ms
+    step) and a fast one (0.1 ms): paired in one directory with one model;
+    not with another model, nor across directories, nor without a
+    parameter count to tell the model."""
+    records = _records([
+        ("pipe/slow-cpu0/train", 10.1, 1.9, 32, MLP),
+        ("pipe/fast-cpu0/train", 0.1, 1.9, 32, MLP),
+        ("pipe/other_model-cpu0/train", 0.1, 1.9, 32, dict(MLP, parameters=99)),
+        ("elsewhere/fast-cpu0/train", 0.1, 1.9, 32, MLP),
+        ("pipe/unknown-cpu0/train", 0.1, 1.9, 32, {"backend": "tensorflow"}),
+    ])
+    report = analysis.build_report(records)
+    assert [(p["run"], p["counterpart"]) for p in report["predictions"]] == [
+        ("pipe/slow-cpu0/train", "pipe/fast-cpu0/train")]
+    [pair] = report["predictions"]
+    # The mean step less the 10 ms waited above a ready batch: 12.1 -> 2.1 ms.
+    assert pair["predicted_speedup"] == pytest.approx(12.1 / 2.1, rel=1e-6)
+    assert pair["achieved_speedup"] == pytest.approx(12.1 / 2.1, rel=1e-6)
+    assert pair["achieved_over_predicted"] == pytest.approx(1.0)
+
+
+def test_a_pipeline_that_waits_nearly_as_long_is_no_fix():
+    """Two fits of one pipeline differ a little: a counterpart must wait at
+    most FASTER_INPUT_WAIT of the run's wait above a ready batch."""
+    records = _records([
+        ("pipe/a-cpu0/train", 10.1, 1.9, 32, MLP),
+        ("pipe/b-cpu0/train", 9.1, 1.9, 32, MLP),
+        ("pipe/c-cpu0/train", 10.1, 1.9, 64, MLP),
+    ])
+    assert analysis.build_report(records)["predictions"] == []
+
+
+def test_no_device_prediction_without_a_sweep():
+    """The same model on two devices, with no sweep of it to predict from."""
+    gpu = dict(MLP)
+    records = _records([("m/b32-cpu0/train", 0.1, 1.0, 32, MLP)])
+    records.append(make_record(
+        "m/b32-gpu0/train",
+        aggregate=make_aggregate(0.1, 2.0, 0.1, batch_size=32, fetch_floor_ms=0.1),
+        placement=gpu_placement(), info=dict({"batch_size": 32}, **gpu)))
+    report = analysis.build_report(records)
+    assert [run["device"] for run in report["runs"]] == ["CPU:0", "GPU:0"]
+    assert report["predictions"] == []
+
+
+def test_model_signature():
+    assert record.model_signature(MLP) == ModelSignature("tensorflow", 14218, "float32")
+    assert record.model_signature({"parameters": True}) is None
+    assert record.model_signature({"parameters": 0}) is None
+    assert record.model_signature(None) is None
+    assert record.model_signature({"parameters": 5}) == ModelSignature(None, 5, None)
+
+
+def test_an_upper_bound_says_whether_it_held():
+    """An `at_most` estimate (host overhead) holds when the achieved gain is
+    no larger."""
+    run = {"run": "a/x-cpu0/train", "samples_per_s": 100.0, "batch_size": 10,
+           "device": "CPU:0"}
+    other = dict(run, run="a/y-cpu0/train", samples_per_s=150.0)
+    stated = {"expected": {"speedup": 2.0, "bound": "at_most", "text": "at most 2x",
+                           "batch_size": None}}
+    pair = predictions._pair(run, other, "input_pipeline", "host_overhead_bound", stated,
+                             2.0, "basis")
+    assert pair["within_bound"] is True
+    assert pair["achieved_over_predicted"] == pytest.approx(0.75)
+    assert not math.isnan(pair["achieved_speedup"])
+
+
+def test_docs_list_exactly_the_keys_of_a_pair():
+    """docs/CLI.md, "Predictions", documents every key of a pair."""
+    import re
+
+    report = json_report(os.path.join(DATA, "jax"))
+    path = os.path.join(paths.REPO, "docs", "CLI.md")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    keys, in_table = [], False
+    for line in text[text.index("### Predictions"):].splitlines()[1:]:
+        if line.startswith("|"):
+            in_table = True
+            if line.startswith("| `"):
+                keys.extend(re.findall(r"`([a-z_0-9]+)`", line.split("|")[1]))
+        elif in_table:
+            break
+    for pair in report["predictions"]:
+        assert sorted(keys) == sorted(pair)
+        assert sorted(pair["predicted"]) == ["batch_size", "bound", "speedup", "text"]

@@ -1,0 +1,130 @@
+"""DeviceCostCallback on the JAX and PyTorch backends, on the CPU.
+
+Each backend runs in a process of its own (`backend_fits.py`): Keras fixes
+its backend at import. `make test` installs JAX and PyTorch for the CPU;
+runs recorded on a real GPU are tested in `test_gpu_runs.py`.
+"""
+
+import pytest
+
+from tests.support.scripts import run_backend_script
+
+
+# Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
+pytestmark = pytest.mark.slow
+
+SCRIPT = "backend_fits.py"
+
+
+@pytest.fixture(scope="module", params=["jax", "torch"])
+def fitted(request, tmp_path_factory):
+    backend = request.param
+    logdir = tmp_path_factory.mktemp(backend)
+    facts, records = run_backend_script(SCRIPT, backend, logdir)
+    return backend, facts, records
+
+
+def test_the_backend_is_measured(fitted):
+    backend, facts, records = fitted
+    assert facts["backend"] == backend
+    assert records["delay/train"].info["backend"] == backend
+
+
+def test_an_injected_delay_shows_as_median_data_wait(fitted):
+    _, facts, records = fitted
+    components = records["delay/train"].aggregate["components"]
+    assert components["data_wait"]["p50_ms"] == pytest.approx(facts["delay_ms"], rel=0.15)
+    assert components["compute"]["p50_ms"] < facts["delay_ms"] / 4
+
+
+def test_a_compute_bound_fit_is_mostly_compute(fitted):
+    _, _, records = fitted
+    components = records["compute/train"].aggregate["components"]
+    # Most of it, with room for the loop between steps, which a machine
+    # busy elsewhere slows (beside two busy loops PyTorch's read 26%).
+    assert components["compute"]["sum_ms"] > 0.6 * components["step"]["sum_ms"]
+    # The fetch floor of the backend's loop was measured.
+    assert records["compute/train"].aggregate["fetch_floor_ms"] is not None
+
+
+def test_the_parts_of_each_step_add_up(fitted):
+    _, _, records = fitted
+    series = records["compute/train"].series
+    total = series["data_wait_ms"] + series["compute_ms"] + series["host_overhead_ms"]
+    assert (total > 0).all()
+    aggregate = records["compute/train"].aggregate
+    wall = aggregate["wall_ms"]
+    parts = wall["steps"] + wall["warmup"] + wall["between_steps"] + wall["measurement"]
+    assert parts == pytest.approx(wall["total"], rel=1e-9)
+
+
+def test_validation_and_two_fits_with_one_callback(fitted):
+    _, _, records = fitted
+    train = records["twice/train"].aggregate
+    # 640 / 32 x 2 epochs, then 320 / 32 x 1 epoch.
+    assert train["steps"] == 50
+    assert train["sessions"] == 2
+    assert train["warmup"]["steps"][0] == 0 and 40 in train["warmup"]["steps"]
+    assert list(records["twice/train"].series["step"]) == list(range(50))
+    # 128 / 32 validation steps after each of the first fit's two epochs.
+    assert records["twice/validation"].aggregate["steps"] == 8
+
+
+def test_a_failing_writer_does_not_fail_the_fit(fitted):
+    _, facts, _ = fitted
+    assert facts["broken_history_epochs"] == 1
+    assert len(facts["broken_warnings"]) == 1
+    assert "OSError: disk full" in facts["broken_warnings"][0]
+
+
+def test_training_is_unchanged_by_the_callback(fitted):
+    _, facts, records = fitted
+    assert facts["weights_identical"]
+    without, with_callback, with_busy_trace = facts["histories"]
+    assert without == with_callback == with_busy_trace
+    # The third fit traced its device-busy window and kept only the digest.
+    [window] = records["busy/train"].trace["windows"]
+    assert window["purpose"] == "device_busy"
+    assert window["trace_deleted"] is True
+    assert [step["step"] for step in window["steps"]] == list(range(10, 20))
+
+
+def test_placement_says_what_the_backend_cannot_tell(fitted):
+    backend, _, records = fitted
+    placement = records["compute/train"].placement
+    assert placement["variables"] == {"CPU:0": 4}
+    assert placement["input_bytes_per_step"] == 256 * 100 * 4 + 256 * 8
+    assert placement["ops"] is None
+    assert f"not available on the {backend} backend" in placement["ops_note"]
+    assert placement["cross_device_copies"] is None
+
+
+def test_retraces_have_evidence_on_jax_only(fitted):
+    backend, _, records = fitted
+    retraces = records["compute/train"].aggregate["retraces"]
+    if backend == "jax":
+        assert retraces["count"] == 0
+        assert retraces["source"] == "jax.monitoring backend compile events"
+    else:
+        assert retraces is None
+
+
+def test_generators_and_dataloaders_are_timed_too(fitted):
+    backend, _, records = fitted
+    names = ["generator/train"] + (["dataloader/train"] if backend == "torch" else [])
+    for name in names:
+        aggregate = records[name].aggregate
+        assert aggregate["steps"] == 20
+        assert aggregate["batch_size"]["max"] == 32
+        assert aggregate["fetch_floor_ms"] is not None
+
+
+def test_a_device_busy_window_the_fit_ends_before_is_traced_in_the_next(fitted):
+    """A 10-step fit ends before its window (steps 10-19; PyTorch starts
+    its profiler a step early, so it opened there): nothing is reported for
+    it, and the next fit, from step 10, traces steps 20-29."""
+    _, _, records = fitted
+    [window] = records["retried/train"].trace["windows"]
+    assert (window["start_step"], window["stop_step"]) == (20, 30)
+    assert "error" not in window
+    assert [step["step"] for step in window["steps"]] == list(range(20, 30))

@@ -1,0 +1,1 @@
+"""The package as a whole: its floors (`docs/ARCHITECTURE.md`) and its build."""
