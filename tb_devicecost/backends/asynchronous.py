@@ -23,9 +23,11 @@ With `previous` the completion of the step before (or `start` after a
 boundary), a step covers `[previous, done]`; the device can start it at
 `dispatch` at the earliest:
 
-    compute        = done - max(dispatch, previous)
-    data_wait      = the part of the fetch [start, fetched] after previous
-    host_overhead  = the rest: the device idle while Python ran the loop
+    compute_s        = done - max(dispatch, previous)
+    data_wait_s      = the part of the fetch [start, fetched] after previous
+    host_overhead_s  = the rest: the device idle while Python ran the loop
+
+(durations in seconds, hence `_s`: the rows are written in ms).
 
 When the device was still busy with the step before as the next was
 dispatched (`previous >= dispatch`), the device set the pace: the step is
@@ -221,7 +223,7 @@ class AsyncSteps:
         entries = [entry for entry, _ in ready]
         # One conversion of every step's fields (a batch size of `None`, not
         # known, becomes NaN), and one of every step's bounds.
-        start, fetched, dispatch, batch, excluded, held = np.array(
+        start, fetched, dispatch, batch, excluded_s, held_s = np.array(
             [_NUMBERS(entry) for entry in entries], dtype=np.float64
         ).T
         lower, upper = np.array([bounds for _, bounds in ready], dtype=np.float64).T
@@ -240,23 +242,23 @@ class AsyncSteps:
         done = _share_reads(done, lower, first)
         previous = np.concatenate(([first], done[:-1]))
         begun = np.maximum(dispatch, previous)
-        compute = done - begun
-        data_wait = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
-        host = np.maximum(0.0, done - previous - compute - data_wait)
+        compute_s = done - begun
+        data_wait_s = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
+        host_overhead_s = np.maximum(0.0, done - previous - compute_s - data_wait_s)
         # The step waited that long for the GIL that other threads held.
-        held = np.minimum(held, compute)
-        compute = compute - held
+        held_s = np.minimum(held_s, compute_s)
+        compute_s = compute_s - held_s
         if self.held_is_input:
-            data_wait = data_wait + held
+            data_wait_s = data_wait_s + held_s
         else:
-            host = host + held
-        # Our own measurements are left out of the host time they ran in,
+            host_overhead_s = host_overhead_s + held_s
+        # Our own measurements are left out of the host overhead they ran in,
         # as far as they overlapped it (the device may have been busy).
-        excluded = np.minimum(excluded, host)
+        excluded_s = np.minimum(excluded_s, host_overhead_s)
         # A step that was nothing but our measurement (the device finished
         # it meanwhile) keeps that time as host overhead: no step lasts 0 ms.
-        excluded[compute + data_wait + host - excluded <= 0] = 0.0
-        host -= excluded
+        excluded_s[compute_s + data_wait_s + host_overhead_s - excluded_s <= 0] = 0.0
+        host_overhead_s -= excluded_s
         device_paced = previous >= dispatch
         self._previous = float(done[-1])
         fetch_ms = (fetched - start) * 1e3
@@ -267,12 +269,13 @@ class AsyncSteps:
         steps = [entry[_STEPS] for entry in entries]
         if len(entries) == 1 and steps[0] != 1:
             self.accounting.add_step(
-                previous[0], data_wait[0], compute[0], host[0], entries[0][_BATCH],
-                steps[0], excluded[0],
+                previous[0], data_wait_s[0], compute_s[0], host_overhead_s[0],
+                entries[0][_BATCH], steps[0], excluded_s[0],
             )
             self.accounting.count_pace(device_paced)
             return
-        self.accounting.add_steps(previous, data_wait, compute, host, batch, excluded)
+        self.accounting.add_steps(
+            previous, data_wait_s, compute_s, host_overhead_s, batch, excluded_s)
         self.accounting.count_pace(device_paced)
 
     def _reported_last(self, ready, batch):

@@ -59,11 +59,11 @@ class Backend:
         or `None` where retraces are counted per step function."""
         return None
 
-    def note_retraces(self, callback, attribute, recorder):
+    def note_retraces(self, callback, attribute, accounting):
         """Writes the retraces of the step function `attribute` seen so far."""
         tracing = callback._tracing.get(attribute)  # pylint: disable=protected-access
         if tracing is not None and tracing.known:
-            recorder.set_retraces(tracing.retraces, tracing.steps)
+            accounting.set_retraces(tracing.retraces, tracing.steps)
 
     def end_of_data(self, error):
         """Whether an error raised by a step is the end of the data."""

@@ -120,15 +120,15 @@ class JaxBackend(base.Backend):
     def compile_events(self):
         return CompileEvents()
 
-    def note_retraces(self, callback, attribute, recorder):
+    def note_retraces(self, callback, attribute, accounting):
         # A jitted step recompiles without retracing Keras's Python function:
         # JAX's own compile events are the evidence.
         if attribute != "train_function":
-            super().note_retraces(callback, attribute, recorder)
+            super().note_retraces(callback, attribute, accounting)
             return
         compiles = callback._compiles
         if compiles is not None:
-            recorder.set_retraces(
+            accounting.set_retraces(
                 compiles.count,
                 compiles.steps,
                 source="jax.monitoring backend compile events",

@@ -193,7 +193,7 @@ class TensorFlowBackend(base.Backend):
 
     def wrap_step(self, callback, original, role):
         callback._tracing[_function_of(role)] = TracingCounter(original)
-        accounting = callback._recorder_for(role)
+        accounting = callback._accounting_for(role)
         if callback._spe > 1:
             return _execution_wrapper(callback, original, accounting, role)
         return _step_wrapper(callback, original, accounting, role)

@@ -43,8 +43,8 @@ class StepAccounting:
     If recording fails (a full disk, a bad path), it writes what it still
     can (a last aggregate, `"interrupted"`, saying why), warns once (or
     calls `on_failure`, when its owner set one) and switches itself off;
-    the training loop is never interrupted. On SIGTERM, every recorder in a
-    session writes its steps and an `"interrupted"` aggregate, then the
+    the training loop is never interrupted. On SIGTERM, each `StepAccounting`
+    of a session writes its steps and an `"interrupted"` aggregate, then the
     signal goes on to the handler that was there before (`sigterm.py`).
     The statistics of the `devicecost/aggregate` document are kept by a
     `RunAggregate` (`aggregate.py`), every document bounded by
@@ -93,7 +93,8 @@ class StepAccounting:
         self._watched_steps = None
         self._watched_rows = {}
         # Called with the error instead of warning, when set: the owner of
-        # several recorders (the callback) warns once and stops them all.
+        # several (the callback: train, validation, evaluation) warns once
+        # and stops them all.
         self.on_failure = None
 
     # The hot path: three calls per step, a clock read each, one small list
@@ -200,24 +201,24 @@ class StepAccounting:
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
 
-    def _close_step(self, now):
-        start, fetched, compute_started, computed, batch_size, steps = self._open
+    def _close_step(self, now_s):
+        start_s, fetched_s, compute_started_s, computed_s, batch_size, steps = self._open
         self._open = None
-        excluded, self._excluded = self._excluded, 0.0
-        data_wait = fetched - start
-        compute = 0.0 if computed is None else computed - compute_started
-        host = max(0.0, now - start - data_wait - compute)
-        excluded = min(excluded, host)
-        host -= excluded
-        self.add_step(start, data_wait, compute, host, batch_size, steps, excluded)
+        excluded_s, self._excluded = self._excluded, 0.0
+        data_wait_s = fetched_s - start_s
+        compute_s = 0.0 if computed_s is None else computed_s - compute_started_s
+        host_overhead_s = max(0.0, now_s - start_s - data_wait_s - compute_s)
+        excluded_s = min(excluded_s, host_overhead_s)
+        host_overhead_s -= excluded_s
+        self.add_step(start_s, data_wait_s, compute_s, host_overhead_s, batch_size, steps, excluded_s)
 
-    def add_step(self, start, data_wait, compute, host, batch_size=None, steps=1, excluded=0.0):
+    def add_step(self, start_s, data_wait_s, compute_s, host_overhead_s, batch_size=None, steps=1, excluded_s=0.0):
         """Adds a step whose parts are known (seconds), e.g. one timed under
         asynchronous dispatch; `steps` > 1 writes an execution as its steps.
 
         Args:
-            start: When the step began, on this recorder's clock.
-            excluded: Seconds of our own measurements left out of it.
+            start_s: When the step began, on this accounting's clock.
+            excluded_s: Seconds of our own measurements left out of it.
         """
         if not self.enabled:
             return
@@ -227,17 +228,17 @@ class StepAccounting:
         if not self._next_is_warmup and steps == 1:
             # A synchronous step's fetch is all data wait (`AsyncSteps`
             # adds the full fetches of asynchronous ones).
-            self._aggregate.fetch.add(np.array([data_wait * 1e3]))
-        self._aggregate.measurement_total += excluded
-        wall = data_wait + compute + host
+            self._aggregate.fetch.add(np.array([data_wait_s * 1e3]))
+        self._aggregate.measurement_total += excluded_s
+        wall_s = data_wait_s + compute_s + host_overhead_s
         for index in range(steps):
             self._rows.append(
                 (
                     self._global_step,
-                    start + index * wall / steps + self._wall_offset,
-                    data_wait * 1e3 / steps,
-                    compute * 1e3 / steps,
-                    host * 1e3 / steps,
+                    start_s + index * wall_s / steps + self._wall_offset,
+                    data_wait_s * 1e3 / steps,
+                    compute_s * 1e3 / steps,
+                    host_overhead_s * 1e3 / steps,
                     float("nan") if batch_size is None else batch_size,
                     1.0 if self._next_is_warmup else 0.0,
                 )
@@ -304,9 +305,9 @@ class StepAccounting:
         again after its warm-up, at which steps, and the evidence."""
         self._aggregate.set_retraces(count, steps, source, seconds)
 
-    def set_fetch_floor(self, milliseconds):
+    def set_fetch_floor(self, fetch_floor_ms):
         """Records the cost of handing over a batch that is already ready."""
-        self._aggregate.fetch_floor_ms = milliseconds
+        self._aggregate.fetch_floor_ms = fetch_floor_ms
 
     def write_placement(self, placement):
         """Writes the placement document (devices, variables, ops)."""
@@ -363,7 +364,7 @@ class StepAccounting:
         if not self.enabled:
             return
         self.boundary()
-        # A recorder that never saw a session or a step leaves no file.
+        # An accounting that never saw a session or a step leaves no file.
         if self._sessions or self._global_step:
             self.flush(status=status)
         self._close_writer()
@@ -393,24 +394,24 @@ class StepAccounting:
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
-    def add_steps(self, start, data_wait, compute, host, batch_size, excluded):
+    def add_steps(self, start_s, data_wait_s, compute_s, host_overhead_s, batch_size, excluded_s):
         """Adds one step per element of the given arrays (seconds), as
         `add_step` does for one: the path of asynchronous dispatch, where
         completed steps arrive in groups."""
-        if not self.enabled or len(start) == 0:
+        if not self.enabled or len(start_s) == 0:
             return
-        count = len(start)
+        count = len(start_s)
         block = np.empty((count, len(vocabulary.ROW_COLUMNS)), dtype=np.float64)
         first = self._global_step
         block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
-        block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start + self._wall_offset
-        block[:, ROW_COMPONENTS] = np.stack([data_wait, compute, host], axis=1) * 1e3
+        block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start_s + self._wall_offset
+        block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
         block[:, ROW_BATCH] = batch_size
         block[:, ROW_WARMUP] = 0.0
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
-        self._aggregate.measurement_total += float(np.sum(excluded))
+        self._aggregate.measurement_total += float(np.sum(excluded_s))
         if self._watched_steps is not None:
             for index, step in enumerate(range(first, first + count)):
                 if step in self._watched_steps:

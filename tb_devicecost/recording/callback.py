@@ -338,14 +338,14 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             except Exception as error:  # pylint: disable=broad-except
                 self._disable(error)
         elif role is not None and role not in self._async and self._pending_batch is not None:
-            self._probe_between_steps(self._recorder_for(role), role)
+            self._probe_between_steps(self._accounting_for(role), role)
 
     def on_test_end(self, logs=None):
         role, self._test_role = self._test_role, None
         if role is None:
             return
         try:
-            accounting = self._recorder_for(role)
+            accounting = self._accounting_for(role)
             steps = self._async.pop(role, None)
             if steps is not None:
                 steps.boundary()

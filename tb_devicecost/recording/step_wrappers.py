@@ -23,7 +23,7 @@ FLOOR_SAMPLE_EVERY = 50
 
 
 class StepRecording:
-    """Mixin of `DeviceCostCallback`: its state between hooks (recorders,
+    """Mixin of `DeviceCostCallback`: its state between hooks (accounting,
     `_backend`, `_traces`, `_async`, ...) is set up by the callback."""
 
     # Wrapping the step function.
@@ -134,20 +134,20 @@ class StepRecording:
                 elif self._steps_to_probe > 1:
                     self._steps_to_probe -= 1
             return
-        recorder = self._recorder_for(role)
-        recorder.end_compute(now=now)
+        accounting = self._accounting_for(role)
+        accounting.end_compute(now=now)
         if in_hook and self._pending_batch is not None:
-            self._probe_between_steps(recorder, role)
+            self._probe_between_steps(accounting, role)
 
     # Probing between steps, kept out of the records.
 
-    def _probe_between_steps(self, recorder=None, role="train"):
+    def _probe_between_steps(self, accounting=None, role="train"):
         """Placement and the fetch floor after the first fetched batch,
         fetch-floor samples after some later steps (synchronous steps).
 
         Their time is kept out of the step being recorded.
         """
-        recorder = recorder or self._train
+        accounting = accounting or self._train
         started = time.perf_counter()
         try:
             data, self._pending_batch = self._pending_batch, None
@@ -156,13 +156,13 @@ class StepRecording:
                 if role == "train" and not self._placement_written:
                     self._placement_written = True
                     document = self._placement_document(data)
-                    recorder.write_placement(document)
+                    accounting.write_placement(document)
                     self._accelerated = on_accelerator(document)
                 if role == "train":
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
                     floor.start(data, self._model.distribute_strategy)
-                recorder.update_info(
+                accounting.update_info(
                     run_info.batch_info(placement.batch_size(data), self._run_info)
                 )
                 self._steps_to_probe = FLOOR_SAMPLE_EVERY if role == "train" else 0
@@ -170,10 +170,10 @@ class StepRecording:
                 floor.sample(1)
                 self._steps_to_probe = FLOOR_SAMPLE_EVERY
             if floor is not None:
-                recorder.set_fetch_floor(floor.milliseconds())
+                accounting.set_fetch_floor(floor.milliseconds())
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
-        recorder.exclude(time.perf_counter() - started)
+        accounting.exclude(time.perf_counter() - started)
 
     def _placement_document(self, data):
         model = self._model
@@ -205,7 +205,7 @@ class StepRecording:
         step."""
         started = time.perf_counter()
         self._needs_batch[role] = False
-        recorder = self._recorder_for(role)
+        accounting = self._accounting_for(role)
         try:
             if role == "train":
                 if self._compiles is not None:
@@ -218,24 +218,24 @@ class StepRecording:
                     document = self._backend.placement_document(
                         variables, optimizer_variables, batch
                     )
-                    recorder.write_placement(document)
+                    accounting.write_placement(document)
                     self._accelerated = on_accelerator(document)
                 self._traces.found_device(self._accelerated)
             floor = self._floors.get(role)
             if floor is not None and floor.start_python(batch, self._backend.handover()):
                 floor.stop()
-                recorder.set_fetch_floor(floor.milliseconds())
-            recorder.update_info(
+                accounting.set_fetch_floor(floor.milliseconds())
+            accounting.update_info(
                 run_info.batch_info(placement.batch_size(batch), self._run_info)
             )
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         self._pending_excluded += time.perf_counter() - started
 
-    def _note_retraces(self, attribute, recorder):
-        self._backend.note_retraces(self, attribute, recorder)
+    def _note_retraces(self, attribute, accounting):
+        self._backend.note_retraces(self, attribute, accounting)
 
-    def _recorder_for(self, role):
+    def _accounting_for(self, role):
         return {
             "train": self._train,
             "validation": self._validation,
