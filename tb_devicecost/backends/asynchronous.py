@@ -46,9 +46,10 @@ import numpy as np
 # Fields of a dispatched step, in `_pending` (lists, filled in as the step's
 # completion becomes known).
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
-_PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD = range(7, 13)
+_PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN = range(7, 14)
 # The numeric fields `_write` reads of every step.
-_NUMBERS = operator.itemgetter(_START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD)
+_NUMBERS = operator.itemgetter(
+    _START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD, _HELD_BETWEEN)
 # Completion bounds this close are a measurement; wider ones are placed by
 # the step's duration where it was measured that closely (`_place`).
 _TIGHT_S = 0.2e-3
@@ -95,6 +96,8 @@ class AsyncSteps:
         # Python threads held it (`True`: data wait), or the user's other
         # threads did (host overhead). Set from what fed the fit.
         self.held_is_input = False
+        # Boundaries so far: a reading across one is not a step's.
+        self.boundaries = 0
 
     def dispatched(
         self,
@@ -110,6 +113,7 @@ class AsyncSteps:
         done=None,
         returned=None,
         held=0.0,
+        held_between=0.0,
     ):
         """Training thread: a step (or an execution of `steps`) was dispatched.
 
@@ -129,11 +133,14 @@ class AsyncSteps:
                 a step that compiled keeps its compilation.
             held: Seconds a synchronous step waited for the GIL while other
                 Python threads held it (`gil_wait.GilWait`): not compute.
+            held_between: Seconds the loop waited for the GIL between the
+                step before and this one's dispatch, its fetch left out
+                (metered where the input's own threads hold it).
         """
         self.upcoming_step += steps
         entry = [
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
-            batch_size, excluded, probe, timer, done, returned, None, held,
+            batch_size, excluded, probe, timer, done, returned, None, held, held_between,
         ]
         self._pending.append(entry)
         if probe is not None:
@@ -165,6 +172,7 @@ class AsyncSteps:
         every completed step and starts the next one afresh (an epoch or
         the fit ends, validation starts)."""
         self._drain(final=True)
+        self.boundaries += 1
         self._pending.clear()
         self._unready.clear()
         self._done.clear()
@@ -223,7 +231,7 @@ class AsyncSteps:
         entries = [entry for entry, _ in ready]
         # One conversion of every step's fields (a batch size of `None`, not
         # known, becomes NaN), and one of every step's bounds.
-        start, fetched, dispatch, batch, excluded_s, held_s = np.array(
+        start, fetched, dispatch, batch, excluded_s, held_s, held_between_s = np.array(
             [_NUMBERS(entry) for entry in entries], dtype=np.float64
         ).T
         lower, upper = np.array([bounds for _, bounds in ready], dtype=np.float64).T
@@ -250,6 +258,10 @@ class AsyncSteps:
         compute_s = compute_s - held_s
         if self.held_is_input:
             data_wait_s = data_wait_s + held_s
+            # The loop's own wait for the GIL those threads held.
+            moved_s = np.minimum(held_between_s, host_overhead_s)
+            host_overhead_s = host_overhead_s - moved_s
+            data_wait_s = data_wait_s + moved_s
         else:
             host_overhead_s = host_overhead_s + held_s
         # Our own measurements are left out of the host overhead they ran in,

@@ -93,13 +93,22 @@ class TorchBackend(base.Backend):
         # A CPU step runs on this thread and may wait for the GIL; known
         # after the first step (a CUDA step returns once queued).
         meter, on_cpu = gil_wait.GilWait(), None
+        # Where the pipeline's own threads hold the GIL, the loop waits for
+        # it between steps too (Keras's hooks, the batch-begin ones): metered
+        # from a step's return to the next one's dispatch.
+        between, since = None, 0
 
         def timed_torch(data):
-            nonlocal on_cpu
+            nonlocal on_cpu, between, since
             dispatch = clock()
             fetched = callback._fetched_at or dispatch
             start = callback._fetch_started or fetched
             start = min(start, fetched)
+            held_between = 0.0
+            if between is not None and since == steps.boundaries:
+                # The fetch is asleep on the pipeline's queue: data wait
+                # already. (Across an epoch's end, no step's.)
+                held_between = max(0.0, meter.stop(between, dispatch) - (fetched - start))
             window = callback._traces.window if role == "train" else None
             if window is not None:
                 transition = callback._before_traced_step(steps.upcoming_step)
@@ -126,6 +135,8 @@ class TorchBackend(base.Backend):
             timer, done = completions.source(result, returned)
             on_cpu = done is not None
             held = meter.stop(metered, returned) if done is not None else 0.0
+            between = meter.start(returned) if on_cpu and steps.held_is_input else None
+            since = steps.boundaries
             steps.dispatched(
                 callback._batch_begin,
                 start,
@@ -136,6 +147,7 @@ class TorchBackend(base.Backend):
                 timer=timer,
                 done=done,
                 held=held,
+                held_between=held_between,
             )
             if callback._needs_batch.get(role, False):
                 callback._after_first_async_step(role, batch, None)

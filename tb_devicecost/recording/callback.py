@@ -313,7 +313,11 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             accounting.begin_span()
             self._test_role = role
             if self._backend.asynchronous:
-                self._async[role] = async_steps.AsyncSteps(accounting)
+                steps = self._async[role] = async_steps.AsyncSteps(accounting)
+                # Validation's pipeline is its own: a step's wait for the GIL
+                # is data wait where its threads held it (`AsyncSteps`).
+                steps.held_is_input = input_kind.runs_python_threads(input_kind.describe(
+                    keras_loop.caller_local("epoch_iterator", keras_loop.epoch_iterator_class())))
                 self._fetch_started = None
                 self._wrap("test_function", role)
                 return

@@ -54,6 +54,46 @@ def test_python_between_steps_is_host_overhead(tmp_path):
     assert series["compute_ms"][1] == pytest.approx(5.0)
 
 
+def synchronous(tmp_path, steps, held_is_input):
+    """Feeds synchronous steps `(start, fetched, done, held, held_between)`
+    (ms, as PyTorch on the CPU); returns the series."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    timing.held_is_input = held_is_input
+    for key, (start, fetched, done, held, between) in enumerate(steps):
+        timing.dispatched(key, start / 1e3, fetched / 1e3, batch_size=32, done=done / 1e3,
+                          held=held / 1e3, held_between=between / 1e3)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    return record.series
+
+
+@pytest.mark.parametrize("held_is_input", [True, False])
+def test_a_wait_for_the_gil_goes_where_its_holders_belong(tmp_path, held_is_input):
+    """Step 1: the loop runs 6 ms after step 0 (4 of them waiting for the
+    GIL), fetches for 1 ms, and computes for 7 ms of which 3 waiting for
+    the GIL. Where the input's own threads held it (a threaded
+    `PyDataset`), those 7 ms are data wait; else (the user's threads) host
+    overhead. Never compute, and never more than the loop's own time is
+    moved out of host overhead."""
+    steps = [(0, 1, 10, 0, 0), (16, 17, 24, 3, 4), (30, 31, 38, 0, 9)]
+    series = synchronous(tmp_path / str(held_is_input), steps, held_is_input)
+    assert series["compute_ms"][1] == pytest.approx(4.0)
+    assert series["compute_ms"][2] == pytest.approx(7.0)
+    if held_is_input:
+        assert series["data_wait_ms"][1] == pytest.approx(1.0 + 3.0 + 4.0)
+        assert series["host_overhead_ms"][1] == pytest.approx(2.0)
+        # 9 ms metered between, but the loop ran only 6: 6 move.
+        assert series["data_wait_ms"][2] == pytest.approx(1.0 + 6.0)
+        assert series["host_overhead_ms"][2] == pytest.approx(0.0, abs=1e-6)
+    else:
+        assert series["data_wait_ms"][1] == pytest.approx(1.0)
+        assert series["host_overhead_ms"][1] == pytest.approx(6.0 + 3.0)
+        assert series["host_overhead_ms"][2] == pytest.approx(6.0)
+
+
 def test_completions_seen_out_of_order_still_give_rows_in_order(tmp_path):
     """Keras's worker threads may report step 2 before step 1."""
     steps = [(0, 1, 10), (2, 4, 20), (5, 7, 30)]

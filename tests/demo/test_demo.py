@@ -414,10 +414,11 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     # The Python pipeline adds its wait to every step. (How many times as
     # long depends on the machine: a busy 2-core one slows PyTorch's
     # multi-threaded conv step more than the single-threaded Python, so
-    # the step, not the wait, may then be the larger part.)
+    # the step, not the wait, may then be the larger part; and the two runs'
+    # steps are not compared, as a burst of load in one of them outweighs
+    # the wait: 135 ms against 75 ms once.)
     wait = naive["data_wait_ms"]["mean"]
     assert wait > 10 * max(in_model["data_wait_ms"]["mean"], 0.1)
-    assert naive["step_ms"]["mean"] > in_model["step_ms"]["mean"] + 0.5 * wait
     if backend == "torch":
         # At least a finding, the verdict where the machine is quiet.
         assert naive["shares"]["data_wait"] >= 0.2

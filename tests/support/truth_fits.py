@@ -195,6 +195,12 @@ def main():
 
         loader = torch.utils.data.DataLoader(Slow(), batch_size=None)
         mlp().fit(loader, epochs=1, verbose=0, callbacks=[callback("dataloader")])
+    if BACKEND == "torch" and case("validation_threads", data_ms=PYTHON_MS):
+        # Validation's own pipeline: Python on four threads of the process.
+        # Its GIL waits during a step are its data wait, as the training's.
+        validation = Batches(x, y, python_ms=PYTHON_MS, workers=4, use_multiprocessing=False)
+        mlp().fit(x, y, batch_size=BATCH, epochs=1, verbose=0, validation_data=validation,
+                  callbacks=[callback("validation_threads")])
     for name, before, at in (
         ("callback_before", True, "end"),
         ("callback_after", False, "end"),
