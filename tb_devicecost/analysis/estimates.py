@@ -314,6 +314,39 @@ def batch_estimate(run, figures):
     )
 
 
+def straggler_estimate(straggler):
+    """What the `straggler` finding's fix would buy: the processes' mean
+    step less what they wait for it (a `workers.Straggler`)."""
+    mean_step_ms = straggler.mean_step_ms
+    after_ms = mean_step_ms - straggler.saved_ms
+    estimate = no_estimate(
+        "the processes' mean step less the mean skew of the steps this "
+        "process arrived last at: what they wait for it; the steps are no "
+        "shorter than the next slowest process allows"
+    )
+    if mean_step_ms > 0 and after_ms > 0:
+        speedup = mean_step_ms / after_ms
+        estimate.update(
+            bound="at_most",
+            speedup=speedup,
+            of="step_ms",
+            step_ms=after_ms,
+            text=(
+                f"at most {rounded(speedup)}x faster steps ({fmt_ms(after_ms)} ms "
+                f"instead of {fmt_ms(mean_step_ms)} ms, mean over the processes)"
+            ),
+        )
+    return estimate
+
+
+def waiting_estimate(straggler_expected):
+    """What a process `waiting_for_others` would gain: what the straggler's
+    fix buys (its finding's `expected`)."""
+    return straggler_expected or no_estimate(
+        "what this process gains is what the straggler's fix buys"
+    )
+
+
 def expected(finding, run, figures, retraced_spikes=0):
     """The `expected` of a `verdicts.Finding` of `run` (a `RunData`) with
     its `RunFigures`; `retraced_spikes`: the spikes the recorded retraces
