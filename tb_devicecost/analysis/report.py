@@ -167,22 +167,22 @@ def finding_object(finding, run, figures, retraced_spikes=0):
 
 def _trace_window(window):
     """A trace window of the run object, our data wait set beside the trace's."""
-    ours_wait = window.ours["data_wait_ms"]
-    trace_wait = window.summary.get("mean_input_wait_ms")
+    ours_wait_ms = window.ours["data_wait_ms"]
+    trace_wait_ms = window.summary.get("mean_input_wait_ms")
     agreement = None
-    if ours_wait is not None and trace_wait is not None:
-        larger = max(ours_wait, trace_wait)
-        difference = abs(ours_wait - trace_wait)
+    if ours_wait_ms is not None and trace_wait_ms is not None:
+        larger = max(ours_wait_ms, trace_wait_ms)
+        difference = abs(ours_wait_ms - trace_wait_ms)
         relative = difference / larger if larger > 0 else 0.0
         disagree = relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS
         agreement = {
-            "ours_ms": ours_wait,
-            "trace_ms": trace_wait,
+            "ours_ms": ours_wait_ms,
+            "trace_ms": trace_wait_ms,
             "relative_difference": relative,
             "disagree": disagree,
             "message": (
-                f"Our mean data wait for these steps ({fmt_ms(ours_wait)} ms per "
-                f"step) and the trace's mean input wait ({fmt_ms(trace_wait)} ms) "
+                f"Our mean data wait for these steps ({fmt_ms(ours_wait_ms)} ms per "
+                f"step) and the trace's mean input wait ({fmt_ms(trace_wait_ms)} ms) "
                 "differ by "
                 f"{fmt_share(relative)}. "
                 + (

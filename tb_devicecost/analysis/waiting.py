@@ -78,7 +78,7 @@ def find_waiting(entry, group, run):
     share = entry.get("wait_share")
     if share is None or share < WAITING_SHARE - 1e-12:
         return None
-    wait = entry["wait_ms"]
+    wait_ms = entry["wait_ms"]
     split = run.get("device_split") or {}
     return Waiting(
         run=entry["run"],
@@ -87,8 +87,8 @@ def find_waiting(entry, group, run):
         straggler_run=group["straggler"],
         cause=group.get("cause"),
         wait_share=share,
-        wait_p50_ms=wait["p50"],
-        wait_p90_ms=wait["p90"],
+        wait_p50_ms=wait_ms["p50"],
+        wait_p90_ms=wait_ms["p90"],
         step_p50_ms=(entry.get("step_ms") or {}).get("p50"),
         communication_fraction=split.get("communication"),
         compute_fraction=split.get("compute"),

@@ -304,11 +304,11 @@ def _own_work_ms(run):
     """A process's own host-side work per step (ms): its full fetch,
     overlapped with device work or not, and its host overhead; `None` in
     data recorded without full fetch times."""
-    fetch = (run.get("fetch_ms") or {}).get("mean")
-    host = (run.get("host_overhead_ms") or {}).get("mean")
-    if not isinstance(fetch, (int, float)) or not isinstance(host, (int, float)):
+    fetch_ms = (run.get("fetch_ms") or {}).get("mean")
+    host_ms = (run.get("host_overhead_ms") or {}).get("mean")
+    if not isinstance(fetch_ms, (int, float)) or not isinstance(host_ms, (int, float)):
         return None
-    return fetch + host
+    return fetch_ms + host_ms
 
 
 def _does_more_work(processes, runs, worst):
@@ -327,12 +327,12 @@ def _does_more_work(processes, runs, worst):
     if any(value is None for value in own) or len(own) < 2:
         return True
     others = [value for index, value in enumerate(own) if index != worst]
-    step = ((runs.get(processes[worst].run) or {}).get("step_ms") or {}).get("mean")
-    if not isinstance(step, (int, float)) or step <= 0:
+    step_ms = ((runs.get(processes[worst].run) or {}).get("step_ms") or {}).get("mean")
+    if not isinstance(step_ms, (int, float)) or step_ms <= 0:
         return True
-    typical = float(np.median(others))
-    excess = own[worst] - typical
-    return excess >= STRAGGLER_MODERATE * step and excess >= OWN_WORK_EXCESS * typical
+    typical_ms = float(np.median(others))
+    excess_ms = own[worst] - typical_ms
+    return excess_ms >= STRAGGLER_MODERATE * step_ms and excess_ms >= OWN_WORK_EXCESS * typical_ms
 
 
 def _cause(run, excess_wait_ms, excess_host_ms):
