@@ -81,12 +81,12 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         # provider's plugin listing; this covers runs holding only traces.
         # TensorBoard asks on every reload: the disk is walked at most once
         # every `_ACTIVE_RECHECK_S`, and once the tab is active it stays so.
-        active, found = self._active
-        now = time.monotonic()
-        if active or now - found < _ACTIVE_RECHECK_S:
+        active, checked_s = self._active
+        now_s = time.monotonic()
+        if active or now_s - checked_s < _ACTIVE_RECHECK_S:
             return bool(active)
         active = bool(reader.find_profile_runs(self._logdir))
-        self._active = (active, now)
+        self._active = (active, now_s)
         return active
 
     def frontend_metadata(self):
