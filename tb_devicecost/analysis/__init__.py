@@ -30,12 +30,15 @@ only those before it):
   `pairing`, the explanation's words in `comparison_text`.
 - `workers`: the processes of a distributed job (`RunData`s, grouped by
   `jobs`) lined up by step, their waits for each other and the straggler
-  (`docs/VERDICTS.md`).
+  (`docs/VERDICTS.md`), as a typed `Job`; the processes mostly waiting for
+  it in `waiting`, the words of both findings in `job_text`.
 - `predictions`: each finding's predicted gain beside what a fixed
   counterpart of its run (the same model with the fix applied) achieved.
 - `report`: the only builder of the JSON-ready documents: the run object
   (`analyze_run`, `run_object`: figures, verdict, each finding's words and
-  estimate) and the report (`build_report`).
+  estimate), each job's group object (`worker_groups`, with
+  `attach_findings` and `mark_waiting` setting its findings on its runs)
+  and the report (`build_report`).
 """
 
 from tb_devicecost.analysis.compare import compare_runs
@@ -45,6 +48,8 @@ from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.report import json_ready
+from tb_devicecost.analysis.report import mark_waiting
+from tb_devicecost.analysis.report import worker_groups
 from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.sweeps import find_sweeps
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
@@ -73,4 +78,6 @@ __all__ = [
     "fmt_ms",
     "fmt_share",
     "json_ready",
+    "mark_waiting",
+    "worker_groups",
 ]

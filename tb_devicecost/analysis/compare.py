@@ -95,8 +95,8 @@ def _compare(run, base, context=(), found=None):
     same_run = run["run"] == base["run"]
     # Means, like samples/s and the per-step deltas beside it: a median
     # would hide rare long stalls and could even flip the direction.
-    run_step, base_step = run["step_ms"]["mean"], base["step_ms"]["mean"]
-    speedup_step = base_step / run_step if run_step and base_step else None
+    run_step_ms, base_step_ms = run["step_ms"]["mean"], base["step_ms"]["mean"]
+    speedup_step = base_step_ms / run_step_ms if run_step_ms and base_step_ms else None
     run_rate, base_rate = run["samples_per_s"], base["samples_per_s"]
     speedup_rate = run_rate / base_rate if run_rate and base_rate else None
     same_batch = (
@@ -125,8 +125,8 @@ def _compare(run, base, context=(), found=None):
         "speedup_step": speedup_step,
         "speedup_samples_per_s": speedup_rate,
         "same_batch_size": bool(same_batch),
-        "step_ms": run_step,
-        "baseline_step_ms": base_step,
+        "step_ms": run_step_ms,
+        "baseline_step_ms": base_step_ms,
         "samples_per_s": run_rate,
         "per_step_ms": per_step,
         "per_1000_samples_ms": per_1000,
@@ -367,10 +367,10 @@ def _busy_ms(result):
     """The device's busy ms per step from the run's trace, at most its mean
     step, or `None`."""
     trace = device_side.device_trace(result)
-    step = result["step_ms"]["mean"]
-    if trace is None or trace["busy_ms"] is None or not step:
+    step_ms = result["step_ms"]["mean"]
+    if trace is None or trace["busy_ms"] is None or not step_ms:
         return None
-    return min(trace["busy_ms"], step)
+    return min(trace["busy_ms"], step_ms)
 
 
 def _fixed_ms(result, fits):
@@ -380,19 +380,19 @@ def _fixed_ms(result, fits):
     fit = (fits or {}).get("devices", {}).get(result["device"])
     if fit is not None:
         return fit["fixed_ms"], "batch_sizes"
-    busy = _busy_ms(result)
-    if busy is not None:
-        return result["step_ms"]["mean"] - busy, "trace"
+    busy_ms = _busy_ms(result)
+    if busy_ms is not None:
+        return result["step_ms"]["mean"] - busy_ms, "trace"
     return None, None
 
 
 def parts(run, base, fits):
     """The numbers behind the explanation, each for the run and its baseline."""
     parts = {}
-    run_fixed, run_source = _fixed_ms(run, fits)
-    base_fixed, base_source = _fixed_ms(base, fits)
+    run_fixed_ms, run_source = _fixed_ms(run, fits)
+    base_fixed_ms, base_source = _fixed_ms(base, fits)
     parts["fixed_ms"] = {
-        "run": run_fixed, "baseline": base_fixed,
+        "run": run_fixed_ms, "baseline": base_fixed_ms,
         "source": {"run": run_source, "baseline": base_source},
     }
     parts["device_busy_ms"] = {"run": _busy_ms(run), "baseline": _busy_ms(base)}

@@ -128,40 +128,40 @@ def _fit_wall(run, figures):
 
 def _wall_estimate(run, figures, bound, saved_ms, basis):
     """What a fix buys in the fit's wall time: `saved_ms` less of it."""
-    before, whole = _fit_wall(run, figures)
-    after = before - saved_ms
-    if not before:
+    before_ms, whole = _fit_wall(run, figures)
+    after_ms = before_ms - saved_ms
+    if not before_ms:
         return no_estimate("the fit's wall time was not recorded")
     if saved_ms <= 0:
         return no_estimate("it took no longer than steady steps would have")
-    if after <= 0:
+    if after_ms <= 0:
         return no_estimate("the time it took is the whole fit's, so no ratio can be given")
     if not whole:
         basis += (
             "; the fit's time outside the steps was not recorded, so its wall "
             "time here is warm-up and steady steps only"
         )
-    speedup = before / after
+    speedup = before_ms / after_ms
     if speedup < 1.1:
         # "1.0x as fast" says nothing: the time saved does.
         text = (
             f"{_BOUND_WORDS[bound]} {rounded(saved_ms, bound)} ms less wall "
-            f"time, {fmt_share(saved_ms / before)} of the fit's {fmt_ms(before)} ms"
+            f"time, {fmt_share(saved_ms / before_ms)} of the fit's {fmt_ms(before_ms)} ms"
         )
     else:
         # Three digits for the wall time, so that it reads as less than
         # the time it is set against.
         text = (
             f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x as fast a fit "
-            f"({rounded(after, _OPPOSITE[bound], digits=3)} ms of wall time "
-            f"instead of {fmt_ms(before)} ms)"
+            f"({rounded(after_ms, _OPPOSITE[bound], digits=3)} ms of wall time "
+            f"instead of {fmt_ms(before_ms)} ms)"
         )
     expected = no_estimate(basis)
     expected.update(
         bound=bound,
         speedup=speedup,
         of="fit_wall_time",
-        wall_ms=after,
+        wall_ms=after_ms,
         text=text,
     )
     return expected
@@ -169,10 +169,10 @@ def _wall_estimate(run, figures, bound, saved_ms, basis):
 
 def input_estimate(run, figures):
     """The mean step without the wait above the cost of a ready batch."""
-    step, starved = figures.step.mean, figures.starved_data_wait_ms
-    if step is None or starved is None:
+    step_ms, starved_ms = figures.step.mean, figures.starved_data_wait_ms
+    if step_ms is None or starved_ms is None:
         return no_estimate("the run's mean step or data wait was not recorded")
-    after = step - min(starved, step)
+    after_ms = step_ms - min(starved_ms, step_ms)
     wait = (
         "wait above the cost of a ready batch"
         if figures.ready_fetch_ms is not None
@@ -181,9 +181,9 @@ def input_estimate(run, figures):
     return _samples_estimate(
         figures,
         "about",
-        after,
-        f"the {fmt_ms(step)} ms mean step without its {fmt_ms(starved)} ms mean "
-        f"{wait}: {fmt_ms(after)} ms, if the pipeline kept ahead of the step",
+        after_ms,
+        f"the {fmt_ms(step_ms)} ms mean step without its {fmt_ms(starved_ms)} ms mean "
+        f"{wait}: {fmt_ms(after_ms)} ms, if the pipeline kept ahead of the step",
     )
 
 
@@ -205,25 +205,25 @@ def host_estimate(run, figures):
 
 def warmup_estimate(run, figures):
     """At most: the fit's wall time had its warm-up steps taken a steady step."""
-    step = figures.step.mean
+    step_ms = figures.step.mean
     wall = run.numbers.wall
-    warmup = wall.warmup if wall.total and wall.warmup is not None else run.numbers.warmup_ms
+    warmup_ms = wall.warmup if wall.total and wall.warmup is not None else run.numbers.warmup_ms
     count = run.numbers.warmup_count or 1
-    if step is None or warmup is None:
+    if step_ms is None or warmup_ms is None:
         return no_estimate(
             "no steady step was recorded to set against the warm-up"
-            if step is None
+            if step_ms is None
             else "the warm-up was not recorded"
         )
-    saved = max(0.0, warmup - count * step)
+    saved_ms = max(0.0, warmup_ms - count * step_ms)
     steps = "step" if count == 1 else f"{fmt_count(count)} steps"
     return _wall_estimate(
         run,
         figures,
         "at_most",
-        saved,
-        f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup)} ms in "
-        f"total) had taken the {fmt_ms(step)} ms mean steady step; compilation "
+        saved_ms,
+        f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup_ms)} ms in "
+        f"total) had taken the {fmt_ms(step_ms)} ms mean steady step; compilation "
         "is never free, so this is a bound",
     )
 
@@ -311,6 +311,39 @@ def batch_estimate(run, figures):
         samples_per_step=target,
         batch_size=target,
         capped=capped,
+    )
+
+
+def straggler_estimate(straggler):
+    """What the `straggler` finding's fix would buy: the processes' mean
+    step less what they wait for it (a `workers.Straggler`)."""
+    mean_step_ms = straggler.mean_step_ms
+    after_ms = mean_step_ms - straggler.saved_ms
+    estimate = no_estimate(
+        "the processes' mean step less the mean skew of the steps this "
+        "process arrived last at: what they wait for it; the steps are no "
+        "shorter than the next slowest process allows"
+    )
+    if mean_step_ms > 0 and after_ms > 0:
+        speedup = mean_step_ms / after_ms
+        estimate.update(
+            bound="at_most",
+            speedup=speedup,
+            of="step_ms",
+            step_ms=after_ms,
+            text=(
+                f"at most {rounded(speedup)}x faster steps ({fmt_ms(after_ms)} ms "
+                f"instead of {fmt_ms(mean_step_ms)} ms, mean over the processes)"
+            ),
+        )
+    return estimate
+
+
+def waiting_estimate(straggler_expected):
+    """What a process `waiting_for_others` would gain: what the straggler's
+    fix buys (its finding's `expected`)."""
+    return straggler_expected or no_estimate(
+        "what this process gains is what the straggler's fix buys"
     )
 
 

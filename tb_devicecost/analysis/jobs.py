@@ -11,7 +11,35 @@ Nothing here walks `range(count)`: a run info may claim a million
 processes.
 """
 
+import dataclasses
+
 from tb_devicecost.analysis.formatting import confined
+
+
+@dataclasses.dataclass(frozen=True)
+class Unaligned:
+    """A run of a job that could not be lined up with the others.
+
+    `process_index` is the index its directory gives; `claimed_index` the
+    one its run info gives, when that is a place in the job (`None`
+    otherwise); `reason` says why, in words.
+    """
+
+    run: str
+    process_index: int
+    claimed_index: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRuns:
+    """The runs of one job (`group_runs`): `members`, `((index, RunData), ...)`
+    lined up, by index; `unaligned`, the `Unaligned` runs, by name; `count`,
+    the largest process count its runs' info gives."""
+
+    members: tuple
+    unaligned: tuple
+    count: int
 
 
 def missing_ranges(count, present):
@@ -52,7 +80,7 @@ def _names(names, most=3):
 
 
 def group_runs(runs, by_name):
-    """`{group: {"members": {index: RunData}, "unaligned": [...], "count"}}`.
+    """`{group: JobRuns}`: the runs of each job, lined up or not.
 
     Args:
         runs: `RunData`s (`record.read_run`).
@@ -95,9 +123,16 @@ def group_runs(runs, by_name):
         if reason is None:
             job["members"][index] = run
         else:
-            job["unaligned"].append({
-                "run": name, "process_index": directory_index,
-                "claimed_index": index if index is not None and index < count else None,
-                "reason": reason,
-            })
-    return groups
+            job["unaligned"].append(Unaligned(
+                run=name, process_index=directory_index,
+                claimed_index=index if index is not None and index < count else None,
+                reason=reason,
+            ))
+    return {
+        group: JobRuns(
+            members=tuple(sorted(job["members"].items(), key=lambda member: member[0])),
+            unaligned=tuple(job["unaligned"]),
+            count=job["count"],
+        )
+        for group, job in groups.items()
+    }

@@ -91,7 +91,7 @@ def read_distribution(info, batch_size):
     else:
         # A custom loop (PyTorch DDP): each process steps on its own batch.
         global_batch, per_process = (batch * count if batch else None), batch
-    # What the recorder wrote, when it did (DeviceCostCallback, docs/FORMAT.md).
+    # What the recording wrote, when it did (DeviceCostCallback, docs/FORMAT.md).
     recorded = {key: _divided(as_number(info.get(key)), 1)
                 for key in ("global_batch", "per_process_batch", "per_replica_batch")}
     if recorded["global_batch"]:

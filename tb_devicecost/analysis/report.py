@@ -3,6 +3,9 @@
 `analyze_run` turns one run's `RunData` into the run object (docs/CLI.md,
 "Run object"): per-step numbers, shares, the fit's wall time, the trace
 windows beside our own numbers, and the verdict with its findings.
+`worker_groups` writes each distributed job (`workers.Job`) as the
+report's group object, with its `straggler` finding; `attach_findings` and
+`mark_waiting` set the job's findings on its runs' objects.
 `build_report` analyses every run, compares them and says what was skipped.
 Everything returned is plain JSON-ready data: no NaN, `None` where a number
 is unknown.
@@ -15,11 +18,13 @@ import numpy as np
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import finding_text
+from tb_devicecost.analysis import job_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import verdicts
+from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
 from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.formatting import fmt_ms
@@ -127,7 +132,7 @@ def run_object(run):
         "jit_compile": run.jit_compile,
         "input_pipeline": run.input_pipeline,
         "distribution": run.distribution.as_dict() if run.distribution else None,
-        # The distributed job it is one process of (`workers.attach_findings`).
+        # The distributed job it is one process of (`attach_findings`).
         "job": None,
         "problems": run.problems,
         "sweep": run.sweep.as_dict() if run.sweep is not None else None,
@@ -162,22 +167,22 @@ def finding_object(finding, run, figures, retraced_spikes=0):
 
 def _trace_window(window):
     """A trace window of the run object, our data wait set beside the trace's."""
-    ours_wait = window.ours["data_wait_ms"]
-    trace_wait = window.summary.get("mean_input_wait_ms")
+    ours_wait_ms = window.ours["data_wait_ms"]
+    trace_wait_ms = window.summary.get("mean_input_wait_ms")
     agreement = None
-    if ours_wait is not None and trace_wait is not None:
-        larger = max(ours_wait, trace_wait)
-        difference = abs(ours_wait - trace_wait)
+    if ours_wait_ms is not None and trace_wait_ms is not None:
+        larger = max(ours_wait_ms, trace_wait_ms)
+        difference = abs(ours_wait_ms - trace_wait_ms)
         relative = difference / larger if larger > 0 else 0.0
         disagree = relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS
         agreement = {
-            "ours_ms": ours_wait,
-            "trace_ms": trace_wait,
+            "ours_ms": ours_wait_ms,
+            "trace_ms": trace_wait_ms,
             "relative_difference": relative,
             "disagree": disagree,
             "message": (
-                f"Our mean data wait for these steps ({fmt_ms(ours_wait)} ms per "
-                f"step) and the trace's mean input wait ({fmt_ms(trace_wait)} ms) "
+                f"Our mean data wait for these steps ({fmt_ms(ours_wait_ms)} ms per "
+                f"step) and the trace's mean input wait ({fmt_ms(trace_wait_ms)} ms) "
                 "differ by "
                 f"{fmt_share(relative)}. "
                 + (
@@ -210,6 +215,189 @@ def _trace_window(window):
         "steps": window.steps,
         "data_wait_agreement": agreement,
     }
+
+
+def _spread(spread):
+    """A `workers.Spread` as the group object's `{p50, p90, mean}`."""
+    return {"p50": spread.p50, "p90": spread.p90, "mean": spread.mean}
+
+
+def _process_object(entry, run):
+    """A process's entry in its group's `runs`: a `workers.ProcessEntry`
+    beside its run object's verdict and figures."""
+    return {
+        "run": entry.run,
+        "process_index": entry.process_index,
+        "verdict": run.get("verdict"),
+        "steady_verdict": run.get("steady_verdict"),
+        "step_ms": run.get("step_ms"),
+        "shares": run.get("shares"),
+        "device": run.get("device"),
+        "device_busy_fraction": run.get("device_busy_fraction"),
+        "distribution": run.get("distribution"),
+        "samples_per_s": run.get("samples_per_s"),
+        "wait_ms": _spread(entry.wait_ms),
+        "wait_share": entry.wait_share,
+        "late_steps": entry.late_steps,
+        "lost_share": entry.lost_share,
+    }
+
+
+def straggler_finding(job, straggler_run):
+    """The `straggler` finding (docs/VERDICTS.md) of a `workers.Job` with a
+    straggler: who, how much, why (`job_text.straggler`), the fix and what
+    it would buy (`estimates.straggler_estimate`). `straggler_run` is the
+    straggler's run object."""
+    late = job.straggler
+    own_fix = next(
+        (finding.get("fix") for finding in straggler_run.get("findings") or ()
+         if finding.get("id") == late.cause),
+        None,
+    )
+    headline, message, fix = job_text.straggler(
+        job, straggler_run.get("shares"),
+        straggler_run.get("steady_verdict") or straggler_run.get("verdict"), own_fix)
+    return {
+        "id": "straggler",
+        "severity": late.severity,
+        "headline": headline,
+        "message": message,
+        "fix": fix,
+        "expected": estimates.straggler_estimate(late),
+        "process_index": late.process_index,
+        "run": late.run,
+        "share": late.share,
+        "cause": late.cause,
+        "skew_ms": {"p50": job.skew_ms.p50, "p90": job.skew_ms.p90},
+    }
+
+
+def group_object(job, runs):
+    """The report's `"workers"` entry of a `workers.Job` (docs/CLI.md).
+
+    Args:
+        job: The `workers.Job`.
+        runs: `{run name: run object}` of the analysed runs.
+    """
+    late = job.straggler
+    return {
+        "group": job.group,
+        "process_count": job.process_count,
+        "missing_processes": [list(item) for item in job.missing_processes],
+        "missing_count": job.missing_count,
+        "unaligned": [
+            {"run": item.run, "process_index": item.process_index,
+             "claimed_index": item.claimed_index, "reason": item.reason}
+            for item in job.unaligned
+        ],
+        "problems": list(job.problems),
+        "aligned_steps": job.aligned_steps,
+        "runs": [_process_object(entry, runs.get(entry.run) or {}) for entry in job.processes],
+        "straggler": late.run if late else None,
+        "straggler_index": late.process_index if late else None,
+        "straggler_share": late.share if late else None,
+        "cause": late.cause if late else None,
+        "skew_ms": _spread(job.skew_ms),
+        "start_spread_ms": _spread(job.start_spread_ms),
+        "end_spread_ms": _spread(job.end_spread_ms),
+        "same_host": job.same_host,
+        "device_busy_spread": job.device_busy_spread,
+        "series": {
+            "step": list(job.series.step),
+            "skew_ms": list(job.series.skew_ms),
+            "late": list(job.series.late),
+        },
+        "finding": straggler_finding(job, runs.get(late.run) or {}) if late else None,
+    }
+
+
+def worker_groups(run_data, runs):
+    """Every distributed job among `run_data` (`workers.build_workers`) as
+    the report's `"workers"`: a group object each (`group_object`), by
+    group name.
+
+    Args:
+        run_data: `RunData`s of the runs (`record.read_run`).
+        runs: Their run objects (`run_object`).
+    """
+    by_name = {run["run"]: run for run in runs}
+    return [group_object(job, by_name) for job in workers.build_workers(run_data, runs)]
+
+
+def attach_findings(groups, runs):
+    """Adds each group's `straggler` finding to the findings of the
+    straggler's run only: said once per job (a job of 200 processes would
+    otherwise repeat it 200 times); every other process's run names its
+    job in `job` (the group shows who holds it back)."""
+    by_name = {run["run"]: run for run in runs}
+    for group in groups:
+        for entry in group["runs"]:
+            run = by_name.get(entry["run"])
+            if run is not None:
+                run["job"] = group["group"]
+        finding = group["finding"]
+        run = by_name.get(group["straggler"]) if finding is not None else None
+        if run is not None:
+            run["findings"] = list(run.get("findings") or []) + [finding]
+
+
+def waiting_finding(found, group):
+    """The `waiting_for_others` finding of a `waiting.Waiting` in `group`
+    (a group object): its words (`job_text.waiting_for_others`) and what
+    the straggler's fix would buy it."""
+    headline, message, fix = job_text.waiting_for_others(found)
+    return {
+        "id": waiting.VERDICT,
+        "severity": waiting.SEVERITY,
+        "headline": headline,
+        "message": message,
+        "fix": fix,
+        "expected": estimates.waiting_estimate((group.get("finding") or {}).get("expected")),
+        "process_index": found.process_index,
+        "waits_for": found.waits_for,
+        "straggler_run": found.straggler_run,
+        "wait_share": found.wait_share,
+        "wait_ms": {"p50": found.wait_p50_ms, "p90": found.wait_p90_ms},
+        "communication_fraction": found.communication_fraction,
+    }
+
+
+def _set_waiting(run, finding):
+    """Makes `finding` the run's verdict: its own verdict is kept as
+    `own_verdict`, and the findings that advise a cheaper step go."""
+    run["own_verdict"] = run.get("steady_verdict")
+    if run.get("verdict") == run.get("steady_verdict"):
+        run["verdict"] = waiting.VERDICT
+    run["steady_verdict"] = waiting.VERDICT
+    kept = [
+        item for item in run.get("findings") or ()
+        if isinstance(item, dict)
+        and item.get("id") not in waiting.COMPUTE_ADVICE + (waiting.VERDICT,)
+    ]
+    run["findings"] = [finding] + kept
+
+
+def mark_waiting(groups, runs):
+    """Each process's device split beside its waits, and the
+    `waiting_for_others` verdict of a process mostly waiting for the
+    straggler (`waiting.find_waiting`), set on its run object and its
+    entry in the group object."""
+    by_name = {run["run"]: run for run in runs}
+    for group in groups:
+        for entry in group["runs"]:
+            run = by_name.get(entry["run"]) or {}
+            entry["device_split"] = run.get("device_split")
+            entry["device_figures"] = run.get("device_figures") or []
+            found = waiting.find_waiting(entry, group, run)
+            if found is None:
+                continue
+            finding = waiting_finding(found, group)
+            entry["waiting"] = finding
+            entry["own_verdict"] = entry["steady_verdict"]
+            entry["steady_verdict"] = waiting.VERDICT
+            if run:
+                _set_waiting(run, finding)
+                entry["verdict"] = run["verdict"]
 
 
 # Keys whose strings are sentences that may quote the recorded data (a run
@@ -323,9 +511,9 @@ def build_report(records, baseline=None, unread=None):
     # The processes of a distributed fit side by side; the straggler's
     # finding joins each of its processes' findings, and a process mostly
     # waiting for it is `waiting_for_others`.
-    worker_groups = workers.build_workers(run_data, runs)
-    workers.attach_findings(worker_groups, runs)
-    workers.mark_waiting(worker_groups, runs)
+    groups = worker_groups(run_data, runs)
+    attach_findings(groups, runs)
+    mark_waiting(groups, runs)
     skipped.extend(
         {"run": str(item["run"]), "reason": str(item["reason"])} for item in unread or ()
     )
@@ -347,7 +535,7 @@ def build_report(records, baseline=None, unread=None):
         "runs": runs,
         "comparison": json_ready(compare.compare_runs(runs, baseline)),
         "sweeps": sweeps,
-        "workers": json_ready(worker_groups),
+        "workers": json_ready(groups),
         # Each finding's predicted gain beside what a fixed counterpart of
         # its run achieved (`predictions`).
         "predictions": json_ready(predictions_module.check_predictions(runs, run_data, sweeps)),

@@ -57,7 +57,7 @@ class Stats:
 class Wall:
     """The fit's wall time and its parts (ms), each `None` when unknown.
 
-    The recorder writes `{"total", "steps", "warmup", "between_steps",
+    The recording writes `{"total", "steps", "warmup", "between_steps",
     "measurement"}` with total = the sum of the four parts; older data has
     no such key, and then every part is unknown (never guessed).
     """

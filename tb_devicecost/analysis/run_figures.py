@@ -114,13 +114,13 @@ def run_figures(run):
     # the time in warm-up and steady steps (all that older data knows).
     warmup_share = None
     if wall.total and (wall.warmup is not None or warmup_ms is not None):
-        warmup_part = wall.warmup if wall.warmup is not None else warmup_ms
-        warmup_share = min(1.0, warmup_part / wall.total)
+        warmup_part_ms = wall.warmup if wall.warmup is not None else warmup_ms
+        warmup_share = min(1.0, warmup_part_ms / wall.total)
     elif warmup_ms is not None and warmup_ms + steady_wall_ms > 0:
         warmup_share = warmup_ms / (warmup_ms + steady_wall_ms)
 
     wait = stats["data_wait"]
-    ready_ms, starved_ms = data_wait.split_data_wait(
+    ready_fetch_ms, starved_data_wait_ms = data_wait.split_data_wait(
         wait.mean, wait.p50, run.fetch_floor_ms, run.fetch_in_graph
     )
     records = numbers.records
@@ -137,27 +137,27 @@ def run_figures(run):
         shares=shares,
         wall_shares=wall_shares,
         warmup_share=warmup_share,
-        ready_fetch_ms=ready_ms,
-        starved_data_wait_ms=starved_ms,
+        ready_fetch_ms=ready_fetch_ms,
+        starved_data_wait_ms=starved_data_wait_ms,
         # The part of the data wait's share that is handing over ready
         # batches: a bar shades it apart from waiting (docs/READING.md).
-        handover_share=_handover_share(shares["data_wait"], ready_ms, wait.mean),
-        input_share=_ratio(starved_ms, step_mean),
+        handover_share=_handover_share(shares["data_wait"], ready_fetch_ms, wait.mean),
+        input_share=_ratio(starved_data_wait_ms, step_mean),
         input_share_without_longest_wait=_share_without_longest(
-            stats["data_wait"], stats["step"], steady * per_record, ready_ms
+            stats["data_wait"], stats["step"], steady * per_record, ready_fetch_ms
         ),
         pace=_pace(numbers),
         device_compute_ms=_device_compute_ms(run.trace_windows),
     )
 
 
-def _handover_share(wait_share, ready_ms, wait_mean):
+def _handover_share(wait_share, ready_fetch_ms, wait_mean_ms):
     """The share of the steady-state time spent handing over ready batches:
     the data wait's share times the ready cost's part of the mean wait;
     `None` without a ready cost (no fetch floor, or a fetch in the graph)."""
-    if wait_share is None or ready_ms is None or not wait_mean or wait_mean <= 0:
+    if wait_share is None or ready_fetch_ms is None or not wait_mean_ms or wait_mean_ms <= 0:
         return None
-    return wait_share * min(1.0, max(0.0, ready_ms / wait_mean))
+    return wait_share * min(1.0, max(0.0, ready_fetch_ms / wait_mean_ms))
 
 
 def _device_compute_ms(windows):
@@ -191,13 +191,13 @@ def _pace(numbers):
     )
 
 
-def _share_without_longest(wait, step, count, ready_ms):
+def _share_without_longest(wait, step, count, ready_fetch_ms):
     """The input share with the step that waited longest left out (`None`
     below three steps): a verdict that rests on one wait is a stall."""
     if count < 3 or wait.mean is None or wait.max is None or not step.mean:
         return None
-    others_wait = (wait.mean * count - wait.max) / (count - 1)
+    others_wait_ms = (wait.mean * count - wait.max) / (count - 1)
     # The step left out: its wait, and the other parts of a mean step.
-    others_step = (step.mean * count - wait.max - (step.mean - wait.mean)) / (count - 1)
-    starved = max(0.0, others_wait - (ready_ms or 0.0))
-    return _ratio(starved, others_step) if others_step > 0 else None
+    others_step_ms = (step.mean * count - wait.max - (step.mean - wait.mean)) / (count - 1)
+    starved_data_wait_ms = max(0.0, others_wait_ms - (ready_fetch_ms or 0.0))
+    return _ratio(starved_data_wait_ms, others_step_ms) if others_step_ms > 0 else None

@@ -24,7 +24,6 @@ from werkzeug import wrappers
 
 from tb_devicecost import analysis
 from tb_devicecost.analysis import record as run_records
-from tb_devicecost.analysis import workers
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
 
@@ -82,12 +81,12 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         # provider's plugin listing; this covers runs holding only traces.
         # TensorBoard asks on every reload: the disk is walked at most once
         # every `_ACTIVE_RECHECK_S`, and once the tab is active it stays so.
-        active, found = self._active
-        now = time.monotonic()
-        if active or now - found < _ACTIVE_RECHECK_S:
+        active, checked_s = self._active
+        now_s = time.monotonic()
+        if active or now_s - checked_s < _ACTIVE_RECHECK_S:
             return bool(active)
         active = bool(reader.find_profile_runs(self._logdir))
-        self._active = (active, now)
+        self._active = (active, now_s)
         return active
 
     def frontend_metadata(self):
@@ -262,7 +261,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         analysed = {member.run: snapshot.analysed(member.run)[0] for member in members}
         # Only the analysed members are lined up (as in the report), so
         # reading them again cannot fail.
-        groups = workers.build_workers(
+        groups = analysis.worker_groups(
             [run_records.read_run(member) for member in members if analysed[member.run]],
             [run for run in analysed.values() if run],
         )
@@ -289,7 +288,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
         if group:
             # A process mostly waiting for the straggler, as the report says.
-            workers.mark_waiting([analysis.json_ready(group)], [result])
+            analysis.mark_waiting([analysis.json_ready(group)], [result])
         result["profile"] = self._profile_links(snapshot, run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)

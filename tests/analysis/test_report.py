@@ -47,7 +47,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
         "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
-        "process_steps", "run_figures"}
+        "process_steps", "run_figures", "job_text"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -69,7 +69,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
              "placement_summary", "trace_windows", "sweep_marks", "process_steps", "record", "sweeps",
              "thresholds", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
-             "comparison_text", "compare", "waiting", "jobs", "workers", "predictions", "report"]
+             "comparison_text", "compare", "waiting", "jobs", "workers", "job_text", "predictions",
+             "report"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
         inside = {module.split(".")[2] for module in modules[name]

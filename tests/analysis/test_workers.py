@@ -19,6 +19,7 @@ import pytest
 
 from tb_devicecost import analysis
 from tb_devicecost.analysis import formatting
+from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis import record as run_records
 from tb_devicecost.analysis import workers
 from tb_devicecost.cli.renderers import console
@@ -172,7 +173,7 @@ def test_each_process_device_busy_share_side_by_side():
     assert group["device_busy_spread"] is None  # no trace window
     runs = [{"run": "b/process_0/train", "device_busy_fraction": 0.3, "device_compute_ms": 1.2},
             {"run": "b/process_1/train", "device_busy_fraction": 0.9, "device_compute_ms": 3.0}]
-    [group] = workers.build_workers([run_records.read_run(item) for item in records], runs)
+    [group] = analysis.worker_groups([run_records.read_run(item) for item in records], runs)
     assert [entry["device_busy_fraction"] for entry in group["runs"]] == [0.3, 0.9]
     # The spread is of the device's compute per step, relative: (3 - 1.2) / 3.
     assert group["device_busy_spread"] == pytest.approx(0.6)
@@ -525,3 +526,29 @@ def test_a_straggler_of_200_processes_is_said_once():
     assert text.count(group["finding"]["message"][:60]) <= 1
     # Said once, as its headline (the message behind --verbose, issue 23).
     assert " ".join(text.split()).count("Process 7 holds the others back") == 1
+
+
+def test_the_runs_of_a_job_are_typed():
+    # The layout of the test above, as `jobs.group_runs` returns it.
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [
+        job_record("y/process_0/train", 0, 4, *good),
+        job_record("y/process_01/train", 1, 4, *good),
+        job_record("y/process_1/train", 1, 4, *good),
+        job_record("y/process_7/train", 2, 4, *good),
+        job_record("y/process_9/train", 9, 4, *good),
+    ]
+    data = [run_records.read_run(item) for item in records]
+    [(group, job)] = jobs.group_runs(data, {item["run"]: item for item in records}).items()
+    assert group == "y/train" and isinstance(job, jobs.JobRuns)
+    assert job.count == 4
+    assert [(index, run.run) for index, run in job.members] == [
+        (0, "y/process_0/train"), (1, "y/process_1/train")]
+    assert [(item.run, item.process_index, item.claimed_index) for item in job.unaligned] == [
+        ("y/process_01/train", 1, 1), ("y/process_7/train", 7, 2), ("y/process_9/train", 9, None)]
+    assert all(isinstance(item, jobs.Unaligned) for item in job.unaligned)
+    [typed] = workers.build_workers(data, [{"run": item["run"]} for item in records])
+    assert typed.missing_processes == ((3, 3),) and typed.missing_count == 1
+    assert typed.unaligned == job.unaligned
+    assert typed.straggler is None
