@@ -257,7 +257,6 @@ def render_gpu(report, images="docs/images", source="tests/data/h100_demo/jax"):
     its fix applied."""
     runs = {run["run"]: run for run in report["runs"]}
     gpu = runs["small_work/batch10-gpu0/train"]
-    cpu = runs["small_work/batch10-cpu0/train"]
     [row] = [row for row in report["comparison"]["rows"] if row["run"] == gpu["run"]]
     [sweep] = report["sweeps"]
     # The verdict's own finding: on JAX the training thread's fetch is the
