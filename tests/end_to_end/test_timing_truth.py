@@ -48,7 +48,9 @@ def truth(request, tmp_path_factory):
     logdir = tmp_path_factory.mktemp(f"truth-{backend}")
     facts, records = run_backend_script(SCRIPT, backend, logdir)
     report = analysis.build_report(list(records.values()))
-    runs = {run["run"].split("/")[0]: run for run in report["runs"]}
+    runs = {
+        run["run"].split("/")[0]: run for run in report["runs"] if run["run"].endswith("/train")
+    }
     return backend, facts, records, runs
 
 
