@@ -16,7 +16,9 @@ As Keras organises `keras/src/backend/{jax,tensorflow,torch}/`:
   batch hooks, the epoch iterator), shared by all backends;
 - `devices`: variables' devices on every backend; batches' devices and
   placement documents of the backends that cannot tell the op placement
-  of a step.
+  of a step;
+- `processes`: this process's place in a multi-process job, from
+  `torch.distributed` or `jax.distributed`.
 """
 
 import importlib

@@ -11,6 +11,7 @@ import keras
 from tb_devicecost import backends
 from tb_devicecost.backends import asynchronous as async_steps
 from tb_devicecost.backends import keras_loop
+from tb_devicecost.backends import processes
 from tb_devicecost.recording.accounting import StepAccounting
 from tb_devicecost.recording import fetch_floor
 from tb_devicecost.recording import input_kind
@@ -460,7 +461,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         if self._train is None:
             # Each process of a distributed fit records its own runs, under
             # `log_dir/process_<index>` (docs/FORMAT.md, "Processes").
-            self._process = run_info.process_info()
+            self._process = processes.process_info()
             base = run_info.process_run_dir(self.log_dir, self._process)
             self._train = StepAccounting(
                 os.path.join(base, "train"), flush_steps=self.flush_steps

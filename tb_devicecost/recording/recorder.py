@@ -3,6 +3,7 @@
 import contextlib
 
 from tb_devicecost.backends import placement
+from tb_devicecost.backends import processes
 from tb_devicecost.recording import accounting
 from tb_devicecost.recording import run_info
 
@@ -53,7 +54,7 @@ class StepRecorder:
     """
 
     def __init__(self, run_dir, flush_steps=256, clock=None):
-        self._process = run_info.process_info()
+        self._process = processes.process_info()
         self._accounting = accounting.StepAccounting(
             run_info.process_run_dir(run_dir, self._process),
             flush_steps=flush_steps,

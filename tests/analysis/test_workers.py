@@ -419,6 +419,7 @@ def test_a_straggler_whose_own_verdict_is_not_its_stall_is_late_by_its_stall():
 
 
 def test_run_info_splits_the_batch_only_under_a_strategy_of_several():
+    from tb_devicecost.backends import processes
     from tb_devicecost.recording import run_info
 
     info = {"process_count": 2, "replicas": 4, "distribution_strategy": "DataParallel"}
@@ -432,7 +433,7 @@ def test_run_info_splits_the_batch_only_under_a_strategy_of_several():
     assert run_info.process_run_dir("logs/a", {"process_index": 3, "process_count": 4}) == os.path.join(
         "logs/a", "process_3")
     # No distributed library initialized in this process.
-    assert run_info.process_info()["process_count"] == 1
+    assert processes.process_info()["process_count"] == 1
 
 
 # Hostile layouts (issue 25).
