@@ -13,6 +13,7 @@ documents through them, and nothing else does.
 
 import numpy as np
 
+from tb_devicecost.format import vocabulary
 from tb_devicecost.format.readable import MAX_VALUE
 from tb_devicecost.format.readable import MIN_VALUE
 from tb_devicecost.format.readable import as_number
@@ -97,6 +98,27 @@ def float_array(values):
             return np.asarray(values, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def series_columns(series, keys):
+    """`(steps, {key: values})` of a record's per-step series, as float
+    arrays: each column the steps' length, or `None` where it is missing,
+    not numbers or of another length; `(None, {})` without a step.
+
+    Args:
+        series: The record's series, `{column: values}` (anything: checked
+            here).
+        keys: The columns wanted besides `step`.
+    """
+    series = as_dict(series)
+    steps = float_array(series.get(vocabulary.STEP))
+    if steps is None or steps.size == 0:
+        return None, {}
+    columns = {}
+    for key in keys:
+        values = float_array(series.get(key))
+        columns[key] = values if values is not None and len(values) == len(steps) else None
+    return steps, columns
 
 
 def plausible_array(values):

@@ -18,6 +18,7 @@ from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import as_list
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import as_text
+from tb_devicecost.analysis.guards import series_columns
 from tb_devicecost.analysis.run_data import Distribution
 from tb_devicecost.analysis.run_data import ProcessClaim
 from tb_devicecost.analysis.run_data import ProcessSteps
@@ -126,38 +127,18 @@ def read_steps(series):
             checked here). Steps with a damaged value or a warm-up flag are
             left out; a step recorded twice is kept once.
     """
-    series = as_dict(series)
-    steps = series.get(vocabulary.STEP)
-    if steps is None:
-        return None
-    try:
-        steps = np.asarray(steps, dtype=np.float64)
-        columns = {
-            key: np.asarray(series.get(key), dtype=np.float64)
-            for key in (vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS,
-                        vocabulary.HOST_OVERHEAD_MS)
-        }
-    except (TypeError, ValueError):
-        return None
-    count = len(steps)
-    if count == 0 or steps.ndim != 1 or any(
-        column.shape != (count,) for column in columns.values()
-    ):
+    parts = (vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS, vocabulary.HOST_OVERHEAD_MS)
+    steps, columns = series_columns(series, parts + (vocabulary.WARMUP, vocabulary.WALL_TIME))
+    if steps is None or any(columns[key] is None for key in parts):
         return None
     keep = np.isfinite(steps)
-    for column in columns.values():
-        keep &= np.isfinite(column) & (column >= 0) & (column <= MAX_VALUE)
-    warmup = series.get(vocabulary.WARMUP)
+    for key in parts:
+        keep &= np.isfinite(columns[key]) & (columns[key] >= 0) & (columns[key] <= MAX_VALUE)
+    warmup = columns[vocabulary.WARMUP]
     if warmup is not None:
-        warmup = np.asarray(warmup, dtype=np.float64)
-        if warmup.shape == (count,):
-            keep &= ~(warmup > 0)
-    start = series.get(vocabulary.WALL_TIME)
-    start = None if start is None else np.asarray(start, dtype=np.float64)
-    if start is not None and start.shape != (count,):
-        start = None
-    wait, compute, host = (columns[key] for key in (
-        vocabulary.DATA_WAIT_MS, vocabulary.COMPUTE_MS, vocabulary.HOST_OVERHEAD_MS))
+        keep &= ~(warmup > 0)
+    start = columns[vocabulary.WALL_TIME]
+    wait, compute, host = (columns[key] for key in parts)
     # Host overhead follows a step, so it delays the next step's arrival.
     # Where the step before was not kept (a sampled series), the step's own
     # host overhead stands in for it; the first step has none before it.

@@ -14,8 +14,8 @@ from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_counts
 from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import as_number
-from tb_devicecost.analysis.guards import float_array
 from tb_devicecost.analysis.guards import plausible_array
+from tb_devicecost.analysis.guards import series_columns
 from tb_devicecost.analysis.run_data import Retraces
 from tb_devicecost.analysis.run_data import Stats
 from tb_devicecost.analysis.run_data import StepNumbers
@@ -131,28 +131,21 @@ def _retraces(retraces):
     )
 
 
-def _series_array(series, key, length):
-    values = float_array(series.get(key))
-    if values is None or len(values) != length:
-        return np.full(length, np.nan)
-    return values
-
-
 def numbers_from_series(series, problems):
     """Estimated `StepNumbers` from the sampled per-step series, or `None`
     without a readable step; implausible steps are dropped, in `problems`."""
-    series = as_dict(series)
-    steps = float_array(series.get("step", ()))
-    if steps is None or steps.size == 0:
+    keys = [vocabulary.component_column(name) for name in vocabulary.COMPONENTS]
+    steps, found = series_columns(series, keys + [vocabulary.BATCH_SIZE, vocabulary.WARMUP])
+    if steps is None:
         return None
-    columns = {
-        name: _series_array(series, vocabulary.component_column(name), len(steps))
-        for name in vocabulary.COMPONENTS
-    }
-    batch = _series_array(series, vocabulary.BATCH_SIZE, len(steps))
+    # A missing column reads NaN: its steps are dropped, or its value unknown.
+    missing = np.full(len(steps), np.nan)
+    found = {key: missing if values is None else values for key, values in found.items()}
+    columns = {name: found[key] for name, key in zip(vocabulary.COMPONENTS, keys)}
+    batch = found[vocabulary.BATCH_SIZE]
     # 1.0 for a warm-up step; absent (NaN here) in runs written before the
     # flag was.
-    flags = _series_array(series, vocabulary.WARMUP, len(steps))
+    flags = found[vocabulary.WARMUP]
     valid = np.isfinite(steps) & (steps >= 0) & (steps <= MAX_VALUE)
     for values in columns.values():
         valid &= plausible_array(values)
