@@ -84,3 +84,26 @@ def test_the_floors_run_one_way():
 
     for package in MAY_IMPORT:
         assert package not in below(package), package
+
+
+def test_each_module_holds_one_responsibility_s_worth_of_lines():
+    """Issue 24: no module of the package over 600 lines (generated code
+    aside), no script of the frontend over 450."""
+    long = [
+        (os.path.relpath(path, PACKAGE), lines)
+        for paths in _modules().values() for path in paths
+        if (lines := _line_count(path)) > 600
+    ]
+    frontend = os.path.join(os.path.dirname(PACKAGE), "frontend")
+    for root, _, files in os.walk(frontend):
+        long += [
+            (os.path.relpath(os.path.join(root, file), frontend), lines)
+            for file in files
+            if file.endswith(".js") and (lines := _line_count(os.path.join(root, file))) > 450
+        ]
+    assert not long, long
+
+
+def _line_count(path):
+    with open(path, encoding="utf-8") as source:
+        return sum(1 for _ in source)
