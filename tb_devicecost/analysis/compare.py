@@ -84,11 +84,11 @@ def _means(result):
 
 
 def _per_sample(result, name):
-    mean = result[vocabulary.component_column(name)]["mean"]
+    mean_ms = result[vocabulary.component_column(name)]["mean"]
     samples = result["samples_per_step"]
-    if mean is None or not samples:
+    if mean_ms is None or not samples:
         return None
-    return mean / samples * 1000.0
+    return mean_ms / samples * 1000.0
 
 
 def _compare(run, base, context=(), found=None):
@@ -193,21 +193,21 @@ def _device_fits(result, context):
         return {}
     points = {}
     for other in context:
-        step = other["step_ms"]["mean"]
-        if _scaling_key(other) != key or not step or not other["device"]:
+        step_ms = other["step_ms"]["mean"]
+        if _scaling_key(other) != key or not step_ms or not other["device"]:
             continue
         points.setdefault(other["device"], []).append(
-            {"run": other["run"], "batch_size": other["batch_size"], "step_ms": step}
+            {"run": other["run"], "batch_size": other["batch_size"], "step_ms": step_ms}
         )
     fits = {}
     for device, device_points in points.items():
-        fixed, per_sample = sweeps.fit_step_time(
+        fixed_ms, per_sample_ms = sweeps.fit_step_time(
             [(point["batch_size"], point["step_ms"]) for point in device_points]
         )
-        if fixed is not None:
+        if fixed_ms is not None:
             fits[device] = {
-                "fixed_ms": fixed,
-                "per_sample_us": per_sample * 1e3,
+                "fixed_ms": fixed_ms,
+                "per_sample_us": per_sample_ms * 1e3,
                 "points": sorted(device_points, key=lambda p: (p["batch_size"], p["run"])),
             }
     return fits
@@ -276,13 +276,13 @@ def _crossing(result, pair):
     devices = result["devices"]
     first, second = pair
     a, b = devices[first], devices[second]
-    per_sample_gap = (a["per_sample_us"] - b["per_sample_us"]) / 1e3
-    batch = (b["fixed_ms"] - a["fixed_ms"]) / per_sample_gap if per_sample_gap else None
+    per_sample_gap_ms = (a["per_sample_us"] - b["per_sample_us"]) / 1e3
+    batch = (b["fixed_ms"] - a["fixed_ms"]) / per_sample_gap_ms if per_sample_gap_ms else None
     batches = [p["batch_size"] for fit in (a, b) for p in fit["points"]]
     # As the sweep's: a per-sample gap near zero puts the crossing beyond any
     # batch size (and `round` of an infinity would raise).
     if batch is not None and 0 < batch < MAX_VALUE:
-        above, below = (first, second) if per_sample_gap < 0 else (second, first)
+        above, below = (first, second) if per_sample_gap_ms < 0 else (second, first)
         result.update(
             crossover_batch=round(batch),
             crossover_extrapolated=not min(batches) <= batch <= max(batches),

@@ -41,9 +41,9 @@ _LABELS = {
 }
 
 
-def _same(value, base_value):
-    return abs(value - base_value) < max(
-        SAME_COMPONENT_MS, SAME_COMPONENT_RATIO * max(abs(value), abs(base_value))
+def _same(value_ms, base_value_ms):
+    return abs(value_ms - base_value_ms) < max(
+        SAME_COMPONENT_MS, SAME_COMPONENT_RATIO * max(abs(value_ms), abs(base_value_ms))
     )
 
 
@@ -90,27 +90,28 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if row["basis"] == "step_time" and run["batch_size"]:
         batch_note = f" at batch {run['batch_size']}"
     for index, component in enumerate(different):
-        value, base_value = values[component], base_values[component]
+        value_ms, base_value_ms = values[component], base_values[component]
         clause = (
             f"its mean {_LABELS[component]} {unit} is "
-            f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms"
+            f"{fmt_ms(value_ms)} ms against {fmt_ms(base_value_ms)} ms"
         )
         if index == 0:
-            clause += batch_note + _reason(component, run, base, value > base_value)
+            clause += batch_note + _reason(component, run, base, value_ms > base_value_ms)
         clauses.append(clause)
     if not different:
         clauses.append("no part of the step differs much")
     clauses.extend(_alike(same, values, base_values, unit))
     text = head + ": " + "; ".join(clauses) + "."
-    warm, base_warm = run["warmup_ms"], base["warmup_ms"]
+    warmup_ms, base_warmup_ms = run["warmup_ms"], base["warmup_ms"]
     if (
-        warm is not None
-        and base_warm is not None
-        and warm >= WARMUP_NOTE_RATIO * base_warm
-        and warm - base_warm >= WARMUP_NOTE_MS
+        warmup_ms is not None
+        and base_warmup_ms is not None
+        and warmup_ms >= WARMUP_NOTE_RATIO * base_warmup_ms
+        and warmup_ms - base_warmup_ms >= WARMUP_NOTE_MS
     ):
         text += (
-            f" Its warm-up took {fmt_ms(warm)} ms in total against {fmt_ms(base_warm)} ms, "
+            f" Its warm-up took {fmt_ms(warmup_ms)} ms in total against "
+            f"{fmt_ms(base_warmup_ms)} ms, "
             "left out of this ratio."
         )
     if slower and run["verdict"] and run["verdict"] != base["verdict"]:
@@ -131,9 +132,11 @@ def _alike(components, values, base_values, unit):
     for component in components:
         if component in equal:
             continue
-        value, base_value = values[component], base_values[component]
-        figures = f"{fmt_ms(value)} ms against {fmt_ms(base_value)} ms {unit}"
-        if abs(value - base_value) < SAME_COMPONENT_RATIO * max(abs(value), abs(base_value)):
+        value_ms, base_value_ms = values[component], base_values[component]
+        figures = f"{fmt_ms(value_ms)} ms against {fmt_ms(base_value_ms)} ms {unit}"
+        if abs(value_ms - base_value_ms) < SAME_COMPONENT_RATIO * max(
+            abs(value_ms), abs(base_value_ms)
+        ):
             clauses.append(f"the {_LABELS[component]} is about the same ({figures})")
         else:
             clauses.append(
@@ -186,15 +189,15 @@ def _batches_text(points):
 def _fit_text(device, fit):
     """`GPU:0's step is about 0.655 ms whatever the batch (...)`."""
     top = max(point["batch_size"] for point in fit["points"])
-    fixed, per_sample = fit["fixed_ms"], fit["per_sample_us"]
-    if per_sample / 1e3 * top < FLAT_STEP_SHARE * fixed:
-        text = f"{device}'s step is about {fmt_ms(fixed)} ms whatever the batch"
-        if fmt_ms(per_sample) != fmt_ms(0.0):
-            text += f" (plus {fmt_ms(per_sample)} µs per sample)"
+    fixed_ms, per_sample_us = fit["fixed_ms"], fit["per_sample_us"]
+    if per_sample_us / 1e3 * top < FLAT_STEP_SHARE * fixed_ms:
+        text = f"{device}'s step is about {fmt_ms(fixed_ms)} ms whatever the batch"
+        if fmt_ms(per_sample_us) != fmt_ms(0.0):
+            text += f" (plus {fmt_ms(per_sample_us)} µs per sample)"
         return text
     return (
-        f"{device}'s step grows {fmt_ms(per_sample)} µs per sample from a fixed "
-        f"{fmt_ms(fixed)} ms"
+        f"{device}'s step grows {fmt_ms(per_sample_us)} µs per sample from a fixed "
+        f"{fmt_ms(fixed_ms)} ms"
     )
 
 
@@ -245,16 +248,20 @@ def why(run, base, row):
         )
     parts = row["parts"]
     for side in (run, base):
-        busy = parts["device_busy_ms"]["run" if side is run else "baseline"]
-        if busy is None:
+        busy_ms = parts["device_busy_ms"]["run" if side is run else "baseline"]
+        if busy_ms is None:
             continue
-        step = side["step_ms"]["mean"]
+        step_ms = side["step_ms"]["mean"]
         text += (
-            f" Its trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+            f" Its trace shows {side['device']} busy {fmt_ms(busy_ms)} ms of each step"
             if side is run
-            else f" {base['run']}'s trace shows {side['device']} busy {fmt_ms(busy)} ms of each step"
+            else f" {base['run']}'s trace shows {side['device']} busy {fmt_ms(busy_ms)} ms "
+            "of each step"
         )
-        text += f": the other {fmt_ms(step - busy)} ms of its {fmt_ms(step)} ms mean step is fixed cost."
+        text += (
+            f": the other {fmt_ms(step_ms - busy_ms)} ms of its {fmt_ms(step_ms)} ms "
+            "mean step is fixed cost."
+        )
     text += _transfer_text(run, base)
     return text
 

@@ -122,8 +122,8 @@ def _fit_wall(run, figures):
     wall = run.numbers.wall
     if wall.total:
         return wall.total, True
-    steady = (figures.step.mean or 0.0) * (figures.steady_steps or 0)
-    return (run.numbers.warmup_ms or 0.0) + steady, False
+    steady_ms = (figures.step.mean or 0.0) * (figures.steady_steps or 0)
+    return (run.numbers.warmup_ms or 0.0) + steady_ms, False
 
 
 def _wall_estimate(run, figures, bound, saved_ms, basis):
@@ -189,16 +189,16 @@ def input_estimate(run, figures):
 
 def host_estimate(run, figures):
     """At most: the mean step without any host overhead."""
-    step, host = figures.step.mean, figures.host_overhead.mean
-    if step is None or host is None:
+    step_ms, host_ms = figures.step.mean, figures.host_overhead.mean
+    if step_ms is None or host_ms is None:
         return no_estimate("the run's mean step or host overhead was not recorded")
-    after = step - min(host, step)
+    after_ms = step_ms - min(host_ms, step_ms)
     return _samples_estimate(
         figures,
         "at_most",
-        after,
-        f"the {fmt_ms(step)} ms mean step without any of its {fmt_ms(host)} ms "
-        f"mean host overhead: {fmt_ms(after)} ms; some of the Keras loop always "
+        after_ms,
+        f"the {fmt_ms(step_ms)} ms mean step without any of its {fmt_ms(host_ms)} ms "
+        f"mean host overhead: {fmt_ms(after_ms)} ms; some of the Keras loop always "
         "remains, so this is a bound",
     )
 
@@ -231,22 +231,22 @@ def warmup_estimate(run, figures):
 def spike_estimate(run, figures, spikes, what):
     """At least: `spikes` steps each longer than SPIKE_RATIO x the p50 compute
     were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical one."""
-    compute = figures.compute.p50
-    if not spikes or not compute:
+    compute_ms = figures.compute.p50
+    if not spikes or not compute_ms:
         return no_estimate(
             f"none of the {what} was a step longer than {vocabulary.SPIKE_RATIO:g}x "
             "the p50 compute, so its cost is not set apart from the other steps'"
         )
-    saved = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute
+    saved_ms = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute_ms
     return _wall_estimate(
         run,
         figures,
         "at_least",
-        saved,
+        saved_ms,
         f"{fmt_count(spikes)} step(s) each took more than "
-        f"{vocabulary.SPIKE_RATIO:g}x the {fmt_ms(compute)} ms p50 compute, so "
-        f"each was at least {fmt_ms((vocabulary.SPIKE_RATIO - 1.0) * compute)} ms "
-        f"longer than a typical step: {fmt_ms(saved)} ms in all",
+        f"{vocabulary.SPIKE_RATIO:g}x the {fmt_ms(compute_ms)} ms p50 compute, so "
+        f"each was at least {fmt_ms((vocabulary.SPIKE_RATIO - 1.0) * compute_ms)} ms "
+        f"longer than a typical step: {fmt_ms(saved_ms)} ms in all",
     )
 
 
@@ -262,23 +262,23 @@ def batch_estimate(run, figures):
     the time); at N it is below that.
     """
     trace = run_device_trace(run)
-    step, batch = figures.step.mean, figures.samples_per_step or run.batch_size
+    step_ms, batch = figures.step.mean, figures.samples_per_step or run.batch_size
     if trace is None or trace["busy_ms"] is None:
         return no_estimate(
             "what a larger batch buys needs the device's time per sample: a "
             "trace window with a device plane (profile_steps), or runs of this "
             "model at two batch sizes (see the comparison)"
         )
-    if not step or not batch:
+    if not step_ms or not batch:
         return no_estimate("the run's mean step or batch size was not recorded")
-    busy = min(trace["busy_ms"], step)
-    fixed = step - busy
-    if busy <= 0 or fixed <= 0:
+    busy_ms = min(trace["busy_ms"], step_ms)
+    fixed_ms = step_ms - busy_ms
+    if busy_ms <= 0 or fixed_ms <= 0:
         return no_estimate(
             "the trace shows no device time, or no time outside it, to set apart"
         )
-    per_sample = busy / batch
-    half = batch * fixed / busy
+    per_sample_ms = busy_ms / batch
+    half = batch * fixed_ms / busy_ms
     limit = LATENCY_MAX_BATCH_GROWTH * batch
     capped = half > limit
     target = 1
@@ -286,10 +286,10 @@ def batch_estimate(run, figures):
         target *= 2
     if target <= batch:
         return no_estimate(
-            f"the device is already busy {fmt_share(busy / step)} of the mean "
+            f"the device is already busy {fmt_share(busy_ms / step_ms)} of the mean "
             "step: a larger batch fills little more of it"
         )
-    after = fixed + per_sample * target
+    after_ms = fixed_ms + per_sample_ms * target
     why = (
         f"the largest power of two up to {fmt_count(limit)}, "
         f"{fmt_count(LATENCY_MAX_BATCH_GROWTH)}x the batch that ran; capped there: "
@@ -302,12 +302,12 @@ def batch_estimate(run, figures):
     return _samples_estimate(
         figures,
         "about",
-        after,
-        f"the trace's {fmt_ms(busy)} ms of device time per step for "
-        f"{fmt_count(batch)} samples is {fmt_ms(per_sample * 1e3)} µs per sample; "
-        f"the rest of the {fmt_ms(step)} ms mean step, {fmt_ms(fixed)} ms, is a "
+        after_ms,
+        f"the trace's {fmt_ms(busy_ms)} ms of device time per step for "
+        f"{fmt_count(batch)} samples is {fmt_ms(per_sample_ms * 1e3)} µs per sample; "
+        f"the rest of the {fmt_ms(step_ms)} ms mean step, {fmt_ms(fixed_ms)} ms, is a "
         f"fixed cost paid at any batch. At batch {fmt_count(target)} ({why}) a "
-        f"step would take about {fmt_ms(after)} ms",
+        f"step would take about {fmt_ms(after_ms)} ms",
         samples_per_step=target,
         batch_size=target,
         capped=capped,

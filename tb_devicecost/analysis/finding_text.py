@@ -50,44 +50,44 @@ def _wait_clause(run, figures):
     printed is never larger than the whole (no final stop).
     """
     wait = figures.data_wait
-    p50, mean = wait.p50, wait.mean
-    floor, ready_fetch_ms = run.fetch_floor_ms, figures.ready_fetch_ms
+    p50_ms, mean_ms = wait.p50, wait.mean
+    floor_ms, ready_fetch_ms = run.fetch_floor_ms, figures.ready_fetch_ms
     if ready_fetch_ms is None:
         return (
             "no fetch floor was measured for this run, so none of its mean data "
-            f"wait of {fmt_ms(mean)} ms per step (p50 {fmt_ms(p50)} ms) can be set "
+            f"wait of {fmt_ms(mean_ms)} ms per step (p50 {fmt_ms(p50_ms)} ms) can be set "
             "apart as the fixed cost of handing over a batch that is already ready"
         )
     factor = f"{FETCH_FLOOR_MAX_FACTOR:g}x"
     typical = (
         f"the fetch floor, the p50 cost of next() on an iterator whose batches "
-        f"are ready, is {fmt_ms(floor)} ms, and the p50 data wait {fmt_ms(p50)} ms"
+        f"are ready, is {fmt_ms(floor_ms)} ms, and the p50 data wait {fmt_ms(p50_ms)} ms"
     )
-    if p50 is not None and p50 <= floor:
+    if p50_ms is not None and p50_ms <= floor_ms:
         typical += (
             ": no more than the floor, so the typical step got a ready batch and "
             "its cost is the p50 wait itself, not the larger floor"
         )
-    elif p50 is not None and p50 <= FETCH_FLOOR_MAX_FACTOR * floor:
+    elif p50_ms is not None and p50_ms <= FETCH_FLOOR_MAX_FACTOR * floor_ms:
         typical += (
             f": within {factor} the floor, so the typical step got a ready batch "
-            f"and {fmt_ms(p50)} ms (p50) is this pipeline's cost of handing one over"
+            f"and {fmt_ms(p50_ms)} ms (p50) is this pipeline's cost of handing one over"
         )
     else:
         typical += (
             f": more than {factor} the floor, so the typical step waited for its "
             "batch and only the floor counts as the cost of a ready one"
         )
-    cost = unclamped_ready_fetch_ms(p50, floor)
-    if cost is not None and mean is not None and cost > mean + EPSILON:
+    cost_ms = unclamped_ready_fetch_ms(p50_ms, floor_ms)
+    if cost_ms is not None and mean_ms is not None and cost_ms > mean_ms + EPSILON:
         split = (
-            f"that cost is more than the mean data wait of {fmt_ms(mean)} ms per "
-            f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean)} ms "
+            f"that cost is more than the mean data wait of {fmt_ms(mean_ms)} ms per "
+            f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean_ms)} ms "
             f"per step, {fmt_ms(ready_fetch_ms)} ms (all of it) is that cost and none is waiting"
         )
     else:
         split = (
-            f"of the mean data wait of {fmt_ms(mean)} ms per step, {fmt_ms(ready_fetch_ms)} ms "
+            f"of the mean data wait of {fmt_ms(mean_ms)} ms per step, {fmt_ms(ready_fetch_ms)} ms "
             f"is that cost and {fmt_ms(figures.starved_data_wait_ms)} ms is waiting"
         )
     return f"{typical}; {split}"
@@ -100,12 +100,12 @@ def _is_training(run):
 def input_bound(run, figures, severity):
     """The words of `input_bound`: the wait above the cost of a ready batch,
     and a fix for the pipeline that fed the fit."""
-    step = figures.step.mean
+    step_ms = figures.step.mean
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
         f"{fmt_share(figures.input_share)} of the mean step is spent waiting for "
         "the input pipeline beyond the cost of a ready batch: "
-        f"{fmt_ms(figures.starved_data_wait_ms)} ms of the {fmt_ms(step)} ms mean "
+        f"{fmt_ms(figures.starved_data_wait_ms)} ms of the {fmt_ms(step_ms)} ms mean "
         f"step ({adverb} input-bound by the profiler's "
         f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
         "apply to this share"
@@ -128,7 +128,7 @@ def input_bound(run, figures, severity):
         )
     elif (pipeline or {}).get("kind") in (None, "tf.data"):
         fix += wording.tf_data_eval_fix(pipeline)
-    return wording.input_bound(severity, figures.starved_data_wait_ms, step), message, fix
+    return wording.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
 
 
 def no_fetch_floor(run, figures):
@@ -187,14 +187,14 @@ def _wait_max(wait):
 
 def host_overhead_bound(run, figures, severity):
     """The words of `host_overhead_bound`: the time outside the step function."""
-    step = figures.step.mean
-    host = figures.host_overhead.mean
+    step_ms = figures.step.mean
+    host_ms = figures.host_overhead.mean
     adverb = "highly" if severity == "high" else "moderately"
     return (
-        wording.host_overhead_bound(severity, host, step),
+        wording.host_overhead_bound(severity, host_ms, step_ms),
         f"{fmt_share(figures.shares['host_overhead'])} of the total steady-state "
         "time is host overhead outside the step function: "
-        f"{fmt_ms(host)} ms of the {fmt_ms(step)} ms mean step "
+        f"{fmt_ms(host_ms)} ms of the {fmt_ms(step_ms)} ms mean step "
         "(the Keras loop, callbacks, logging and the progress bar; "
         f"{adverb} host-bound by the profiler's "
         f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds"
@@ -285,11 +285,11 @@ def _busy_evidence(run):
 def compute_bound(run, figures, input_severity=None, unjudged=None):
     """The words of `compute_bound`, with what the input's share was judged
     (`input_severity` moderate, or `unjudged` without a fetch floor)."""
-    step = figures.step.mean
-    compute = figures.compute.mean
+    step_ms = figures.step.mean
+    compute_ms = figures.compute.mean
     message = (
         f"Compute takes {fmt_share(figures.shares['compute'])} of the total "
-        f"steady-state time: {fmt_ms(compute)} ms of the {fmt_ms(step)} ms mean "
+        f"steady-state time: {fmt_ms(compute_ms)} ms of the {fmt_ms(step_ms)} ms mean "
         f"step on {run.placement.device or 'the device'}. "
     )
     if run.fetch_in_graph:
@@ -331,18 +331,18 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         if note.get("reason"):
             # The default window was not traced: say why (trace_budget).
             fix += " " + note["reason"]
-    return wording.compute_bound(compute, step, run.fetch_in_graph), message, fix
+    return wording.compute_bound(compute_ms, step_ms, run.fetch_in_graph), message, fix
 
 
 def warmup(run, figures, finding_id, steady_verdict=None):
     """The words of `warmup` or `warmup_dominated` (`finding_id`), the latter
     naming the run's `steady_verdict`."""
     numbers = run.numbers
-    warmup = numbers.warmup_ms
+    warmup_ms = numbers.warmup_ms
     share = figures.warmup_share
     wall = numbers.wall
     if wall.total and wall.warmup is not None:
-        warmup = wall.warmup  # The part the share was computed from.
+        warmup_ms = wall.warmup  # The part the share was computed from.
     count = numbers.warmup_count or 1
     fits = numbers.sessions or 1
     # A fit's warm-up can be two steps (Keras's first call traces the step,
@@ -355,7 +355,7 @@ def warmup(run, figures, finding_id, steady_verdict=None):
     )
     if wall.total:
         message += (
-            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the fit's "
+            f"{fmt_ms(warmup_ms)} ms in total, {fmt_share(share)} of the fit's "
             f"{fmt_ms(wall.total)} ms total wall time; the "
             f"{fmt_count(figures.steady_steps)} steady steps after it took "
             f"{fmt_ms(wall.steps)} ms in total, the time between steps (epoch "
@@ -364,13 +364,13 @@ def warmup(run, figures, finding_id, steady_verdict=None):
             f"{fmt_ms(wall.measurement)} ms."
         )
     else:
-        steady_wall = figures.step.mean or 0.0
-        steady_wall *= figures.steady_steps or 0
+        steady_wall_ms = figures.step.mean or 0.0
+        steady_wall_ms *= figures.steady_steps or 0
         message += (
-            f"{fmt_ms(warmup)} ms in total, {fmt_share(share)} of the "
-            f"{fmt_ms(warmup + steady_wall)} ms total of warm-up and steady steps; "
+            f"{fmt_ms(warmup_ms)} ms in total, {fmt_share(share)} of the "
+            f"{fmt_ms(warmup_ms + steady_wall_ms)} ms total of warm-up and steady steps; "
             f"the {fmt_count(figures.steady_steps)} steady steps after it took "
-            f"{fmt_ms(steady_wall)} ms in total. The fit's time outside the steps "
+            f"{fmt_ms(steady_wall_ms)} ms in total. The fit's time outside the steps "
             "was not recorded, so its total wall time is unknown."
         )
     if finding_id == "warmup_dominated" and steady_verdict:
@@ -382,7 +382,7 @@ def warmup(run, figures, finding_id, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return wording.warmup(count, warmup, share, bool(wall.total)), message, fix
+    return wording.warmup(count, warmup_ms, share, bool(wall.total)), message, fix
 
 
 def _steps_text(steps, limit=5):
@@ -544,11 +544,11 @@ def cross_device_copies(run):
 def small_batch(run, figures):
     """The words of `small_batch`: fixed per-step costs outweigh the work."""
     batch = run.batch_size
-    median = figures.step.p50
+    median_ms = figures.step.p50
     on_accelerator = is_accelerator(run.placement.device)
     return (
-        wording.small_batch(batch, median),
-        f"Each step processes only {batch} samples in {fmt_ms(median)} ms "
+        wording.small_batch(batch, median_ms),
+        f"Each step processes only {batch} samples in {fmt_ms(median_ms)} ms "
         f"(p50): at this size the fixed cost of a step (the Python "
         "loop, dispatch"
         + (", kernel launches, host-device synchronisation" if on_accelerator else "")

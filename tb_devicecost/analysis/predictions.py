@@ -141,20 +141,20 @@ def _same_model(run, other, signatures):
 def _input_pairs(run, runs, signatures):
     """The run against each faster input pipeline of the same set-up."""
     finding = _finding(run, INPUT_FINDINGS)
-    starved = _number(run.get("starved_data_wait_ms"))
-    if finding is None or starved is None or not run.get("device"):
+    starved_ms = _number(run.get("starved_data_wait_ms"))
+    if finding is None or starved_ms is None or not run.get("device"):
         return []
     directory, _, _ = _directory(run["run"])
     pairs = []
     for other in runs:
-        other_starved = other.get("starved_data_wait_ms")
+        other_starved_ms = other.get("starved_data_wait_ms")
         if (
             not _same_model(run, other, signatures)
             or _directory(other["run"])[0] != directory
             or other.get("device") != run["device"]
             or other.get("batch_size") != run.get("batch_size")
-            or not isinstance(other_starved, (int, float))
-            or other_starved > FASTER_INPUT_WAIT * starved
+            or not isinstance(other_starved_ms, (int, float))
+            or other_starved_ms > FASTER_INPUT_WAIT * starved_ms
             or not _other_pipeline(run, other)
         ):
             continue
@@ -202,14 +202,16 @@ def _batch_pairs(run, runs, signatures):
     # The finding's own line through the run's mean step and the step it
     # predicts at its batch, read at the counterpart's batch.
     samples = _number(run.get("samples_per_step")) or float(batch)
-    step = _number((run.get("step_ms") or {}).get("mean"))
-    step_at_target = _number(expected.get("step_ms"))
-    if step is None or step_at_target is None or target == samples:
+    step_ms = _number((run.get("step_ms") or {}).get("mean"))
+    step_at_target_ms = _number(expected.get("step_ms"))
+    if step_ms is None or step_at_target_ms is None or target == samples:
         return []
-    step_at_size = step + (step_at_target - step) * (size - samples) / (target - samples)
-    if step_at_size <= 0:
+    step_at_size_ms = (
+        step_ms + (step_at_target_ms - step_ms) * (size - samples) / (target - samples)
+    )
+    if step_at_size_ms <= 0:
         return []
-    predicted = size / step_at_size * 1e3 / _rate(run)
+    predicted = size / step_at_size_ms * 1e3 / _rate(run)
     basis = (
         f"the {finding['id']} finding estimated batch {fmt_count(target)}; its own "
         f"line (the step as a fixed cost plus a cost per sample, through this "
@@ -267,12 +269,12 @@ def _device_pair(first, second, sweep):
     their batch size to the faster one, with the sweep's ratio of steps."""
     batch = first["batch_size"]
 
-    def fitted(run):
+    def fitted_ms(run):
         fit = sweep["devices"][run["device"]]
         return fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * batch
 
-    slow, fast = sorted((first, second), key=lambda run: (-fitted(run), run["run"]))
-    predicted = fitted(slow) / fitted(fast)
+    slow, fast = sorted((first, second), key=lambda run: (-fitted_ms(run), run["run"]))
+    predicted = fitted_ms(slow) / fitted_ms(fast)
     measured = [
         point["batch_size"]
         for fit in sweep["devices"].values()
@@ -282,7 +284,7 @@ def _device_pair(first, second, sweep):
     basis = (
         f"the sweep {sweep['name']}'s fits of this model's step on each device "
         f"(a fixed cost plus a cost per sample) at batch {fmt_count(batch)}: "
-        f"{fmt_ms(fitted(slow))} ms on {slow['device']}, {fmt_ms(fitted(fast))} ms on "
+        f"{fmt_ms(fitted_ms(slow))} ms on {slow['device']}, {fmt_ms(fitted_ms(fast))} ms on "
         f"{fast['device']}"
     )
     predicted_by = {"speedup": predicted, "bound": "about", "batch_size": batch,

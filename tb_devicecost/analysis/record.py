@@ -62,9 +62,9 @@ def read_run(record):
         or as_count(info.get("steps_per_execution"))
         or 1,
     )
-    fetch_floor = numbers.fetch_floor_ms
-    if fetch_floor is None:
-        fetch_floor = as_number(info.get("fetch_floor_ms"))
+    fetch_floor_ms = numbers.fetch_floor_ms
+    if fetch_floor_ms is None:
+        fetch_floor_ms = as_number(info.get("fetch_floor_ms"))
     windows = [
         read_trace_window(window)
         for window in as_list(
@@ -85,7 +85,7 @@ def read_run(record):
         numbers=numbers,
         placement=placement,
         steps_per_record=steps_per_record,
-        fetch_floor_ms=fetch_floor,
+        fetch_floor_ms=fetch_floor_ms,
         batch_size=batch_size,
         fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,

@@ -93,9 +93,9 @@ def run_figures(run):
         samples_per_step = numbers.samples / (steady * per_record)
     elif batch_size:
         samples_per_step = float(batch_size)
-    step_mean = stats["step"].mean
-    if samples_per_s is None and samples_per_step and step_mean:
-        samples_per_s = samples_per_step / (step_mean / 1e3)
+    step_mean_ms = stats["step"].mean
+    if samples_per_s is None and samples_per_step and step_mean_ms:
+        samples_per_s = samples_per_step / (step_mean_ms / 1e3)
 
     sums = {name: stats[name].sum or 0.0 for name in vocabulary.COMPONENTS}
     total = sum(sums.values())
@@ -142,7 +142,7 @@ def run_figures(run):
         # The part of the data wait's share that is handing over ready
         # batches: a bar shades it apart from waiting (docs/READING.md).
         handover_share=_handover_share(shares["data_wait"], ready_fetch_ms, wait.mean),
-        input_share=_ratio(starved_data_wait_ms, step_mean),
+        input_share=_ratio(starved_data_wait_ms, step_mean_ms),
         input_share_without_longest_wait=_share_without_longest(
             stats["data_wait"], stats["step"], steady * per_record, ready_fetch_ms
         ),

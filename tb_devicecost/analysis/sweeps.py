@@ -100,57 +100,57 @@ def fit_step_time(points):
     if len({batch for batch, _ in points}) < 2:
         return None, None
     try:
-        fixed, per_sample = _fit([float(batch) for batch, _ in points],
-                                 [float(step) for _, step in points])
+        fixed_ms, per_sample_ms = _fit([float(batch) for batch, _ in points],
+                                       [float(step_ms) for _, step_ms in points])
     except (ArithmeticError, ValueError):
         return None, None
-    if not (math.isfinite(fixed) and math.isfinite(per_sample)):
+    if not (math.isfinite(fixed_ms) and math.isfinite(per_sample_ms)):
         return None, None
-    return fixed, per_sample
+    return fixed_ms, per_sample_ms
 
 
-def _fit(batches, steps):
+def _fit(batches, steps_ms):
     """The weighted least squares of `fit_step_time`. Its sums, or when
     they cancel (batch sizes one apart near 1e15, each squared beyond a
     float's 53 bits: a zero determinant) the same fit about the weighted
     mean batch. The weights are scaled by the shortest step, so that a step
     of 1e-300 ms does not make them infinite."""
-    shortest = min(steps)
-    weights = [(shortest / step) ** 2 for step in steps]
+    shortest_ms = min(steps_ms)
+    weights = [(shortest_ms / step_ms) ** 2 for step_ms in steps_ms]
     s = sum(weights)
     sx = sum(w * x for w, x in zip(weights, batches))
-    sy = sum(w * y for w, y in zip(weights, steps))
+    sy = sum(w * y for w, y in zip(weights, steps_ms))
     sxx = sum(w * x * x for w, x in zip(weights, batches))
-    sxy = sum(w * x * y for w, x, y in zip(weights, batches, steps))
+    sxy = sum(w * x * y for w, x, y in zip(weights, batches, steps_ms))
     determinant = s * sxx - sx * sx
     if determinant > 0 and math.isfinite(determinant):
-        per_sample = (s * sxy - sx * sy) / determinant
-        fixed = (sy - per_sample * sx) / s
-        if per_sample < 0:
+        per_sample_ms = (s * sxy - sx * sy) / determinant
+        fixed_ms = (sy - per_sample_ms * sx) / s
+        if per_sample_ms < 0:
             # A step no slower at larger batches: all fixed cost.
             return sy / s, 0.0
-        if fixed < 0:
+        if fixed_ms < 0:
             # All per-sample cost: the line through the origin.
             return 0.0, sxy / sxx
-        if math.isfinite(per_sample) and math.isfinite(fixed):
-            return fixed, per_sample
+        if math.isfinite(per_sample_ms) and math.isfinite(fixed_ms):
+            return fixed_ms, per_sample_ms
     mean_batch = sum(w * x for w, x in zip(weights, batches)) / s
-    mean_step = sum(w * y for w, y in zip(weights, steps)) / s
+    mean_step_ms = sum(w * y for w, y in zip(weights, steps_ms)) / s
     sxx = sum(w * (x - mean_batch) ** 2 for w, x in zip(weights, batches))
-    sxy = sum(w * (x - mean_batch) * (y - mean_step)
-              for w, x, y in zip(weights, batches, steps))
+    sxy = sum(w * (x - mean_batch) * (y - mean_step_ms)
+              for w, x, y in zip(weights, batches, steps_ms))
     if not sxx > 0:
         raise ZeroDivisionError("the batch sizes do not differ within a float's precision")
-    per_sample = sxy / sxx
-    fixed = mean_step - per_sample * mean_batch
-    if per_sample < 0:
+    per_sample_ms = sxy / sxx
+    fixed_ms = mean_step_ms - per_sample_ms * mean_batch
+    if per_sample_ms < 0:
         # A step no slower at larger batches: all fixed cost.
-        return mean_step, 0.0
-    if fixed < 0:
+        return mean_step_ms, 0.0
+    if fixed_ms < 0:
         # All per-sample cost: the line through the origin.
-        return 0.0, (sum(w * x * y for w, x, y in zip(weights, batches, steps))
+        return 0.0, (sum(w * x * y for w, x, y in zip(weights, batches, steps_ms))
                      / sum(w * x * x for w, x in zip(weights, batches)))
-    return fixed, per_sample
+    return fixed_ms, per_sample_ms
 
 
 def _sweep(name, members):
@@ -163,8 +163,8 @@ def _sweep(name, members):
         if mark.get("your_batch_size"):
             batch = mark["your_batch_size"]
             your_batch_sizes[batch] = your_batch_sizes.get(batch, 0) + 1
-        step = (run.get("step_ms") or {}).get(STEP_STATISTIC)
-        if not step:
+        step_ms = (run.get("step_ms") or {}).get(STEP_STATISTIC)
+        if not step_ms:
             problems.append(
                 f"{run['run']} has no steady-state step, so it is not a point of the sweep."
             )
@@ -173,7 +173,7 @@ def _sweep(name, members):
             {
                 "run": run["run"],
                 "batch_size": mark["batch_size"],
-                "step_ms": step,
+                "step_ms": step_ms,
                 # The run object's own figure, so the chart and the table agree.
                 "samples_per_s": run.get("samples_per_s"),
             }
@@ -181,16 +181,16 @@ def _sweep(name, members):
     devices = {}
     for device in sorted(by_device, key=_device_order):
         points = by_device[device]
-        fixed, per_sample = fit_step_time([(p["batch_size"], p["step_ms"]) for p in points])
-        if fixed is None and len({p["batch_size"] for p in points}) >= 2:
+        fixed_ms, per_sample_ms = fit_step_time([(p["batch_size"], p["step_ms"]) for p in points])
+        if fixed_ms is None and len({p["batch_size"] for p in points}) >= 2:
             problems.append(
                 f"{device}'s step time could not be fitted over its batch sizes (too close "
                 "together, or too large, for the arithmetic): it has no fixed and "
                 "per-sample cost, and no crossover with it."
             )
         devices[device] = {
-            "fixed_ms": fixed,
-            "per_sample_us": None if per_sample is None else per_sample * 1e3,
+            "fixed_ms": fixed_ms,
+            "per_sample_us": None if per_sample_ms is None else per_sample_ms * 1e3,
             "points": points,
         }
     # The one most of the runs name, should they differ.
@@ -252,13 +252,13 @@ def _step_at(fit, batch_size):
 
 def _crossover(result, devices, pair):
     first, second = (devices[device] for device in pair)
-    fixed_gap = second["fixed_ms"] - first["fixed_ms"]
-    per_sample_gap = (first["per_sample_us"] - second["per_sample_us"]) / 1e3
-    batch = fixed_gap / per_sample_gap if per_sample_gap else None
+    fixed_gap_ms = second["fixed_ms"] - first["fixed_ms"]
+    per_sample_gap_ms = (first["per_sample_us"] - second["per_sample_us"]) / 1e3
+    batch = fixed_gap_ms / per_sample_gap_ms if per_sample_gap_ms else None
     # A per-sample gap near zero puts the crossing beyond any batch size.
     if batch is not None and 0 < batch < MAX_VALUE:
         # Above `batch` the device with the smaller per-sample cost wins.
-        above, below = pair if per_sample_gap < 0 else pair[::-1]
+        above, below = pair if per_sample_gap_ms < 0 else pair[::-1]
         result["crossover_batch"] = round(batch)
         batches = [p["batch_size"] for d in pair for p in devices[d]["points"]]
         result["crossover_extrapolated"] = not min(batches) <= batch <= max(batches)
@@ -273,10 +273,10 @@ def _crossover(result, devices, pair):
 def _measured_steps(points):
     """`{batch_size: mean of the points' step_ms}` (a batch size may be
     recorded more than once)."""
-    steps = {}
+    steps_ms = {}
     for point in points:
-        steps.setdefault(point["batch_size"], []).append(point["step_ms"])
-    return {batch: sum(values) / len(values) for batch, values in steps.items()}
+        steps_ms.setdefault(point["batch_size"], []).append(point["step_ms"])
+    return {batch: sum(values) / len(values) for batch, values in steps_ms.items()}
 
 
 def _measured_crossover(devices, pair, problems):
@@ -297,36 +297,36 @@ def _measured_crossover(devices, pair, problems):
         )
     if len(changes) != 1:
         return None
-    (low, low_gap), (high, high_gap) = changes[0]
+    (low, low_gap_ms), (high, high_gap_ms) = changes[0]
     # Where the difference of the two steps, linear between the two points,
     # is zero: there the samples/s are equal.
-    batch = low + (high - low) * low_gap / (low_gap - high_gap)
+    batch = low + (high - low) * low_gap_ms / (low_gap_ms - high_gap_ms)
     return {
         "between": [low, high],
         "batch": round(batch),
-        "faster_above": pair[1] if high_gap > 0 else pair[0],
+        "faster_above": pair[1] if high_gap_ms > 0 else pair[0],
     }
 
 
 def _faster_at(devices, pair, batch_size):
     """Which device is faster at `batch_size`, by how much: measured when
     both devices ran that batch size, else from the fits."""
-    measured = [_measured_steps(devices[device]["points"]).get(batch_size) for device in pair]
-    if None not in measured:
-        steps, source = measured, "measured"
+    measured_ms = [_measured_steps(devices[device]["points"]).get(batch_size) for device in pair]
+    if None not in measured_ms:
+        steps_ms, source = measured_ms, "measured"
     else:
-        steps, source = [_step_at(devices[device], batch_size) for device in pair], "fit"
-    if not all(steps):
+        steps_ms, source = [_step_at(devices[device], batch_size) for device in pair], "fit"
+    if not all(steps_ms):
         return None
-    faster, slower = (0, 1) if steps[0] <= steps[1] else (1, 0)
+    faster, slower = (0, 1) if steps_ms[0] <= steps_ms[1] else (1, 0)
     return {
         "batch_size": batch_size,
         "device": pair[faster],
         "other": pair[slower],
         # The same samples at both: samples/s over samples/s is the inverse
         # ratio of the step times.
-        "times": steps[slower] / steps[faster],
-        "step_ms": {pair[0]: steps[0], pair[1]: steps[1]},
+        "times": steps_ms[slower] / steps_ms[faster],
+        "step_ms": {pair[0]: steps_ms[0], pair[1]: steps_ms[1]},
         "source": source,
     }
 

@@ -118,8 +118,8 @@ def judge(run, figures=None):
     """
     figures = figures if figures is not None else run_figures(run)
     numbers = run.numbers
-    step = figures.step.mean
-    if step is None or not figures.steady_steps:
+    step_ms = figures.step.mean
+    if step_ms is None or not figures.steady_steps:
         findings = []
         if numbers.warmup_ms is not None:
             findings.append(_warmup_finding(figures, "warmup_dominated", "high"))
@@ -143,21 +143,21 @@ def judge(run, figures=None):
         input_severity = "moderate"
     if near["host_overhead_bound"] and host_severity == "high":
         host_severity = "moderate"
-    host_p50, step_p50 = figures.host_overhead.p50, figures.step.p50
+    host_p50_ms, step_p50_ms = figures.host_overhead.p50, figures.step.p50
     if (
         host_severity == "high"
-        and host_p50 is not None
-        and step_p50
-        and host_p50 < HOST_MODERATE * step_p50
+        and host_p50_ms is not None
+        and step_p50_ms
+        and host_p50_ms < HOST_MODERATE * step_p50_ms
     ):
         # The typical step spends next to nothing outside its fetch and
         # compute: the share rests on a few long pauses (a collection, the
         # machine busy elsewhere), which is a finding, not the verdict.
         host_severity = "moderate"
     wait = figures.data_wait
-    ready = figures.ready_fetch_ms
+    ready_ms = figures.ready_fetch_ms
     unjudged = None
-    if input_severity and ready is None and not run.fetch_in_graph:
+    if input_severity and ready_ms is None and not run.fetch_in_graph:
         # No fetch floor: only a high share of long waits is evidence.
         long_waits = wait.p50 is not None and wait.p50 >= NO_FLOOR_MIN_P50_MS - EPSILON
         if input_severity != "high" or not long_waits:
@@ -166,10 +166,10 @@ def judge(run, figures=None):
     without_longest = figures.input_share_without_longest_wait
     if (
         input_severity
-        and ready
+        and ready_ms
         and wait.p90 is not None
         and (
-            wait.p90 <= STALL_P90_FACTOR * ready
+            wait.p90 <= STALL_P90_FACTOR * ready_ms
             or (without_longest is not None and without_longest < INPUT_MODERATE)
         )
     ):
@@ -323,8 +323,9 @@ def _run_findings(run, figures):
             count=placement.cross_device_copies,
         ))
     batch = run.batch_size
-    median = figures.step.p50
-    if batch and median is not None and batch <= SMALL_BATCH_SIZE and median < SMALL_BATCH_STEP_MS:
+    median_ms = figures.step.p50
+    if (batch and median_ms is not None and batch <= SMALL_BATCH_SIZE
+            and median_ms < SMALL_BATCH_STEP_MS):
         findings.append(Finding(
             "small_batch", "moderate" if is_accelerator(device) else "info", count=batch))
     return findings
