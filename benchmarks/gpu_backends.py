@@ -51,7 +51,8 @@ SWEEP_BATCHES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 SWEEP_STEPS = 60
 
 
-def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, steps_factor=1.0):
+def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, steps_factor=1.0,
+           segments=1):
     os.environ["KERAS_BACKEND"] = backend
     import keras
     import numpy as np
@@ -60,10 +61,29 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
     from tb_devicecost.reading import reader
     from models import build, data
 
-    def fit_seconds(model, x, y, batch, callbacks):
+    class EpochPeriods(keras.callbacks.Callback):
+        """When each epoch began, and when the fit ended: the periods hold
+        everything between, every callback's epoch hooks included,
+        whatever their order. Not ours: a clock outside the callback."""
+
+        def __init__(self):
+            super().__init__()
+            self.marks = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.marks.append(time.perf_counter())
+
+        def on_train_end(self, logs=None):
+            self.marks.append(time.perf_counter())
+
+    def fit_seconds(model, x, y, batch, callbacks, epochs=1):
+        """`(whole fit, median epoch period)` in seconds."""
+        periods = EpochPeriods()
         started = time.perf_counter()
-        model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=callbacks)
-        return time.perf_counter() - started
+        model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=False,
+                  callbacks=callbacks + [periods])
+        whole = time.perf_counter() - started
+        return whole, statistics.median(b - a for a, b in zip(periods.marks, periods.marks[1:]))
 
     tag = f"{backend}_{device}"
     results = []
@@ -71,10 +91,19 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
         if cases and f"{kind}{batch}" not in cases:
             continue
         steps = max(2, int((gpu_steps if device == "gpu" else cpu_steps) * steps_factor))
+        # With segments, a fit is that many epochs of `per_epoch` steps.
+        per_epoch = max(2, steps // segments) if segments > 1 else steps
+        steps = per_epoch * segments if segments > 1 else steps
         half = steps // 2
         x, y = data(kind, batch * steps)
         model = build(kind)
         fit_seconds(model, x, y, batch, [])  # compile
+        if segments > 1:
+            x, y = x[: batch * per_epoch], y[: batch * per_epoch]
+
+        def fit_seconds_each(model, x, y, batch, callbacks):
+            whole, period = fit_seconds(model, x, y, batch, callbacks, epochs=max(1, segments))
+            return (whole, period) if segments > 1 else (whole, whole)
         run_dir = os.path.join(out, "runs", f"{tag}_{kind}_b{batch}")
 
         def timed(directory):
@@ -86,39 +115,50 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
 
         # The kept run: the callback as users get it (default settings,
         # the device-busy window included on the GPU).
-        with_default = [fit_seconds(model, x, y, batch, [tb_devicecost.DeviceCostCallback(run_dir)])]
+        with_default = [fit_seconds_each(model, x, y, batch, [tb_devicecost.DeviceCostCallback(run_dir)])[0]]
         without, with_callback, with_half, kept = [], [], [], []
+        # Per round, the fastest epoch period of each kind (`--segments`).
+        period_without, period_with = [], []
         for index in range(rounds):
             # The fastest of `repeats` fits each, alternating: interference
             # only ever adds time, so a round's ratio of minima measures the
             # callback, not the host's bursts.
             pair, fastest = [float("inf"), float("inf")], 0
+            periods = [float("inf"), float("inf")]
             for repeat in range(repeats):
                 for which in ((0, 1) if (index + repeat) % 2 == 0 else (1, 0)):
                     callbacks = [timed(f"{tag}_{kind}_{index}_{repeat}")] if which else []
-                    seconds = fit_seconds(model, x, y, batch, callbacks)
-                    if which and seconds < pair[1]:
+                    seconds, period = fit_seconds_each(model, x, y, batch, callbacks)
+                    if which and period < periods[1]:
                         fastest = repeat  # Its record is the one compared.
                     pair[which] = min(pair[which], seconds)
+                    periods[which] = min(periods[which], period)
             without.append(pair[0])
             with_callback.append(pair[1])
+            period_without.append(periods[0])
+            period_with.append(periods[1])
             kept.append(os.path.join(out, "scratch", f"{tag}_{kind}_{index}_{fastest}"))
-            # The half-length fit, by the same estimator (its fastest).
-            with_half.append(min(
-                fit_seconds(model, x[: batch * half], y[: batch * half], batch,
-                            [timed(f"h{tag}_{kind}_{index}_{repeat}")])
-                for repeat in range(repeats)
-            ))
+            if segments <= 1:
+                # The half-length fit, by the same estimator (its fastest).
+                with_half.append(min(
+                    fit_seconds(model, x[: batch * half], y[: batch * half], batch,
+                                [timed(f"h{tag}_{kind}_{index}_{repeat}")])[0]
+                    for repeat in range(repeats)
+                ))
             if index < 3:
-                with_default.append(fit_seconds(
+                with_default.append(fit_seconds_each(
                     model, x, y, batch,
                     [tb_devicecost.DeviceCostCallback(os.path.join(out, "scratch", f"d{tag}_{kind}_{index}"))],
-                ))
+                )[0])
         [record] = [
             r for r in reader.read_runs(reader.local_provider(run_dir)) if r.run == "train"
         ]
         aggregate = record.aggregate
-        outside_ms = (statistics.median(with_callback) - statistics.median(with_half)) / (steps - half) * 1e3
+        if segments > 1:
+            # The steady time per step: an epoch's period over its steps.
+            outside_ms = statistics.median(period_with) / per_epoch * 1e3
+        else:
+            outside_ms = (statistics.median(with_callback) - statistics.median(with_half)) / (steps - half) * 1e3
         # The recorded mean step of the fits the outside clock counted (each
         # round's fastest with the callback), their median: fit times vary
         # by tens of percent from one fit to the next here, so another fit's
@@ -139,13 +179,17 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             "ms_per_step_with": statistics.median(with_callback) / steps * 1e3,
             # Each round's pair ran back to back: the median of their ratios
             # is steadier than the ratio of medians on a shared machine.
-            "ratio": statistics.median(b / a for a, b in zip(without, with_callback)),
+            "ratio": statistics.median(b / a for a, b in zip(period_without, period_with)),
+            # The whole fits' ratio, each fit's fixed cost included (the same
+            # as `ratio` without `--segments`).
+            "fit_ratio": statistics.median(b / a for a, b in zip(without, with_callback)),
+            "segments": segments,
             # The default callback's fit minus the per-step one's: the
             # device-busy window's one-off cost (about 0 on the CPU).
             "busy_window_s": statistics.median(with_default) - statistics.median(with_callback),
-            "ratios": [b / a for a, b in zip(without, with_callback)],
+            "ratios": [b / a for a, b in zip(period_without, period_with)],
             "ratio_interquartile": statistics.quantiles(
-                [b / a for a, b in zip(without, with_callback)], n=4)[::2] if rounds > 1 else None,
+                [b / a for a, b in zip(period_without, period_with)], n=4)[::2] if rounds > 1 else None,
             "repeats": repeats,
             "recorded_mean_step_ms": recorded_ms,
             "outside_clock_step_ms": outside_ms,
@@ -193,10 +237,15 @@ def main():
                         help="fits of each kind per round, alternating; the fastest counts")
     parser.add_argument("--steps-factor", type=float, default=1.0,
                         help="scales every case's steps per fit (PyTorch's steps are slower)")
+    parser.add_argument("--segments", type=int, default=1,
+                        help="epochs a fit is cut into: a fit's time is then its median "
+                             "epoch period (the steady cost per step; the fixed cost of a "
+                             "fit is reported apart, `fit_ratio`)")
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker, args.out, args.rounds, sweep=not args.no_sweep,
-               cases=args.cases.split(","), repeats=args.repeats, steps_factor=args.steps_factor)
+               cases=args.cases.split(","), repeats=args.repeats, steps_factor=args.steps_factor,
+               segments=args.segments)
         return
     os.makedirs(args.out, exist_ok=True)
     results = []
@@ -210,6 +259,7 @@ def main():
                 code = subprocess.call(
                     [sys.executable, __file__, "--out", args.out, "--rounds", str(args.rounds),
                      "--repeats", str(args.repeats), "--steps-factor", str(args.steps_factor),
+                     "--segments", str(args.segments),
                      "--cases", args.cases, "--worker", backend, device] + (["--no-sweep"] if args.no_sweep else []),
                     stdout=output, stderr=subprocess.STDOUT, env=env,
                 )
@@ -225,12 +275,13 @@ def main():
         for folder in ("runs", "sweep"):
             if os.path.isdir(os.path.join(args.out, folder)):
                 archive.add(os.path.join(args.out, folder), arcname=folder)
-    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | recorded mean step | outside clock | gap | device-busy window, once |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | whole fits | recorded mean step | outside clock | gap | device-busy window, once |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(
             f"| {r['backend']} | {r['device']} | {r['case']} | {r['ms_per_step_without']:.3f} | "
-            f"{r['ms_per_step_with']:.3f} | {r['ratio']:.3f}{_interquartile(r)} | {r['recorded_mean_step_ms']:.3f} | "
+            f"{r['ms_per_step_with']:.3f} | {r['ratio']:.3f}{_interquartile(r)} | {r['fit_ratio']:.3f} | "
+            f"{r['recorded_mean_step_ms']:.3f} | "
             f"{r['outside_clock_step_ms']:.3f} | {r['accounting_gap'] * 100:.1f}% | "
             f"{r['busy_window_s']:+.2f} s |"
         )

@@ -399,6 +399,10 @@ class TimedIterator:
         self._poll = poll
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
+        # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
+        # dispatch's wait for a GIL that the input's threads hold.
+        self.meter = None
+        self.metered = None
         self.reset(None)
 
     def _failed(self, error):
@@ -412,6 +416,7 @@ class TimedIterator:
         """Starts a call of the step function on `iterator` (one proxy
         serves every call, so a step allocates nothing here)."""
         self._iterator = iterator
+        self.metered = None
         self.start = None
         self.fetched = None
         self.count = 0
@@ -432,6 +437,8 @@ class TimedIterator:
             self.start = started
         batch = next(self._iterator)
         self.fetched = fetched = self._clock()
+        if self.meter is not None:
+            self.metered = self.meter.start(fetched)
         poll = self._poll
         if poll is not None:
             try:

@@ -28,9 +28,19 @@ another Python thread does run is counted: the meter cannot tell the two
 sleeps apart, so it can read high by the barrier's waits (about 1.5 ms of
 a 9.5 ms step of the demo's CNN on a 2-core machine). Where the kernel offers neither
 (not Linux), the meter reads 0 and the step keeps its wall time as before.
+
+Where the other threads are an input pipeline's (`after_release=True`),
+the waiter's own timeout counts too: a thread waiting for the GIL is woken
+when a holder releases it, but with several waiters the release wakes one
+of them, and a thread not woken sleeps until its timeout, one switch
+interval (`sys.getswitchinterval()`, 5 ms) after it began to wait. Beside a
+pool's threads handing batches over, the training thread slept 5.1 ms of a
+5.3 ms dispatch while they ran 1.1 ms between them (JAX on the CPU). So
+once another thread ran, up to one interval more is a wait for the GIL.
 """
 
 import os
+import sys
 import threading
 import time
 
@@ -40,9 +50,15 @@ class GilWait:
 
     Create it on the training thread; `start` and `stop` are called there.
     Each costs about a microsecond per Python thread of the process.
+
+    Args:
+        after_release: Whether the sleep until the waiter's timeout, up to
+            one switch interval after another thread ran, is a wait for the
+            GIL too (where the other threads are an input pipeline's).
     """
 
-    def __init__(self):
+    def __init__(self, after_release=False):
+        self._grace = sys.getswitchinterval() if after_release else 0.0
         self._thread = threading.get_ident()
         # Open schedstat files of the other threads, by native thread id.
         self._files = {}
@@ -81,6 +97,8 @@ class GilWait:
         ran = 0.0
         for ident, cpu_now in self._others().items():
             ran += cpu_now - others.get(ident, 0.0)
+        if ran > 0.0:
+            ran += self._grace
         return max(0.0, min(asleep, ran))
 
     def _runnable(self, fd=None):

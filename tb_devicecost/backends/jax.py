@@ -13,6 +13,7 @@ import weakref
 
 from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import base
+from tb_devicecost.backends import gil_wait
 from tb_devicecost.backends import placement
 from tb_devicecost.traces import trace as trace_module
 
@@ -60,11 +61,25 @@ class JaxBackend(base.Backend):
         `is_ready`."""
         steps = callback._async[role]
         proxy = asynchronous.TimedIterator(time.perf_counter, steps.poll)
+        # Where the pipeline's own threads hold the GIL, the training thread
+        # waits for it to dispatch the step and between steps, while the
+        # device idles: their data wait, metered (the meter costs about a
+        # microsecond per thread, so only there).
+        meter = gil_wait.GilWait(after_release=True) if steps.held_is_input else None
+        if meter is not None and not meter.available:
+            meter = None
+        proxy.meter, between, since = meter, None, 0
         # The hot path, once a step: names bound once, attributes read once.
         clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
         traces, train = callback._traces, role == "train"
 
         def timed_jax(state, iterator):
+            nonlocal between, since
+            held_between = 0.0
+            if between is not None and since == steps.boundaries:
+                # From the step before's return to this call (its fetch is
+                # metered apart, as data wait already).
+                held_between = meter.stop(between, clock())
             window = traces.window if train else None
             marker = None
             if window is not None:
@@ -95,6 +110,10 @@ class JaxBackend(base.Backend):
                 raise error  # Ours: the callback stops; Keras keeps `result`.
             traced, count, first = steps.upcoming_step, proxy.count, proxy.first
             start, fetched = proxy.start, proxy.fetched
+            held = 0.0
+            if meter is not None:
+                held = meter.stop(proxy.metered, returned)
+                between, since = meter.start(returned), steps.boundaries
             proxy.reset(None)  # Holds no batch between steps.
             key = callback._batch_begin + callback._spe - 1
             if count:
@@ -107,6 +126,8 @@ class JaxBackend(base.Backend):
                     excluded=callback._take_excluded(),
                     probe=completion_probe(result[0]),
                     returned=returned,
+                    held=held,
+                    held_between=held_between,
                 )
             if first is not None and callback._needs_batch.get(role, False):
                 # The input state was donated to the step: read the new one.

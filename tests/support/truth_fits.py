@@ -160,6 +160,11 @@ def main():
         mlp().fit(Batches(x, y, sleep_ms=INPUT_MS), epochs=1, verbose=0, callbacks=[callback("sleep_input")])
     if case("python_input", data_ms=PYTHON_MS):
         mlp().fit(Batches(x, y, python_ms=PYTHON_MS), epochs=1, verbose=0, callbacks=[callback("python_input")])
+    if case("python_threads", data_ms=PYTHON_MS):
+        # Four threads of the process share the GIL: each batch still costs
+        # the training as much Python as one thread would.
+        threads = Batches(x, y, python_ms=PYTHON_MS, workers=4, use_multiprocessing=False)
+        mlp().fit(threads, epochs=1, verbose=0, callbacks=[callback("python_threads")])
     if case("generator", data_ms=PYTHON_MS):
         def batches():
             for index in range(STEPS + 1):
@@ -195,7 +200,7 @@ def main():
 
         loader = torch.utils.data.DataLoader(Slow(), batch_size=None)
         mlp().fit(loader, epochs=1, verbose=0, callbacks=[callback("dataloader")])
-    if BACKEND == "torch" and case("validation_threads", data_ms=PYTHON_MS):
+    if BACKEND != "tensorflow" and case("validation_threads", data_ms=PYTHON_MS):
         # Validation's own pipeline: Python on four threads of the process.
         # Its GIL waits during a step are its data wait, as the training's.
         validation = Batches(x, y, python_ms=PYTHON_MS, workers=4, use_multiprocessing=False)
