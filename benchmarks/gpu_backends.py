@@ -27,8 +27,14 @@ recorded mean steps must be within 5% of it.
 Each backend and device runs in a process of its own (Keras fixes its
 backend at import; the CPU runs hide the GPU from the framework).
 
+With `--segments N` a fit is N epochs, and its time is its median epoch
+period (from one epoch's start to the next's, by a callback outside ours):
+the steady cost per step, with the callback's epoch end in it; the whole
+fits' ratio is reported beside it (`fit_ratio`), and the outside clock is
+that period over its steps.
+
 Usage: python benchmarks/gpu_backends.py --out DIR [--rounds 3] [--repeats 2]
-    [--steps-factor 1.0]
+    [--steps-factor 1.0] [--segments 1]
 Prints a JSON line per case, then the summary table last.
 """
 
@@ -55,7 +61,6 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
            segments=1):
     os.environ["KERAS_BACKEND"] = backend
     import keras
-    import numpy as np
 
     import tb_devicecost
     from tb_devicecost.reading import reader

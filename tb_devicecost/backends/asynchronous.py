@@ -366,8 +366,9 @@ def _share_reads(done, lower, first):
     bounds all tight at one read), steps found complete by the same read
     would share its time and all but the first would last 0 ms: a step
     takes device time. With nothing known of each one's share, each of the
-    `n` steps since the completion before them is given `1/n` of that
-    time, never before its own lower bound.
+    `n` steps since the completion before them (or since the first one's
+    lower bound, where later) is given `1/n` of that time, never before its
+    own lower bound.
     """
     if len(done) < 2:
         return done
@@ -381,7 +382,9 @@ def _share_reads(done, lower, first):
     run = np.cumsum(~repeated) - 1
     rank = np.arange(len(done)) - starts[run]
     length = np.diff(np.append(starts, len(done)))[run]
-    since = np.concatenate(([first], done))[starts][run]
+    # From the completion before the run, or the run's first step's own
+    # lower bound where later (a poll found it pending just before).
+    since = np.maximum(np.concatenate(([first], done))[starts], lower[starts])[run]
     spread = since + (rank + 1) / length * (done - since)
     return np.maximum.accumulate(np.minimum(np.maximum(spread, lower), done))
 

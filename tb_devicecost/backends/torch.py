@@ -91,8 +91,11 @@ class TorchBackend(base.Backend):
         clock = time.perf_counter
         completions = Completions(clock)
         # A CPU step runs on this thread and may wait for the GIL; known
-        # after the first step (a CUDA step returns once queued).
-        meter, on_cpu = gil_wait.GilWait(), None
+        # after the first step. A CUDA step returns once queued, but where
+        # the pipeline's own threads hold the GIL its launches wait for it
+        # while the GPU idles: metered too, as data wait.
+        meter, on_cpu = gil_wait.GilWait(after_release=steps.held_is_input), None
+        metered_on_gpu = steps.held_is_input
         # Where the pipeline's own threads hold the GIL, the loop waits for
         # it between steps too (Keras's hooks, the batch-begin ones): metered
         # from a step's return to the next one's dispatch.
@@ -125,7 +128,7 @@ class TorchBackend(base.Backend):
             traced = steps.upcoming_step
             if window is not None:
                 marker = window.step_marker(traced)
-            metered = meter.start(clock()) if on_cpu is not False else None
+            metered = meter.start(clock()) if on_cpu is not False or metered_on_gpu else None
             try:
                 result = original(data)
             finally:
@@ -134,8 +137,8 @@ class TorchBackend(base.Backend):
             returned = clock()
             timer, done = completions.source(result, returned)
             on_cpu = done is not None
-            held = meter.stop(metered, returned) if done is not None else 0.0
-            between = meter.start(returned) if on_cpu and steps.held_is_input else None
+            held = meter.stop(metered, returned) if done is not None or metered_on_gpu else 0.0
+            between = meter.start(returned) if steps.held_is_input else None
             since = steps.boundaries
             steps.dispatched(
                 callback._batch_begin,

@@ -164,7 +164,9 @@ def main():
         # Four threads of the process share the GIL: each batch still costs
         # the training as much Python as one thread would.
         threads = Batches(x, y, python_ms=PYTHON_MS, workers=4, use_multiprocessing=False)
-        mlp().fit(threads, epochs=1, verbose=0, callbacks=[callback("python_threads")])
+        model = mlp()
+        facts["cases"]["python_threads"]["outside_step_ms"] = outside_step_ms(model, x, y, BATCH, STEPS)
+        model.fit(threads, epochs=1, verbose=0, callbacks=[callback("python_threads")])
     if case("generator", data_ms=PYTHON_MS):
         def batches():
             for index in range(STEPS + 1):

@@ -1,0 +1,89 @@
+"""Python input on the input pipeline's own threads, on a real GPU.
+
+`tests/data/h200_threads/` holds what `tests/support/truth_fits.py` recorded
+on an NVIDIA H200 (the borrowed device machine, one GPU; Keras 3.15.1
+carried as a wheel; JAX and PyTorch) for three cases: `python_input` (20 ms
+of Python per batch on the training thread), `python_threads` (the same
+`PyDataset` on four threads of the process) and `validation_threads`
+(validation fed by those threads, training by arrays). CI has no GPU, so the
+runs are read back here through the same analysis as the tab and the report.
+
+Recorded with:
+
+    for b in jax torch; do
+        python3 tests/support/truth_fits.py $b OUT/$b python_threads \\
+            python_input validation_threads > OUT/$b.json
+    done
+
+The threads hold the GIL that the training thread needs to launch its step,
+so the GPU idles while they run: before the launch's wait for the GIL was
+metered, PyTorch's `python_threads` read `compute_bound` at 19.8 ms of
+compute a step, its launch 3.6 ms outside the fit.
+"""
+
+import json
+import os
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost.reading import reader
+
+from tests.support import paths
+
+
+DATA = os.path.join(paths.DATA, "h200_threads")
+
+
+@pytest.fixture(scope="module", params=["jax", "torch"])
+def recorded(request):
+    backend = request.param
+    with open(os.path.join(DATA, f"{backend}.json"), encoding="utf-8") as handle:
+        facts = json.loads(handle.read().strip().splitlines()[-1])
+    records = reader.read_runs(reader.local_provider(os.path.join(DATA, backend)))
+    report = analysis.build_report(records)
+    return backend, facts, {run["run"]: run for run in report["runs"]}
+
+
+def test_the_runs_ran_on_the_gpu(recorded):
+    backend, facts, runs = recorded
+    assert facts["backend"] == backend
+    assert set(facts["cases"]) == {"python_input", "python_threads", "validation_threads"}
+    for name in ("python_input", "python_threads"):
+        assert runs[f"{name}/train"]["device"].startswith("GPU"), runs[f"{name}/train"]["device"]
+
+
+def test_python_on_the_input_s_threads_is_input_bound_on_the_gpu(recorded):
+    """The threads' 20 ms of Python a batch set the pace. On JAX the data
+    wait is the largest part of the step; on PyTorch part of the launch's
+    wait still reads as compute (11.9 ms of an 18.9 ms mean step), the
+    verdict holds by the steady steps' shares."""
+    backend, facts, runs = recorded
+    run = runs["python_threads/train"]
+    assert run["steady_verdict"] == "input_bound"
+    assert run["step_ms"]["mean"] > 0.5 * facts["cases"]["python_threads"]["data_ms"]
+    assert run["data_wait_ms"]["mean"] > run["host_overhead_ms"]["mean"]
+    if backend == "jax":
+        assert run["data_wait_ms"]["mean"] > run["compute_ms"]["mean"]
+
+
+def test_the_launch_s_wait_for_the_gil_is_not_compute(recorded):
+    """JAX: the model's compute, within its outside step plus 1 ms.
+    PyTorch, whose launch is Python for each kernel and waits for the GIL
+    at every switch: its compute reads under three times its outside step
+    (9.9 ms against 3.6), where it read 19.8 ms before (see above)."""
+    backend, facts, runs = recorded
+    outside = facts["cases"]["python_threads"]["outside_step_ms"]
+    compute = runs["python_threads/train"]["compute_ms"]["p50"]
+    if backend == "jax":
+        assert compute < outside + 1.0, (compute, outside)
+    else:
+        assert compute < 3.0 * outside, (compute, outside)
+        assert compute < 0.5 * runs["python_threads/train"]["step_ms"]["p50"]
+
+
+def test_validation_s_own_threads_are_its_data_wait(recorded):
+    _, _, runs = recorded
+    run = runs["validation_threads/validation"]
+    assert run["steady_verdict"] == "input_bound"
+    assert run["host_overhead_ms"]["p50"] < 0.25 * run["step_ms"]["mean"]
