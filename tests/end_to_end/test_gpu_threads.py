@@ -21,15 +21,12 @@ metered, PyTorch's `python_threads` read `compute_bound` at 19.8 ms of
 compute a step, its launch 3.6 ms outside the fit.
 """
 
-import json
 import os
 
 import pytest
 
-from tb_devicecost import analysis
-from tb_devicecost.reading import reader
-
 from tests.support import paths
+from tests.support.recorded_truth import read_recorded
 
 
 DATA = os.path.join(paths.DATA, "h200_threads")
@@ -38,11 +35,8 @@ DATA = os.path.join(paths.DATA, "h200_threads")
 @pytest.fixture(scope="module", params=["jax", "torch"])
 def recorded(request):
     backend = request.param
-    with open(os.path.join(DATA, f"{backend}.json"), encoding="utf-8") as handle:
-        facts = json.loads(handle.read().strip().splitlines()[-1])
-    records = reader.read_runs(reader.local_provider(os.path.join(DATA, backend)))
-    report = analysis.build_report(records)
-    return backend, facts, {run["run"]: run for run in report["runs"]}
+    facts, _, runs = read_recorded(DATA, backend)
+    return backend, facts, {run["run"]: run for run in runs}
 
 
 def test_the_runs_ran_on_the_gpu(recorded):

@@ -11,16 +11,13 @@ is about 5 ms on an H100), so a step's compute is compared with the same
 backend's step timed from outside, not with zero.
 """
 
-import json
 import os
 
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
-from tb_devicecost.reading import reader
-
 from tests.support import paths
+from tests.support.recorded_truth import read_recorded
 
 
 DATA = os.path.join(paths.DATA, "h100_truth")
@@ -33,11 +30,8 @@ HOST_CASES = ("callback_before", "callback_after", "batch_begin_callback")
 @pytest.fixture(scope="module", params=["jax", "torch"])
 def recorded(request):
     backend = request.param
-    with open(os.path.join(DATA, f"{backend}.json"), encoding="utf-8") as handle:
-        facts = json.loads(handle.read().strip().splitlines()[-1])
-    records = reader.read_runs(reader.local_provider(os.path.join(DATA, backend)))
-    report = analysis.build_report(records)
-    runs = {run["run"].split("/")[0]: run for run in report["runs"]}
+    facts, records, report_runs = read_recorded(DATA, backend)
+    runs = {run["run"].split("/")[0]: run for run in report_runs}
     return backend, facts, {record.run.split("/")[0]: record for record in records}, runs
 
 
