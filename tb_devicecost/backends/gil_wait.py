@@ -82,8 +82,15 @@ class GilWait:
             return None
         return now, time.thread_time(), self._runnable(), self._others()
 
-    def stop(self, started, now):
-        """Seconds of the step `[started, now]` spent waiting for the GIL."""
+    def stop(self, started, now, asleep_is_gil=False):
+        """Seconds of the step `[started, now]` spent waiting for the GIL.
+
+        `asleep_is_gil`: every sleep of the thread meanwhile was a wait for
+        the GIL, once another Python thread ran: where it only launches
+        work for a device (a CUDA step's launches sleep for nothing else;
+        a full launch queue spins in the driver), so the other threads'
+        time need not bound it.
+        """
         if started is None or self._schedstat is None:
             return 0.0
         began, cpu, runnable, others = started
@@ -98,6 +105,8 @@ class GilWait:
         for ident, cpu_now in self._others().items():
             ran += cpu_now - others.get(ident, 0.0)
         if ran > 0.0:
+            if asleep_is_gil:
+                return asleep
             ran += self._grace
         return max(0.0, min(asleep, ran))
 

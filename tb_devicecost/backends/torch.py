@@ -137,7 +137,12 @@ class TorchBackend(base.Backend):
             returned = clock()
             timer, done = completions.source(result, returned)
             on_cpu = done is not None
-            held = meter.stop(metered, returned) if done is not None or metered_on_gpu else 0.0
+            held = 0.0
+            if done is not None:
+                held = meter.stop(metered, returned)
+            elif metered_on_gpu:
+                # A CUDA step's launch sleeps only for the GIL.
+                held = meter.stop(metered, returned, asleep_is_gil=True)
             between = meter.start(returned) if steps.held_is_input else None
             since = steps.boundaries
             steps.dispatched(

@@ -87,3 +87,51 @@ def test_a_step_that_sleeps_beside_an_idle_thread_waits_for_nothing():
 def test_no_reading_is_no_wait():
     """`start` found no counters (not Linux): `stop` reads 0."""
     assert gil_wait.GilWait().stop(None, time.perf_counter()) == 0.0
+
+
+def sleep_beside_a_brief_thread(meters, asleep_is_gil=False):
+    """Sleeps 0.1 s while another thread runs 2 ms of Python and then
+    waits; returns each meter's reading of the sleep."""
+    stop = threading.Event()
+
+    def brief():
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+        stop.wait()
+
+    began = time.perf_counter()
+    started = [meter.start(began) for meter in meters]
+    thread = threading.Thread(target=brief, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.1)
+        now = time.perf_counter()
+        return [meter.stop(each, now, asleep_is_gil=asleep_is_gil)
+                for meter, each in zip(meters, started)]
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_waiter_not_woken_sleeps_one_switch_interval_more():
+    """With an input pipeline's threads (`after_release`), a sleep beside a
+    thread that ran counts up to one switch interval beyond that thread's
+    time: a waiter that a release did not wake sleeps until its timeout."""
+    plain, grace = sleep_beside_a_brief_thread(
+        [gil_wait.GilWait(), gil_wait.GilWait(after_release=True)])
+    assert plain < 0.05
+    assert grace - plain == pytest.approx(sys.getswitchinterval(), abs=0.001)
+
+
+def test_a_cuda_launch_s_sleep_beside_a_thread_that_ran_is_all_gil_wait():
+    """`asleep_is_gil`: once another thread ran, all of the sleep counts
+    (a CUDA step's launch sleeps for nothing else); with no other thread
+    running, none of it."""
+    [held] = sleep_beside_a_brief_thread([gil_wait.GilWait()], asleep_is_gil=True)
+    assert held > 0.08
+    meter = gil_wait.GilWait()
+    began = time.perf_counter()
+    started = meter.start(began)
+    time.sleep(0.05)
+    assert meter.stop(started, time.perf_counter(), asleep_is_gil=True) < 0.01

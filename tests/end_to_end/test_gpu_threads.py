@@ -18,7 +18,9 @@ Recorded with:
 The threads hold the GIL that the training thread needs to launch its step,
 so the GPU idles while they run: before the launch's wait for the GIL was
 metered, PyTorch's `python_threads` read `compute_bound` at 19.8 ms of
-compute a step, its launch 3.6 ms outside the fit.
+compute a step, its launch 3.6 ms outside the fit; with the wait bounded by
+the other threads' time, 9.9 ms; counted whole (a CUDA launch sleeps for
+nothing else), 6.3 ms against 4.5 ms outside, in the PyTorch run kept here.
 """
 
 import os
@@ -49,9 +51,10 @@ def test_the_runs_ran_on_the_gpu(recorded):
 
 def test_python_on_the_input_s_threads_is_input_bound_on_the_gpu(recorded):
     """The threads' 20 ms of Python a batch set the pace. On JAX the data
-    wait is the largest part of the step; on PyTorch part of the launch's
-    wait still reads as compute (11.9 ms of an 18.9 ms mean step), the
-    verdict holds by the steady steps' shares."""
+    wait is the largest part of the step; on PyTorch some steps' launch
+    waits still read as compute (a mean of 10.1 ms in a 19.2 ms mean step,
+    against a p50 of 6.3 ms), the verdict holds by the steady steps'
+    shares."""
     backend, facts, runs = recorded
     run = runs["python_threads/train"]
     assert run["steady_verdict"] == "input_bound"
@@ -62,18 +65,18 @@ def test_python_on_the_input_s_threads_is_input_bound_on_the_gpu(recorded):
 
 
 def test_the_launch_s_wait_for_the_gil_is_not_compute(recorded):
-    """JAX: the model's compute, within its outside step plus 1 ms.
-    PyTorch, whose launch is Python for each kernel and waits for the GIL
-    at every switch: its compute reads under three times its outside step
-    (9.9 ms against 3.6), where it read 19.8 ms before (see above)."""
+    """The step's compute at p50 is the model's: within 1 ms (JAX) or 50%
+    (PyTorch, whose launch is Python for each kernel and is slowed by the
+    threads' Python between its waits too) of the same model's step timed
+    outside the fit, and under half the step."""
     backend, facts, runs = recorded
     outside = facts["cases"]["python_threads"]["outside_step_ms"]
     compute = runs["python_threads/train"]["compute_ms"]["p50"]
+    assert compute < 0.5 * runs["python_threads/train"]["step_ms"]["p50"]
     if backend == "jax":
         assert compute < outside + 1.0, (compute, outside)
     else:
-        assert compute < 3.0 * outside, (compute, outside)
-        assert compute < 0.5 * runs["python_threads/train"]["step_ms"]["p50"]
+        assert compute < 1.5 * outside, (compute, outside)
 
 
 def test_validation_s_own_threads_are_its_data_wait(recorded):
