@@ -253,8 +253,11 @@ class AsyncSteps:
         compute_s = done - begun
         data_wait_s = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
         host_overhead_s = np.maximum(0.0, done - previous - compute_s - data_wait_s)
-        # The step waited that long for the GIL that other threads held.
-        held_s = np.minimum(held_s, compute_s)
+        # The step waited that long for the GIL that other threads held,
+        # from its dispatch on. Where the device was still busy with the
+        # step before (`previous` after the dispatch), up to that much of
+        # the wait overlapped it: only the rest left the device idle.
+        held_s = np.minimum(np.maximum(0.0, held_s - np.maximum(0.0, previous - dispatch)), compute_s)
         compute_s = compute_s - held_s
         if self.held_is_input:
             data_wait_s = data_wait_s + held_s

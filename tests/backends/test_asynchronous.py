@@ -94,6 +94,27 @@ def test_a_wait_for_the_gil_goes_where_its_holders_belong(tmp_path, held_is_inpu
         assert series["host_overhead_ms"][2] == pytest.approx(6.0)
 
 
+def test_a_wait_for_the_gil_while_the_device_was_busy_is_not_its_idle_time(tmp_path):
+    """Asynchronous steps fed by the pipeline's threads: step 1 is
+    dispatched at 12 ms, its dispatch waiting 6 ms for the GIL, while the
+    device works on step 0 until 15 ms. Only the 3 ms of that wait after
+    15 ms left the device idle: data wait; the rest of step 1, until its
+    completion at 30 ms, is compute."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    timing.held_is_input = True
+    timing.dispatched(0, 0.0, 1e-3, batch_size=32, done=15e-3)
+    timing.dispatched(1, 11e-3, 12e-3, batch_size=32, done=30e-3, held=6e-3)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    series = record.series
+    assert series["data_wait_ms"][1] == pytest.approx(3.0)
+    assert series["compute_ms"][1] == pytest.approx(12.0)
+    assert series["host_overhead_ms"][1] == pytest.approx(0.0, abs=1e-6)
+
+
 def test_completions_seen_out_of_order_still_give_rows_in_order(tmp_path):
     """Keras's worker threads may report step 2 before step 1."""
     steps = [(0, 1, 10), (2, 4, 20), (5, 7, 30)]

@@ -20,7 +20,7 @@ so the GPU idles while they run: before the launch's wait for the GIL was
 metered, PyTorch's `python_threads` read `compute_bound` at 19.8 ms of
 compute a step, its launch 3.6 ms outside the fit; with the wait bounded by
 the other threads' time, 9.9 ms; counted whole (a CUDA launch sleeps for
-nothing else), 6.3 ms against 4.5 ms outside, in the PyTorch run kept here.
+nothing else), 5.4 ms against 4.6 ms outside, in the PyTorch run kept here.
 """
 
 import os
@@ -52,8 +52,8 @@ def test_the_runs_ran_on_the_gpu(recorded):
 def test_python_on_the_input_s_threads_is_input_bound_on_the_gpu(recorded):
     """The threads' 20 ms of Python a batch set the pace. On JAX the data
     wait is the largest part of the step; on PyTorch some steps' launch
-    waits still read as compute (a mean of 10.1 ms in a 19.2 ms mean step,
-    against a p50 of 6.3 ms), the verdict holds by the steady steps'
+    waits still read as compute (a mean of 9.9 ms in an 18.6 ms mean step,
+    against a p50 of 5.4 ms), the verdict holds by the steady steps'
     shares."""
     backend, facts, runs = recorded
     run = runs["python_threads/train"]
