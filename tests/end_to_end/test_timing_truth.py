@@ -5,10 +5,10 @@ fixes its backend at import), on the CPU: input that sleeps (releasing the
 GIL) and input that runs pure Python (holding it) through a `PyDataset`, a
 generator, `tf.py_function` and a `torch.utils.data.DataLoader`; a user's
 callback of 20 ms of Python before ours, after ours, and in
-`on_train_batch_begin`; training and validation fed by Python on threads; a model whose
-compute is timed by a clock outside the fit; and a mix of all three. The
-expectations are the injected costs and outside clocks, never the code
-under test.
+`on_train_batch_begin`; training and validation fed by Python on threads;
+a model whose compute is timed by a clock outside the fit; and a mix of
+all three. The expectations are the injected costs and outside clocks,
+never the code under test.
 
 These assertions hold whatever else the machine runs (the suite is run
 beside two busy loops, one per core): the injected cost is found in the
