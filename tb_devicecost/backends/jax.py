@@ -68,18 +68,16 @@ class JaxBackend(base.Backend):
         meter = gil_wait.GilWait(after_release=True) if steps.held_is_input else None
         if meter is not None and not meter.available:
             meter = None
-        proxy.meter, between, since = meter, None, 0
+        proxy.meter = meter
+        between = None if meter is None else asynchronous.WaitBetweenSteps(meter, steps)
         # The hot path, once a step: names bound once, attributes read once.
         clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
         traces, train = callback._traces, role == "train"
 
         def timed_jax(state, iterator):
-            nonlocal between, since
-            held_between = 0.0
-            if between is not None and since == steps.boundaries:
-                # From the step before's return to this call (its fetch is
-                # metered apart, as data wait already).
-                held_between = meter.stop(between, clock())
+            # From the step before's return to this call (its fetch is
+            # metered apart, as data wait already).
+            held_between = 0.0 if between is None else between.until(clock())
             window = traces.window if train else None
             marker = None
             if window is not None:
@@ -113,7 +111,7 @@ class JaxBackend(base.Backend):
             held = 0.0
             if meter is not None:
                 held = meter.stop(proxy.metered, returned)
-                between, since = meter.start(returned), steps.boundaries
+                between.returned(returned)
             proxy.reset(None)  # Holds no batch between steps.
             key = callback._batch_begin + callback._spe - 1
             if count:

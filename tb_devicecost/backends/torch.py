@@ -15,6 +15,7 @@ an idle GPU at the fit's first step (its warm-up).
 import os
 import time
 
+from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import placement
 from tb_devicecost.traces import torch_trace
 from tb_devicecost.backends import base
@@ -99,19 +100,19 @@ class TorchBackend(base.Backend):
         # Where the pipeline's own threads hold the GIL, the loop waits for
         # it between steps too (Keras's hooks, the batch-begin ones): metered
         # from a step's return to the next one's dispatch.
-        between, since = None, 0
+        between = asynchronous.WaitBetweenSteps(meter, steps) if steps.held_is_input else None
 
         def timed_torch(data):
-            nonlocal on_cpu, between, since
+            nonlocal on_cpu
             dispatch = clock()
             fetched = callback._fetched_at or dispatch
             start = callback._fetch_started or fetched
             start = min(start, fetched)
             held_between = 0.0
-            if between is not None and since == steps.boundaries:
+            if between is not None:
                 # The fetch is asleep on the pipeline's queue: data wait
-                # already. (Across an epoch's end, no step's.)
-                held_between = max(0.0, meter.stop(between, dispatch) - (fetched - start))
+                # already.
+                held_between = max(0.0, between.until(dispatch) - (fetched - start))
             window = callback._traces.window if role == "train" else None
             if window is not None:
                 transition = callback._before_traced_step(steps.upcoming_step)
@@ -143,8 +144,8 @@ class TorchBackend(base.Backend):
             elif metered_on_gpu:
                 # A CUDA step's launch sleeps only for the GIL.
                 held = meter.stop(metered, returned, asleep_is_gil=True)
-            between = meter.start(returned) if steps.held_is_input else None
-            since = steps.boundaries
+            if between is not None:
+                between.returned(returned)
             steps.dispatched(
                 callback._batch_begin,
                 start,
