@@ -374,8 +374,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             )
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._failed_on_worker is not None:
-            self._disable(self._failed_on_worker)
+        self._stop_if_failed_on_worker()
         if not self._enabled or self._train is None or not self._in_fit:
             return
         try:
@@ -392,8 +391,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._disable(error)
 
     def on_train_end(self, logs=None):
-        if self._failed_on_worker is not None:
-            self._disable(self._failed_on_worker)
+        self._stop_if_failed_on_worker()
         if self._in_fit:
             self._end_fit(status="complete")
 

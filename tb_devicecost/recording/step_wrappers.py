@@ -70,9 +70,16 @@ class StepRecording:
             self._loop.uninstall()
             self._loop = None
 
+    def _stop_if_failed_on_worker(self):
+        """Training thread: stops the recording where a failure of ours on
+        Keras's worker was kept for it (`loop_failed`); whether it did."""
+        if self._failed_on_worker is None:
+            return False
+        self._disable(self._failed_on_worker)
+        return True
+
     def loop_batch_begin(self, role, batch, now):
-        if self._failed_on_worker is not None:
-            self._disable(self._failed_on_worker)
+        if self._stop_if_failed_on_worker():
             return
         self._batch_begin = batch
         if not self._backend.fetches_before_batch_begin:
