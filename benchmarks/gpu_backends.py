@@ -81,13 +81,18 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
         def on_train_end(self, logs=None):
             self.marks.append(time.perf_counter())
 
+    fit_epochs = max(1, segments)
+
     def fit_seconds(model, x, y, batch, callbacks, epochs=1):
-        """`(whole fit, median epoch period)` in seconds."""
+        """`(whole fit, median epoch period)` in seconds; a fit of one
+        epoch is its own period (the whole-fit estimator)."""
         periods = EpochPeriods()
         started = time.perf_counter()
         model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=False,
                   callbacks=callbacks + [periods])
         whole = time.perf_counter() - started
+        if epochs == 1:
+            return whole, whole
         return whole, statistics.median(b - a for a, b in zip(periods.marks, periods.marks[1:]))
 
     tag = f"{backend}_{device}"
@@ -105,10 +110,6 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
         fit_seconds(model, x, y, batch, [])  # compile
         if segments > 1:
             x, y = x[: batch * per_epoch], y[: batch * per_epoch]
-
-        def fit_seconds_each(model, x, y, batch, callbacks):
-            whole, period = fit_seconds(model, x, y, batch, callbacks, epochs=max(1, segments))
-            return (whole, period) if segments > 1 else (whole, whole)
         run_dir = os.path.join(out, "runs", f"{tag}_{kind}_b{batch}")
 
         def timed(directory):
@@ -120,7 +121,8 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
 
         # The kept run: the callback as users get it (default settings,
         # the device-busy window included on the GPU).
-        with_default = [fit_seconds_each(model, x, y, batch, [tb_devicecost.DeviceCostCallback(run_dir)])[0]]
+        with_default = [fit_seconds(model, x, y, batch, [tb_devicecost.DeviceCostCallback(run_dir)],
+                                    fit_epochs)[0]]
         without, with_callback, with_half, kept = [], [], [], []
         # Per round, the fastest epoch period of each kind (`--segments`).
         period_without, period_with = [], []
@@ -133,7 +135,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             for repeat in range(repeats):
                 for which in ((0, 1) if (index + repeat) % 2 == 0 else (1, 0)):
                     callbacks = [timed(f"{tag}_{kind}_{index}_{repeat}")] if which else []
-                    seconds, period = fit_seconds_each(model, x, y, batch, callbacks)
+                    seconds, period = fit_seconds(model, x, y, batch, callbacks, fit_epochs)
                     if which and period < periods[1]:
                         fastest = repeat  # Its record is the one compared.
                     pair[which] = min(pair[which], seconds)
@@ -151,9 +153,10 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
                     for repeat in range(repeats)
                 ))
             if index < 3:
-                with_default.append(fit_seconds_each(
+                with_default.append(fit_seconds(
                     model, x, y, batch,
                     [tb_devicecost.DeviceCostCallback(os.path.join(out, "scratch", f"d{tag}_{kind}_{index}"))],
+                    fit_epochs,
                 )[0])
         [record] = [
             r for r in reader.read_runs(reader.local_provider(run_dir)) if r.run == "train"
