@@ -47,9 +47,22 @@ import numpy as np
 # completion becomes known).
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
 _PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN = range(7, 14)
-# The numeric fields `_write` reads of every step.
+# The numeric fields `_drain` reads of every step.
 _NUMBERS = operator.itemgetter(
-    _START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD, _HELD_BETWEEN)
+    _START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD, _HELD_BETWEEN, _STEPS,
+    _EXACT, _LOWER, _UPPER)
+
+
+class _Columns(collections.namedtuple(
+        "_Columns", "start fetched dispatch batch excluded held held_between lower upper polled")):
+    """Completed steps' fields and completion bounds, one array each
+    (seconds; `polled`: a poll of the training thread found the step
+    pending)."""
+
+    __slots__ = ()
+
+    def take(self, index):
+        return _Columns(*(column[index] for column in self))
 # Completion bounds this close are a measurement; wider ones are placed by
 # the step's duration where it was measured that closely (`_place`).
 _TIGHT_S = 0.2e-3
@@ -80,7 +93,10 @@ class AsyncSteps:
         self._pending = collections.deque()
         # Steps whose completion the training thread still polls for.
         self._unready = collections.deque()
+        # Completions reported by Keras's worker (`completed`), by key, and
+        # those the training thread read itself, waiting for the step.
         self._done = {}
+        self._exact_done = {}
         self._previous = None
         # The device's duration of one step where its completion was
         # measured closely (seconds), carried from group to group.
@@ -165,7 +181,10 @@ class AsyncSteps:
         """The step's logs are Python numbers (Keras's worker thread, or the
         training thread when `exact`: it waited for the step itself).
         Only a clock read: a worker holds the GIL as briefly as it can."""
-        self._done[key] = (now, exact)
+        if exact:
+            self._exact_done[key] = now
+        else:
+            self._done[key] = now
 
     def boundary(self):
         """Training thread, once Keras has waited for its worker: writes
@@ -176,65 +195,87 @@ class AsyncSteps:
         self._pending.clear()
         self._unready.clear()
         self._done.clear()
+        self._exact_done.clear()
         self._previous = None
 
-    def _completion(self, entry):
-        """`(lower, upper)` bounds of the entry's completion, or `None`
-        while nothing says it is complete."""
-        if entry[_EXACT] is not None:
-            return entry[_EXACT], entry[_EXACT]
-        if entry[_TIMER] is not None:
-            at = entry[_TIMER]()
-            if at is not None:
-                return at, at
-        reported = self._done.get(entry[_KEY])
-        if reported is not None and reported[1]:
-            return reported[0], reported[0]
-        upper = entry[_UPPER]
-        if reported is not None:
-            upper = reported[0] if upper is None else min(upper, reported[0])
-        if upper is None:
-            return None
-        return max(entry[_DISPATCH], entry[_LOWER] or entry[_DISPATCH]), upper
-
     def _drain(self, final):
-        """Rows for the completed steps at the head of the queue."""
-        pending, done, unready = self._pending, self._done, self._unready
-        completion = self._completion
-        ready = []
-        while pending:
-            entry = pending[0]
-            bounds = completion(entry)
-            if bounds is None and not final:
-                break
-            pending.popleft()
-            done.pop(entry[_KEY], None)
-            if bounds is None:
-                continue  # Never completed (the step raised): no row.
-            if unready and unready[0] is entry:
-                unready.popleft()
-            if entry[_STEPS] != 1:
-                # An execution of several steps: written on its own.
-                self._write(ready)
-                ready = []
-                self._write([(entry, bounds)])
-                continue
-            ready.append((entry, bounds))
-        self._write(ready, prompt=final and not pending)
+        """Rows for the completed steps at the head of the queue (`final`:
+        every step; one that never completed, because it raised, has no
+        row).
 
-    def _write(self, ready, prompt=False):
-        """Rows for `ready` steps; `prompt`: the last of them is the step
-        before a boundary, whose completion Keras's worker reported while
-        the training thread waited for it (`_place`)."""
-        if not ready:
+        The scan for the completed head is one test per step; the steps'
+        fields and bounds are then converted once, as arrays: a drain costs
+        the training thread well under a microsecond a step.
+        """
+        pending, done, exact_done = self._pending, self._done, self._exact_done
+        count = 0
+        for entry in pending:
+            if entry[_UPPER] is None and entry[_EXACT] is None:
+                timer = entry[_TIMER]
+                if timer is not None:
+                    # The device's timestamp, once there, is the completion.
+                    entry[_EXACT] = timer()
+                if (
+                    entry[_EXACT] is None
+                    and not final
+                    and entry[_KEY] not in done
+                    and entry[_KEY] not in exact_done
+                ):
+                    break
+            count += 1
+        if not count:
             return
-        entries = [entry for entry, _ in ready]
-        # One conversion of every step's fields (a batch size of `None`, not
-        # known, becomes NaN), and one of every step's bounds.
-        start, fetched, dispatch, batch, excluded_s, held_s, held_between_s = np.array(
-            [_NUMBERS(entry) for entry in entries], dtype=np.float64
-        ).T
-        lower, upper = np.array([bounds for _, bounds in ready], dtype=np.float64).T
+        popleft = pending.popleft
+        entries = [popleft() for _ in range(count)]
+        # Those a poll never found complete still lead `_unready`.
+        unready = self._unready
+        for _ in range(sum(1 for entry in entries if entry[_PROBE] is not None and entry[_UPPER] is None)):
+            unready.popleft()
+        # One conversion of every step's fields (`None`, not known, is NaN).
+        keys = [entry[_KEY] for entry in entries]
+        (start, fetched, dispatch, batch, excluded, held, held_between, steps,
+         exact, polled_lower, polled_upper) = np.array(
+            [_NUMBERS(entry) for entry in entries], dtype=np.float64).T
+        reported = np.array([done.pop(key, None) for key in keys], dtype=np.float64)
+        if exact_done:
+            exact = np.where(
+                np.isnan(exact),
+                np.array([exact_done.pop(key, None) for key in keys], dtype=np.float64),
+                exact,
+            )
+        # The bounds of each completion: the training thread's last read
+        # that found it pending (or its dispatch) and the first that found
+        # it complete, or Keras's worker's report where earlier.
+        known = ~np.isnan(exact)
+        upper = np.where(known, exact, np.fmin(polled_upper, reported))
+        lower = np.where(known, exact, np.fmax(dispatch, polled_lower))
+        columns = _Columns(start, fetched, dispatch, batch, excluded, held, held_between,
+                           lower, upper, ~np.isnan(polled_lower))
+        # A step that never completed (it raised) has no row.
+        written = ~np.isnan(upper)
+        single = written & (steps == 1)
+        if single.all():
+            self._write(columns, entries[-1], steps=1, prompt=final)
+            return
+        # An execution of several steps is written on its own, in order.
+        index = np.flatnonzero(written)
+        runs = np.split(index, np.flatnonzero(~single[index]))
+        for run in runs:
+            if len(run) and not single[run[0]]:
+                self._write(columns.take(run[:1]), entries[run[0]], steps=int(steps[run[0]]))
+                run = run[1:]
+            if len(run):
+                self._write(columns.take(run), entries[run[-1]], steps=1,
+                            prompt=final and run[-1] == index[-1])
+
+    def _write(self, columns, last, steps=1, prompt=False):
+        """Rows for completed steps (`columns`, in order; `last`: the last
+        one's entry). `steps` > 1: one execution of that many steps.
+        `prompt`: the last of them is the step before a boundary, whose
+        completion Keras's worker reported while the training thread waited
+        for it (`_place`)."""
+        (start, fetched, dispatch, batch, excluded_s, held_s, held_between_s,
+         lower, upper, polled) = columns
         first = start[0] if self._previous is None else self._previous
         # The device completes steps in order: a step's completion is no
         # earlier than the one before, and no later than any after it.
@@ -244,8 +285,8 @@ class AsyncSteps:
         # A bound that came from a later step is not a reading of this one.
         done = self._place(
             dispatch, lower, upper, first, inherited=upper < measured,
-            prompt=prompt and self._reported_last(ready, batch),
-            polled=np.array([entry[_LOWER] is not None for entry in entries]),
+            prompt=prompt and self._reported_last(last, measured[-1], batch),
+            polled=polled,
         )
         done = _share_reads(done, lower, first)
         previous = np.concatenate(([first], done[:-1]))
@@ -281,23 +322,21 @@ class AsyncSteps:
         self.accounting.add_fetch_times(
             fetch_ms[1:] if self.accounting.next_is_warmup else fetch_ms
         )
-        steps = [entry[_STEPS] for entry in entries]
-        if len(entries) == 1 and steps[0] != 1:
+        if steps != 1:
             self.accounting.add_step(
                 previous[0], data_wait_s[0], compute_s[0], host_overhead_s[0],
-                entries[0][_BATCH], steps[0], excluded_s[0],
+                last[_BATCH], steps, excluded_s[0],
             )
-            self.accounting.count_pace(device_paced)
-            return
-        self.accounting.add_steps(
-            previous, data_wait_s, compute_s, host_overhead_s, batch, excluded_s)
+        else:
+            self.accounting.add_steps(
+                previous, data_wait_s, compute_s, host_overhead_s, batch, excluded_s)
         self.accounting.count_pace(device_paced)
 
-    def _reported_last(self, ready, batch):
-        """Whether the last step's completion came from Keras's worker
-        (not from a poll of ours) and it had the group's usual batch (a
-        partial last batch is a shorter step, or a new compilation)."""
-        entry, (_, upper) = ready[-1]
+    def _reported_last(self, entry, upper, batch):
+        """Whether the last step's completion (its measured upper bound
+        `upper`) came from Keras's worker, not from a poll of ours, and it
+        had the group's usual batch (a partial last batch is a shorter
+        step, or a new compilation)."""
         if entry[_EXACT] is not None or entry[_TIMER] is not None:
             return False
         if entry[_UPPER] is not None and entry[_UPPER] <= upper:

@@ -81,11 +81,11 @@ class LoopClock:
 
     - `loop_batch_begin(role, batch, now)`: the loop asks for the batch
       hooks, before any of them (on PyTorch, the batch was fetched just
-      before);
+      before; with `batch_bounds` only);
     - `loop_results(role, batch, now)`: the step's logs are Python numbers,
       before any batch-end hook (the main thread, or Keras's worker thread);
     - `loop_batch_end(role, now)`: every batch-end hook has run, or been
-      handed to the worker (main thread);
+      handed to the worker (main thread; with `batch_bounds` only);
     - `loop_epoch_begin(now)`: the epoch's hooks ran; its first fetch
       follows (the same after `on_test_begin`, with role `"test"`);
     - `loop_failed(error, on_worker)`: one of the above raised; Keras's own
@@ -105,14 +105,25 @@ class LoopClock:
         self._clock = clock
         self._installed = []
 
-    def install(self, roles=("train", "test")):
-        """Wraps the list's batch methods of `roles` (once each)."""
+    def install(self, roles=("train", "test"), batch_bounds=True):
+        """Wraps the list's batch methods of `roles` (once each).
+
+        Args:
+            roles: The roles whose batch hooks are wrapped.
+            batch_bounds: Whether to read the clock before the batch-begin
+                hooks and after the batch-end ones (`loop_batch_begin`,
+                `loop_batch_end`). A loop that fetches inside its step
+                function (JAX, TensorFlow) needs neither: the step's own
+                clock reads bound it, and two fewer calls a step are a
+                measurable part of the callback's cost.
+        """
         for role in roles:
             begin, end, end_inner = _BATCH_METHODS[role]
-            if begin in self._installed:
+            if end_inner in self._installed:
                 continue
-            self._wrap(begin, self._begin_wrapper(role))
-            self._wrap(end, self._end_wrapper(role))
+            if batch_bounds:
+                self._wrap(begin, self._begin_wrapper(role))
+                self._wrap(end, self._end_wrapper(role))
             self._wrap(end_inner, self._results_wrapper(role))
         if "on_epoch_begin" not in self._installed:
             self._wrap("on_epoch_begin", self._after_wrapper(None))

@@ -263,10 +263,14 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._fetch_started = None
 
     def on_train_batch_begin(self, batch, logs=None):
+        # The batch's index, whatever the callbacks' order: the step that
+        # reads it runs after every batch-begin hook.
+        self._batch_begin = batch
         if self._loop is None:
-            self._batch_begin = batch
             if self._backend is not None and self._backend.fetches_before_batch_begin:
                 self._fetched_at = time.perf_counter()
+        elif self._failed_on_worker is not None:
+            self._stop_if_failed_on_worker()
 
     def on_train_batch_end(self, batch, logs=None):
         # The hot path. With the loop clock installed, the step's clock
@@ -302,10 +306,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 self._create_accounting()
                 self._register_exit_handler()
                 accounting, role = self._evaluation, "evaluation"
-                self._install_loop_clock()
                 self._backend = self._measured_backend()
                 if self._backend is None:
                     return
+                self._install_loop_clock()
                 self._run_info = self._gather_run_info(self._backend)
                 self._spe = int(getattr(self._model, "steps_per_execution", 1) or 1)
                 self._floors.setdefault("evaluation", fetch_floor.FetchFloor())
@@ -330,10 +334,12 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._disable(error)
 
     def on_test_batch_begin(self, batch, logs=None):
+        self._batch_begin = batch
         if self._loop is None:
-            self._batch_begin = batch
             if self._backend is not None and self._backend.fetches_before_batch_begin:
                 self._fetched_at = time.perf_counter()
+        elif self._failed_on_worker is not None:
+            self._stop_if_failed_on_worker()
 
     def on_test_batch_end(self, batch, logs=None):
         role = self._test_role

@@ -60,7 +60,10 @@ class StepRecording:
         if callbacks is None:
             return  # Called outside Keras's loop: our own hooks read the clock.
         self._loop = keras_loop.LoopClock(callbacks, self)
-        self._loop.install()
+        # Only a loop that fetches before the batch-begin hooks (PyTorch)
+        # needs the clock around them; elsewhere our own batch-begin hook
+        # takes the batch's index (`on_train_batch_begin`).
+        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin)
         self._hooks_on_worker = {
             role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
         }
