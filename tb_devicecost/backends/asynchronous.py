@@ -175,6 +175,9 @@ class AsyncSteps:
                 entry[_LOWER] = now
                 return
             entry[_UPPER] = now
+            # Lets go of the step's outputs now, as Keras does, not a whole
+            # group of steps later all at once.
+            entry[_PROBE] = None
             unready.popleft()
 
     def completed(self, key, now, exact=False):
@@ -463,6 +466,10 @@ class TimedIterator:
     this proxy lets it, so the step is dispatched exactly as without it.
     Each clock read is also a moment to poll for completed steps.
     """
+
+    # Read and set several times a step: slots are faster than a dict.
+    __slots__ = ("_clock", "_poll", "_iterator", "error", "meter", "metered",
+                 "start", "fetched", "count", "first")
 
     def __init__(self, clock, poll=None):
         self._clock = clock

@@ -115,17 +115,10 @@ class JaxBackend(base.Backend):
             proxy.reset(None)  # Holds no batch between steps.
             key = callback._batch_begin + callback._spe - 1
             if count:
+                # Positional: cheaper to bind than keywords, once a step.
                 dispatched(
-                    key,
-                    start,
-                    fetched,
-                    steps=count,
-                    batch_size=batch_size(first),
-                    excluded=callback._take_excluded(),
-                    probe=completion_probe(result[0]),
-                    returned=returned,
-                    held=held,
-                    held_between=held_between,
+                    key, start, fetched, None, count, batch_size(first), callback._take_excluded(),
+                    completion_probe(result[0]), None, None, returned, held, held_between,
                 )
             if first is not None and callback._needs_batch.get(role, False):
                 # The input state was donated to the step: read the new one.

@@ -85,6 +85,9 @@ def batch_size(batch):
     if isinstance(batch, tuple) and batch:
         # The common case, once per step: `(x, y)` of arrays.
         shape = getattr(batch[0], "shape", None)
+        if isinstance(shape, tuple) and shape:
+            # A NumPy, JAX or PyTorch array (never a PerReplica).
+            return int(shape[0])
         if shape is not None and not _is_per_replica(batch[0]):
             try:
                 return None if shape[0] is None else int(shape[0])
