@@ -28,6 +28,10 @@ class Backend:
         profiler_lead: How many steps before a window's first step the
             profiler starts (PyTorch fetches a step's batch before its
             dispatch, so it starts a step early to see that fetch).
+        guards_step: Whether `wrap_step`'s function itself keeps a failure
+            of ours from the step (it stops the recording, and the model's
+            own errors pass unchanged); otherwise the recording wraps it in
+            a generic guard (`step_wrappers._guarded`).
     """
 
     name = None
@@ -35,6 +39,7 @@ class Backend:
     fetches_before_batch_begin = False
     window_cost_s = 0.09
     profiler_lead = 0
+    guards_step = False
 
     # Steps and their recording.
 

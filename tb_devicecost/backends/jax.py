@@ -36,6 +36,38 @@ def completion_probe(logs):
     return None
 
 
+class CompletionProbe:
+    """`completion_probe`, with the key of the step's logs that had one
+    kept: from the second step on, one dict read."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self):
+        self._key = None
+
+    def __call__(self, logs):
+        try:
+            return logs[self._key].is_ready
+        except (KeyError, TypeError, AttributeError):
+            pass
+        if isinstance(logs, dict):
+            for key, value in logs.items():
+                probe = getattr(value, "is_ready", None)
+                if probe is not None:
+                    self._key = key
+                    return probe
+        return completion_probe(logs)
+
+
+def _close(callback, window, marker):
+    """Closes a step's trace marker; a failure of ours stops the recording,
+    never the step."""
+    try:
+        window.close_marker(marker)
+    except Exception as error:  # pylint: disable=broad-except
+        callback._disable(error)
+
+
 def _leaves(logs):
     if isinstance(logs, dict):
         for value in logs.values():
@@ -55,10 +87,15 @@ class JaxBackend(base.Backend):
     name = "jax"
     asynchronous = True
 
+    # `timed_jax` keeps a failure of ours from the step itself: one frame
+    # fewer a step than the generic guard (`step_wrappers._guarded`).
+    guards_step = True
+
     def wrap_step(self, callback, original, role):
         """Times each step around Keras's `(state, iterator)` call: the
         fetches through a `TimedIterator`, the completion by its outputs'
-        `is_ready`."""
+        `is_ready`. A failure of ours switches the recording off
+        (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
         proxy = asynchronous.TimedIterator(time.perf_counter, steps.poll)
         # Where the pipeline's own threads hold the GIL, the training thread
@@ -73,26 +110,33 @@ class JaxBackend(base.Backend):
         # The hot path, once a step: names bound once, attributes read once.
         clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
         traces, train = callback._traces, role == "train"
+        probe_of = CompletionProbe()
 
         def timed_jax(state, iterator):
-            # From the step before's return to this call (its fetch is
-            # metered apart, as data wait already).
-            held_between = 0.0 if between is None else between.until(clock())
-            window = traces.window if train else None
-            marker = None
-            if window is not None:
-                # Before the fetch: the window's start or stop lands
-                # between steps.
-                callback._before_traced_step(steps.upcoming_step)
-                window = traces.window
-            if window is not None:
-                marker = window.step_marker(steps.upcoming_step)
-                if marker is not None:
-                    iterator = window.marked_fetches(iterator)
+            if not callback._enabled:
+                return original(state, iterator)
+            try:
+                # From the step before's return to this call (its fetch is
+                # metered apart, as data wait already).
+                held_between = 0.0 if between is None else between.until(clock())
+                window = traces.window if train else None
+                marker = None
+                if window is not None:
+                    # Before the fetch: the window's start or stop lands
+                    # between steps.
+                    callback._before_traced_step(steps.upcoming_step)
+                    window = traces.window
+                if window is not None:
+                    marker = window.step_marker(steps.upcoming_step)
+                    if marker is not None:
+                        iterator = window.marked_fetches(iterator)
+                compiles = callback._compiles if train else None
+                if compiles is not None:
+                    compiles.step = steps.upcoming_step
+            except Exception as error:  # pylint: disable=broad-except
+                callback._disable(error)
+                return original(state, iterator)
             proxy.reset(iterator)
-            compiles = callback._compiles if train else None
-            if compiles is not None:
-                compiles.step = steps.upcoming_step
             try:
                 result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
@@ -102,29 +146,33 @@ class JaxBackend(base.Backend):
                 if compiles is not None:
                     compiles.step = None
                 if marker is not None:
-                    window.close_marker(marker)
-            if proxy.error is not None:
-                error, proxy.error = proxy.error, None
-                raise error  # Ours: the callback stops; Keras keeps `result`.
-            traced, count, first = steps.upcoming_step, proxy.count, proxy.first
-            start, fetched = proxy.start, proxy.fetched
-            held = 0.0
-            if meter is not None:
-                held = meter.stop(proxy.metered, returned)
-                between.returned(returned)
-            proxy.reset(None)  # Holds no batch between steps.
-            key = callback._batch_begin + callback._spe - 1
-            if count:
-                # Positional: cheaper to bind than keywords, once a step.
-                dispatched(
-                    key, start, fetched, None, count, batch_size(first), callback._take_excluded(),
-                    completion_probe(result[0]), None, None, returned, held, held_between,
-                )
-            if first is not None and callback._needs_batch.get(role, False):
-                # The input state was donated to the step: read the new one.
-                callback._after_first_async_step(role, first, result[1])
-            if window is not None and count:
-                window.dispatched(key, traced)
+                    _close(callback, window, marker)
+            try:
+                if proxy.error is not None:
+                    error, proxy.error = proxy.error, None
+                    raise error  # Ours: the recording stops; Keras keeps `result`.
+                traced, count, first = steps.upcoming_step, proxy.count, proxy.first
+                held = 0.0
+                if meter is not None:
+                    held = meter.stop(proxy.metered, returned)
+                    between.returned(returned)
+                key = callback._batch_begin + callback._spe - 1
+                if count:
+                    # Positional: cheaper to bind than keywords, once a step.
+                    dispatched(
+                        key, proxy.start, proxy.fetched, None, count, batch_size(first),
+                        callback._take_excluded(), probe_of(result[0]), None, None, returned,
+                        held, held_between,
+                    )
+                proxy.reset(None)  # Holds no batch between steps.
+                if first is not None and callback._needs_batch.get(role, False):
+                    # The input state was donated to the step: read the new one.
+                    callback._after_first_async_step(role, first, result[1])
+                if window is not None and count:
+                    window.dispatched(key, traced)
+            except Exception as error:  # pylint: disable=broad-except
+                proxy.reset(None)
+                callback._disable(error)
             return result
 
         return timed_jax

@@ -33,12 +33,13 @@ class StepRecording:
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
-        if self._backend.asynchronous:
+        if self._backend.asynchronous and not self._backend.guards_step:
             wrapper = _guarded(
                 self, original, lambda call: self._backend.wrap_step(self, call, role))
         else:
-            # TensorFlow's wrapper reads Keras's function itself (its traced
-            # steps): it is handed the function as it is.
+            # JAX's wrapper guards itself; TensorFlow's reads Keras's
+            # function itself (its traced steps): both are handed the
+            # function as it is.
             wrapper = self._backend.wrap_step(self, original, role)
         wrapper._devicecost_wrapper = True
         setattr(self._model, attribute, wrapper)
