@@ -4,6 +4,7 @@ Fits of the same model alternate without the callback, with it, and with
 one part switched off at a time:
 
 - `no_polls`: the training thread's completion polls (`AsyncSteps.poll`);
+- `one_poll`: the poll before each fetch (the one after it stays);
 - `no_rows`: the dispatched steps' bookkeeping and rows
   (`AsyncSteps.dispatched`);
 - `no_loop_clock`: the clock reads around Keras's callback list;
@@ -38,14 +39,32 @@ from tb_devicecost.backends import asynchronous  # noqa: E402
 from tb_devicecost.backends import jax as jax_backend  # noqa: E402
 from tb_devicecost.backends import keras_loop  # noqa: E402
 
-VARIANTS = ("full", "no_polls", "no_rows", "no_loop_clock", "untimed_step")
+VARIANTS = ("full", "no_polls", "one_poll", "no_rows", "no_loop_clock", "untimed_step")
+
+
+def _next_polling_once(self):
+    """`TimedIterator.__next__` with its poll before the fetch left out."""
+    started = self._clock()
+    if self.start is None:
+        self.start = started
+    batch = next(self._iterator)
+    self.fetched = fetched = self._clock()
+    if self._poll is not None:
+        self._poll(fetched)
+    if self.count == 0:
+        self.first = batch
+    self.count += 1
+    return batch
 
 
 def _switch(variant, real):
     """Puts back the real parts, then switches off `variant`'s."""
     steps, loop, backend = asynchronous.AsyncSteps, keras_loop, jax_backend.JaxBackend
-    steps.poll, steps.dispatched, loop.callback_list, backend.wrap_step = real
-    if variant == "no_polls":
+    (steps.poll, steps.dispatched, loop.callback_list, backend.wrap_step,
+     asynchronous.TimedIterator.__next__) = real
+    if variant == "one_poll":
+        asynchronous.TimedIterator.__next__ = _next_polling_once
+    elif variant == "no_polls":
         steps.poll = lambda self, now: None
     elif variant == "no_rows":
         steps.dispatched = lambda self, *args, **kwargs: None
@@ -70,7 +89,8 @@ def main():
     model = build(args.model)
     model.fit(x, y, batch_size=args.batch, verbose=0, shuffle=False)  # compiles
     real = (asynchronous.AsyncSteps.poll, asynchronous.AsyncSteps.dispatched,
-            keras_loop.callback_list, jax_backend.JaxBackend.wrap_step)
+            keras_loop.callback_list, jax_backend.JaxBackend.wrap_step,
+            asynchronous.TimedIterator.__next__)
 
     def fit(variant):
         _switch(variant, real)

@@ -165,6 +165,12 @@ class AsyncSteps:
             # Only the training thread drains: the worker never waits for it.
             self._drain(final=False)
 
+    @property
+    def unready(self):
+        """The dispatched steps still polled for, oldest first (the same
+        deque for the whole fit; only `poll` and the drain change it)."""
+        return self._unready
+
     def poll(self, now):
         """Training thread, at one of its clock reads: asks the oldest
         pending steps whether they are complete (no waiting)."""
@@ -468,12 +474,15 @@ class TimedIterator:
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_iterator", "error", "meter", "metered",
+    __slots__ = ("_clock", "_poll", "_unready", "_iterator", "error", "meter", "metered",
                  "start", "fetched", "count", "first")
 
-    def __init__(self, clock, poll=None):
+    def __init__(self, clock, poll=None, unready=None):
         self._clock = clock
         self._poll = poll
+        # Where given (`AsyncSteps`'s steps still polled for), the poll is
+        # called only while one is pending: a call a step saved.
+        self._unready = unready
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
         # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
@@ -504,8 +513,8 @@ class TimedIterator:
 
     def __next__(self):
         started = self._clock()
-        poll = self._poll
-        if poll is not None:
+        poll, unready = self._poll, self._unready
+        if poll is not None and (unready is None or unready):
             try:
                 poll(started)
             except Exception as error:  # pylint: disable=broad-except
@@ -517,7 +526,7 @@ class TimedIterator:
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll
-        if poll is not None:
+        if poll is not None and (unready is None or unready):
             try:
                 poll(fetched)
             except Exception as error:  # pylint: disable=broad-except
