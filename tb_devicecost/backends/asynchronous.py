@@ -63,6 +63,8 @@ class _Columns(collections.namedtuple(
 
     def take(self, index):
         return _Columns(*(column[index] for column in self))
+
+
 # Completion bounds this close are a measurement; wider ones are placed by
 # the step's duration where it was measured that closely (`_place`).
 _TIGHT_S = 0.2e-3
@@ -214,7 +216,7 @@ class AsyncSteps:
 
         The scan for the completed head is one test per step; the steps'
         fields and bounds are then converted once, as arrays: a drain costs
-        the training thread well under a microsecond a step.
+        the training thread about a microsecond a step.
         """
         pending, done, exact_done = self._pending, self._done, self._exact_done
         count = 0

@@ -250,3 +250,27 @@ def test_without_a_prompt_report_the_upper_bounds_stand(tmp_path):
     run.end_session()
     [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
     np.testing.assert_allclose(record.series["compute_ms"][1:4], 41.0, rtol=1e-3)
+
+
+def test_an_execution_of_several_steps_is_written_as_its_steps_in_order(tmp_path):
+    """A group mixes one-step dispatches with an execution of 4 steps
+    (`steps_per_execution`), and its last step never completes (it raised):
+    every completed step gets a row, in order, the execution's 20 ms shared
+    by its 4 steps, and the step that never completed gets none."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    # (start, fetched, done or None, steps), ms.
+    plan = [(0, 1, 10, 1), (2, 3, 30, 4), (4, 5, 40, 1), (6, 7, None, 1)]
+    for key, (start, fetched, _, steps) in enumerate(plan):
+        timing.dispatched(key, start / 1e3, fetched / 1e3, steps=steps, batch_size=32)
+    for key, (_, _, done, _) in enumerate(plan):
+        if done is not None:
+            timing.completed(key, now=done / 1e3)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    series = record.series
+    assert len(series["compute_ms"]) == 6
+    np.testing.assert_allclose(series["compute_ms"][1:], [5, 5, 5, 5, 10], rtol=1e-5)
+    np.testing.assert_allclose(series["data_wait_ms"][1:], [0] * 5, atol=1e-6)
