@@ -479,12 +479,12 @@ class TimedIterator:
     __slots__ = ("_clock", "_poll", "_unready", "_iterator", "error", "meter", "metered",
                  "start", "fetched", "count", "first")
 
-    def __init__(self, clock, poll=None, unready=None):
+    def __init__(self, clock, steps=None):
         self._clock = clock
-        self._poll = poll
-        # Where given (`AsyncSteps`'s steps still polled for), the poll is
-        # called only while one is pending: a call a step saved.
-        self._unready = unready
+        # `steps.poll`, called only while a step is pending (`steps.unready`
+        # not empty): a call a step saved.
+        self._poll = None if steps is None else steps.poll
+        self._unready = () if steps is None else steps.unready
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
         # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
@@ -516,7 +516,7 @@ class TimedIterator:
     def __next__(self):
         started = self._clock()
         poll, unready = self._poll, self._unready
-        if poll is not None and (unready is None or unready):
+        if poll is not None and unready:
             try:
                 poll(started)
             except Exception as error:  # pylint: disable=broad-except
@@ -528,7 +528,7 @@ class TimedIterator:
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll
-        if poll is not None and (unready is None or unready):
+        if poll is not None and unready:
             try:
                 poll(fetched)
             except Exception as error:  # pylint: disable=broad-except

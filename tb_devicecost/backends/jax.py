@@ -97,7 +97,7 @@ class JaxBackend(base.Backend):
         `is_ready`. A failure of ours switches the recording off
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
-        proxy = asynchronous.TimedIterator(time.perf_counter, steps.poll, steps.unready)
+        proxy = asynchronous.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
         # device idles: their data wait, metered (the meter costs about a

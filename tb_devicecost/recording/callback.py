@@ -333,13 +333,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
-    def on_test_batch_begin(self, batch, logs=None):
-        self._batch_begin = batch
-        if self._loop is None:
-            if self._backend is not None and self._backend.fetches_before_batch_begin:
-                self._fetched_at = time.perf_counter()
-        elif self._failed_on_worker is not None:
-            self._stop_if_failed_on_worker()
+    # An evaluation's batch begins as a training one does.
+    on_test_batch_begin = on_train_batch_begin
 
     def on_test_batch_end(self, batch, logs=None):
         role = self._test_role

@@ -83,15 +83,12 @@ class StepRecording:
         return True
 
     def loop_batch_begin(self, role, batch, now):
-        if self._stop_if_failed_on_worker():
-            return
-        self._batch_begin = batch
-        if not self._backend.fetches_before_batch_begin:
-            # JAX's fetch, and its poll, come right after (`TimedIterator`).
-            return
+        # Read only where the loop fetches before the batch-begin hooks
+        # (PyTorch, `_install_loop_clock`): the batch was fetched just
+        # before. The batch's index, and a failure kept from Keras's
+        # worker, are our own batch-begin hook's.
         steps = self._async.get("train" if role == "train" else self._test_role)
         if steps is not None:
-            # PyTorch's loop fetched the batch just before.
             self._fetched_at = now
             steps.poll(now)
 
