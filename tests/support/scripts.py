@@ -13,13 +13,16 @@ def run_backend_script(script, backend, logdir):
     (Keras fixes its backend at import); returns its facts (the JSON object
     it printed last) and the runs it recorded, by name."""
     completed = subprocess.run(
-        [sys.executable, os.path.join(os.path.dirname(__file__), script), backend, str(logdir)],
+        # `-X faulthandler`: a crash in native code leaves its stack in stderr.
+        [sys.executable, "-X", "faulthandler",
+         os.path.join(os.path.dirname(__file__), script), backend, str(logdir)],
         capture_output=True,
         text=True,
         timeout=600,
         env=dict(os.environ, KERAS_BACKEND=backend),
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, (
+        f"{script} {backend} exited with {completed.returncode}: {completed.stderr[-3000:]}")
     facts = json.loads(completed.stdout.strip().splitlines()[-1])
     records = {
         record.run: record
