@@ -77,8 +77,9 @@ class AsyncSteps:
 
     The per-step work on the training thread is one list appended; the
     worker's is a clock read stored in a dict (atomic under the GIL). The
-    arithmetic runs on the training thread, on groups of about a thousand
-    completed steps at once, so numpy's cost per call is paid once a group.
+    arithmetic runs on the training thread, on groups of up to 4,096
+    completed steps at once (or an epoch's), so numpy's cost per call is
+    paid once a group, and the group's time is kept out of the rows.
 
     Args:
         accounting: The `StepAccounting` the rows go to.
@@ -86,8 +87,10 @@ class AsyncSteps:
             to `time.perf_counter`.
     """
 
-    # Dispatched steps gathered before the completed ones become rows.
-    _GROUP = 1024
+    # Dispatched steps gathered before the completed ones become rows: a
+    # group's arithmetic has a fixed cost (about 0.4 ms here) that a larger
+    # group spreads thinner; 4,096 steps' entries are about 1 MB.
+    _GROUP = 4096
 
     def __init__(self, accounting, clock=time.perf_counter):
         self.accounting = accounting
@@ -116,6 +119,13 @@ class AsyncSteps:
         self.held_is_input = False
         # Boundaries so far: a reading across one is not a step's.
         self.boundaries = 0
+        # The training thread polls in one step's fetch in this many
+        # (`TimedIterator`); a step no poll asked about counts as found
+        # pending where the nearest one asked about was (`_place`).
+        self.poll_every = 1
+        # Seconds a drain between steps took (our own measurement): kept out
+        # of the next step's host overhead, as the callback's probes are.
+        self._drained_s = 0.0
 
     def dispatched(
         self,
@@ -156,6 +166,8 @@ class AsyncSteps:
                 (metered where the input's own threads hold it).
         """
         self.upcoming_step += steps
+        if self._drained_s:
+            excluded, self._drained_s = excluded + self._drained_s, 0.0
         entry = [
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
             batch_size, excluded, probe, timer, done, returned, None, held, held_between,
@@ -165,7 +177,9 @@ class AsyncSteps:
             self._unready.append(entry)
         if len(self._pending) >= self._GROUP:
             # Only the training thread drains: the worker never waits for it.
+            began = self.clock()
             self._drain(final=False)
+            self._drained_s = self.clock() - began
 
     @property
     def unready(self):
@@ -176,9 +190,15 @@ class AsyncSteps:
     def poll(self, now):
         """Training thread, at one of its clock reads: asks the oldest
         pending steps whether they are complete (no waiting)."""
-        unready = self._unready
+        unready, done = self._unready, self._done
         while unready:
             entry = unready[0]
+            if done.get(entry[_KEY], now) < now:
+                # Keras's worker read it complete, earlier than now: asking
+                # would add nothing (and ask the runtime).
+                entry[_PROBE] = None
+                unready.popleft()
+                continue
             if not entry[_PROBE]():
                 entry[_LOWER] = now
                 return
@@ -208,6 +228,7 @@ class AsyncSteps:
         self._done.clear()
         self._exact_done.clear()
         self._previous = None
+        self._drained_s = 0.0
 
     def _drain(self, final):
         """Rows for the completed steps at the head of the queue (`final`:
@@ -260,8 +281,11 @@ class AsyncSteps:
         known = ~np.isnan(exact)
         upper = np.where(known, exact, np.fmin(polled_upper, reported))
         lower = np.where(known, exact, np.fmax(dispatch, polled_lower))
+        polled = ~np.isnan(polled_lower)
+        if self.poll_every != 1:
+            polled = _as_nearest_asked(polled, polled | ~np.isnan(polled_upper))
         columns = _Columns(start, fetched, dispatch, batch, excluded, held, held_between,
-                           lower, upper, ~np.isnan(polled_lower))
+                           lower, upper, polled)
         # A step that never completed (it raised) has no row.
         written = ~np.isnan(upper)
         single = written & (steps == 1)
@@ -353,7 +377,7 @@ class AsyncSteps:
         if entry[_UPPER] is not None and entry[_UPPER] <= upper:
             return False
         usual = batch[:-1] if len(batch) > 1 else batch
-        return bool(len(usual) and batch[-1] == np.median(usual))
+        return bool(len(usual) and batch[-1] == _median(usual))
 
     def _place(self, dispatch, lower, upper, first, inherited, prompt=False, polled=None):
         """Each completion within its bounds `[lower, upper]`.
@@ -386,7 +410,7 @@ class AsyncSteps:
         previous = np.concatenate(([first], upper[:-1]))
         durations = upper - np.maximum(dispatch, previous)
         if np.count_nonzero(tight) >= _MIN_TIGHT:
-            self._duration = float(np.median(durations[tight]))
+            self._duration = _median(durations[tight])
         if prompt and durations[-1] > 0:
             self._prompt = float(durations[-1]) if self._prompt is None else min(self._prompt, float(durations[-1]))
         duration = self._duration
@@ -410,6 +434,28 @@ class AsyncSteps:
         done = np.maximum(np.minimum.accumulate((done - gap)[::-1])[::-1] + gap, lower)
         done = np.maximum.accumulate(done)
         return np.maximum.accumulate(done)
+
+
+def _as_nearest_asked(pending, asked):
+    """`pending` (a poll found the step pending), where no poll asked about
+    a step, taken from the last step before it that one asked about (or the
+    first after, at a group's start); as it is where none was asked."""
+    if asked.all() or not asked.any():
+        return pending
+    index = np.arange(len(asked))
+    nearest = np.maximum.accumulate(np.where(asked, index, -1))
+    nearest[nearest < 0] = np.flatnonzero(asked)[0]
+    return pending[nearest]
+
+
+def _median(values):
+    """`np.median` of a 1-D array without NaNs, as a float, at a tenth of
+    its cost on a few hundred values (it runs once an epoch per drain)."""
+    ordered = np.sort(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return float((ordered[middle - 1] + ordered[middle]) / 2)
 
 
 def _share_reads(done, lower, first):
@@ -473,11 +519,26 @@ class TimedIterator:
     Keras's JAX `train_function(state, iterator)` calls `next()` itself;
     this proxy lets it, so the step is dispatched exactly as without it.
     Each clock read is also a moment to poll for completed steps.
+
+    One proxy serves every call of the step function, so a step allocates
+    nothing here: `iterator` is set before a call, and `reset` clears the
+    call's readings after it (`count` is 0 only while they are clear).
+
+    Polls happen during the fetches of one call in `steps.poll_every`. On
+    a GPU a poll costs the step far more than its own microsecond
+    (docs/PERFORMANCE.md): asking lets Keras's worker take the GIL, and
+    run its Python while the training thread waits, instead of during the
+    next batch's copy. Steps not polled keep the worker's report and are
+    placed as the polled ones nearest them (`AsyncSteps._place`).
+
+    Args:
+        clock: Function returning seconds from a monotonic clock.
+        steps: The `AsyncSteps` polled at each fetch, or `None`.
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_unready", "_iterator", "error", "meter", "metered",
-                 "start", "fetched", "count", "first")
+    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling",
+                 "iterator", "error", "meter", "metered", "start", "fetched", "count", "first")
 
     def __init__(self, clock, steps=None):
         self._clock = clock
@@ -485,6 +546,9 @@ class TimedIterator:
         # not empty): a call a step saved.
         self._poll = None if steps is None else steps.poll
         self._unready = () if steps is None else steps.unready
+        self._poll_every = 1 if steps is None else steps.poll_every
+        self._calls = 0
+        self._polling = True
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
         # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
@@ -501,9 +565,9 @@ class TimedIterator:
         self.error = error
 
     def reset(self, iterator):
-        """Starts a call of the step function on `iterator` (one proxy
-        serves every call, so a step allocates nothing here)."""
-        self._iterator = iterator
+        """Clears the readings of a call and sets the next call's
+        `iterator`."""
+        self.iterator = iterator
         self.metered = None
         self.start = None
         self.fetched = None
@@ -515,25 +579,28 @@ class TimedIterator:
 
     def __next__(self):
         started = self._clock()
+        if self.count == 0 and self._poll_every != 1:
+            # A call's first fetch: whether this call polls.
+            self._calls += 1
+            self._polling = self._calls % self._poll_every == 0
         poll, unready = self._poll, self._unready
-        if poll is not None and unready:
+        if poll is not None and unready and self._polling:
             try:
                 poll(started)
             except Exception as error:  # pylint: disable=broad-except
                 self._failed(error)
-        if self.start is None:
-            self.start = started
-        batch = next(self._iterator)
+        batch = next(self.iterator)
         self.fetched = fetched = self._clock()
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll
-        if poll is not None and unready:
+        if poll is not None and unready and self._polling:
             try:
                 poll(fetched)
             except Exception as error:  # pylint: disable=broad-except
                 self._failed(error)
         if self.count == 0:
-            self.first = batch
+            # The call's first fetch (one that raised is no step's).
+            self.start, self.first = started, batch
         self.count += 1
         return batch

@@ -59,6 +59,19 @@ class CompletionProbe:
         return completion_probe(logs)
 
 
+# On an accelerator, polls for completed steps happen in one step's fetch in
+# this many (`asynchronous.TimedIterator`); on the CPU in every step's. On an
+# H200 host polling every step cost a host-bound step 50 µs, 8% (the GIL
+# handed to Keras's worker at each poll: docs/PERFORMANCE.md).
+ACCELERATOR_POLL_EVERY = 8
+
+
+def _poll_every():
+    import jax
+
+    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_POLL_EVERY
+
+
 def _close(callback, window, marker):
     """Closes a step's trace marker; a failure of ours stops the recording,
     never the step."""
@@ -97,6 +110,7 @@ class JaxBackend(base.Backend):
         `is_ready`. A failure of ours switches the recording off
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
+        steps.poll_every = _poll_every()
         proxy = asynchronous.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
@@ -136,7 +150,10 @@ class JaxBackend(base.Backend):
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
-            proxy.reset(iterator)
+            if proxy.count:
+                proxy.reset(iterator)  # A call that raised left its readings.
+            else:
+                proxy.iterator = iterator
             try:
                 result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
@@ -158,11 +175,13 @@ class JaxBackend(base.Backend):
                     between.returned(returned)
                 key = callback._batch_begin + callback._spe - 1
                 if count:
+                    excluded = callback._pending_excluded
+                    if excluded:
+                        callback._pending_excluded = 0.0
                     # Positional: cheaper to bind than keywords, once a step.
                     dispatched(
                         key, proxy.start, proxy.fetched, None, count, batch_size(first),
-                        callback._take_excluded(), probe_of(result[0]), None, None, returned,
-                        held, held_between,
+                        excluded, probe_of(result[0]), None, None, returned, held, held_between,
                     )
                 proxy.reset(None)  # Holds no batch between steps.
                 if first is not None and callback._needs_batch.get(role, False):

@@ -28,6 +28,9 @@ from tb_devicecost.recording.aggregate import ROW_WARMUP
 from tb_devicecost.recording.aggregate import RunAggregate
 from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
 
+# Seconds between the epoch ends that write the rows and the aggregate
+# (`StepAccounting.flush_due`): TensorBoard reloads every 5 s by default.
+FLUSH_EVERY_S = 5.0
 
 class StepAccounting:
     """The step accounting of one run, written as it goes.
@@ -92,6 +95,8 @@ class StepAccounting:
         self._info = {}
         self._watched_steps = None
         self._watched_rows = {}
+        # When the last aggregate was written (`flush_due`).
+        self._flushed_at = None
         # Called with the error instead of warning, when set: the owner of
         # several (the callback: train, validation, evaluation) warns once
         # and stops them all.
@@ -337,10 +342,21 @@ class StepAccounting:
     def _last_step(self):
         return max(0, self._global_step - 1)
 
+    def flush_due(self):
+        """Writes what `flush` does at an epoch's end, where due: at least
+        `FLUSH_EVERY_S` seconds after the last write (the first epoch's end
+        always writes). Short epochs would otherwise pay for an aggregate
+        each (about 1 ms a time on a slow host), and a reader does not need
+        more than one every few seconds; the fit's end always writes."""
+        if self._flushed_at is not None and self._clock() - self._flushed_at < FLUSH_EVERY_S:
+            return
+        self.flush()
+
     def flush(self, status="running"):
         """Writes buffered steps and the cumulative aggregate to disk."""
         if not self.enabled:
             return
+        self._flushed_at = self._clock()
         try:
             self._flush_rows()
             self._writer.write_json(

@@ -385,9 +385,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._train.boundary()
             self._note_retraces("train_function", self._train)
             self._traces.digest(self._train)
-            self._train.flush()
+            self._train.flush_due()
             if self._validation_started:
-                self._validation.flush()
+                self._validation.flush_due()
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost.backends.asynchronous import AsyncSteps
+from tb_devicecost.backends.asynchronous import TimedIterator
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
 
@@ -274,3 +275,86 @@ def test_an_execution_of_several_steps_is_written_as_its_steps_in_order(tmp_path
     assert len(series["compute_ms"]) == 6
     np.testing.assert_allclose(series["compute_ms"][1:], [5, 5, 5, 5, 10], rtol=1e-5)
     np.testing.assert_allclose(series["data_wait_ms"][1:], [0] * 5, atol=1e-6)
+
+
+def test_polls_in_one_step_in_eight_give_the_same_parts(tmp_path):
+    """The fit of the test above, 16 steps, with the training thread's polls
+    in one step's fetch in eight (as on a GPU, `TimedIterator`'s
+    `poll_every`): the steps not polled keep the worker's late report and
+    are placed as the polled ones: 6 ms of compute, the rest data wait."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    timing.poll_every = 8
+    clock = [0.0]
+    start = 0.0
+    for key in range(16):
+        fetched = start + 0.040
+        if key % 8 == 0:
+            clock[0] = start
+            timing.poll(start)
+            clock[0] = fetched
+            timing.poll(fetched)
+        done = fetched + 0.006
+        timing.dispatched(
+            key, start, fetched, batch_size=32, probe=lambda done=done: clock[0] >= done
+        )
+        if key < 15:
+            timing.completed(key, now=fetched + 0.041)
+        start = fetched + 0.001
+    timing.completed(15, now=start - 0.001 + 0.006)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    series = record.series
+    np.testing.assert_allclose(series["compute_ms"][1:], 6.0, rtol=1e-3)
+    np.testing.assert_allclose(series["data_wait_ms"][1:15], 35.0, rtol=1e-3)
+
+
+def test_a_step_the_worker_read_complete_is_not_asked_again(tmp_path):
+    """A poll after Keras's worker read a step complete takes the worker's
+    reading as it is: the step's probe is not called, and it is no longer
+    polled for."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    asked = []
+    timing.dispatched(0, 0.000, 0.001, batch_size=32, probe=lambda: asked.append(0))
+    timing.dispatched(1, 0.002, 0.003, batch_size=32, probe=lambda: asked.append(1))
+    timing.completed(0, now=0.004)
+    timing.poll(0.005)
+    assert asked == [1]  # Step 0 was not asked; step 1 was, and is pending.
+    assert len(timing.unready) == 1
+    timing.completed(1, now=0.006)
+    timing.boundary()
+    run.end_session()
+
+
+class _Steps:
+    """What `TimedIterator` polls: the times it polled, always a step pending."""
+
+    def __init__(self, poll_every):
+        self.polled = []
+        self.unready = [object()]
+        self.poll_every = poll_every
+
+    def poll(self, now):
+        self.polled.append(now)
+
+
+@pytest.mark.parametrize("poll_every, polled_calls", [(1, [1, 2, 3, 4, 5, 6]), (3, [3, 6])])
+def test_the_fetch_polls_only_in_one_call_in_poll_every(poll_every, polled_calls):
+    """Each call of the step function fetches once; a call polls before and
+    after its fetch, in one call in `poll_every`."""
+    ticks = iter(range(1000))
+    steps = _Steps(poll_every)
+    proxy = TimedIterator(lambda: next(ticks), steps)
+    polled_in = []
+    for call in range(1, 7):
+        proxy.reset(iter([call]))
+        before = len(steps.polled)
+        assert next(proxy) == call
+        if len(steps.polled) > before:
+            assert len(steps.polled) - before == 2
+            polled_in.append(call)
+    assert polled_in == polled_calls

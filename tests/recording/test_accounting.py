@@ -109,6 +109,28 @@ def test_memory_is_bounded_by_flush_steps(tmp_path):
     assert recorder.aggregate()["steps"] == 3000
 
 
+def test_an_epoch_end_writes_at_most_once_every_few_seconds(tmp_path):
+    """`flush_due`, at an epoch's end: the first writes the steps so far,
+    one less than `FLUSH_EVERY_S` later writes nothing, one after writes
+    everything since; the fit's end always writes."""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    recorder.begin_session()
+
+    def epoch(steps):
+        record_steps(recorder, clock, [(1.0, 2.0, 0.5)] * steps)
+        recorder.flush_due()
+        return read_back(tmp_path / "run", str(tmp_path))["run"].aggregate["steps"]
+
+    assert epoch(10) == 10
+    assert epoch(10) == 10  # 70 ms later: not due.
+    clock.advance(accounting.FLUSH_EVERY_S * 1e3)
+    assert epoch(10) == 30
+    record_steps(recorder, clock, [(1.0, 2.0, 0.5)] * 10)
+    recorder.end_session()
+    assert read_back(tmp_path / "run", str(tmp_path))["run"].aggregate["steps"] == 40
+
+
 def test_spikes_are_counted_against_the_running_median(tmp_path):
     clock = FakeClock()
     recorder = accounting.StepAccounting(tmp_path / "run", flush_steps=16, clock=clock)
