@@ -15,6 +15,7 @@ from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
 from tb_devicecost.backends import placement
+from tb_devicecost.backends import timed_iterator
 from tb_devicecost.traces import trace as trace_module
 
 
@@ -60,7 +61,7 @@ class CompletionProbe:
 
 
 # On an accelerator, polls for completed steps happen in one step's fetch in
-# this many (`asynchronous.TimedIterator`); on the CPU in every step's. On an
+# this many (`timed_iterator.TimedIterator`); on the CPU in every step's. On an
 # H200 host polling every step cost a host-bound step 50 µs, 8% (the GIL
 # handed to Keras's worker at each poll: docs/PERFORMANCE.md).
 ACCELERATOR_POLL_EVERY = 8
@@ -111,7 +112,7 @@ class JaxBackend(base.Backend):
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
         steps.poll_every = _poll_every()
-        proxy = asynchronous.TimedIterator(time.perf_counter, steps)
+        proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
         # device idles: their data wait, metered (the meter costs about a

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost.backends.asynchronous import AsyncSteps
-from tb_devicecost.backends.asynchronous import TimedIterator
+from tb_devicecost.backends.timed_iterator import TimedIterator
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
 

@@ -1,0 +1,100 @@
+"""Timing the fetches inside Keras's JAX step function.
+
+Keras's JAX `train_function(state, iterator)` fetches its own batches, so
+a fetch's start and end can only be read through the iterator it is given:
+`TimedIterator`, which also polls `AsyncSteps` for completed steps at
+those reads (`backends/asynchronous.py`).
+"""
+
+
+class TimedIterator:
+    """Hands Keras's JAX step the batches of `iterator`, timing each fetch.
+
+    Keras's JAX `train_function(state, iterator)` calls `next()` itself;
+    this proxy lets it, so the step is dispatched exactly as without it.
+    Each clock read is also a moment to poll for completed steps.
+
+    One proxy serves every call of the step function, so a step allocates
+    nothing here: `iterator` is set before a call, and `reset` clears the
+    call's readings after it (`count` is 0 only while they are clear).
+
+    Polls happen during the fetches of one call in `steps.poll_every`. On
+    a GPU a poll costs the step far more than its own microsecond
+    (docs/PERFORMANCE.md): asking lets Keras's worker take the GIL, and
+    run its Python while the training thread waits, instead of during the
+    next batch's copy. Steps not polled keep the worker's report and are
+    placed as the polled ones nearest them (`AsyncSteps._place`).
+
+    Args:
+        clock: Function returning seconds from a monotonic clock.
+        steps: The `AsyncSteps` polled at each fetch, or `None`.
+    """
+
+    # Read and set several times a step: slots are faster than a dict.
+    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling",
+                 "iterator", "error", "meter", "metered", "start", "fetched", "count", "first")
+
+    def __init__(self, clock, steps=None):
+        self._clock = clock
+        # `steps.poll`, called only while a step is pending (`steps.unready`
+        # not empty): a call a step saved.
+        self._poll = None if steps is None else steps.poll
+        self._unready = () if steps is None else steps.unready
+        self._poll_every = 1 if steps is None else steps.poll_every
+        self._calls = 0
+        self._polling = True
+        # An error of ours met inside Keras's call, raised after it.
+        self.error = None
+        # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
+        # dispatch's wait for a GIL that the input's threads hold.
+        self.meter = None
+        self.metered = None
+        self.reset(None)
+
+    def _failed(self, error):
+        # Inside Keras's step function an error of ours would end the step:
+        # polling stops instead (the completions then come from Keras's
+        # worker), and the error waits in `error` for after the call.
+        self._poll = None
+        self.error = error
+
+    def reset(self, iterator):
+        """Clears the readings of a call and sets the next call's
+        `iterator`."""
+        self.iterator = iterator
+        self.metered = None
+        self.start = None
+        self.fetched = None
+        self.count = 0
+        self.first = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        started = self._clock()
+        if self.count == 0 and self._poll_every != 1:
+            # A call's first fetch: whether this call polls.
+            self._calls += 1
+            self._polling = self._calls % self._poll_every == 0
+        poll, unready = self._poll, self._unready
+        if poll is not None and unready and self._polling:
+            try:
+                poll(started)
+            except Exception as error:  # pylint: disable=broad-except
+                self._failed(error)
+        batch = next(self.iterator)
+        self.fetched = fetched = self._clock()
+        if self.meter is not None:
+            self.metered = self.meter.start(fetched)
+        poll = self._poll
+        if poll is not None and unready and self._polling:
+            try:
+                poll(fetched)
+            except Exception as error:  # pylint: disable=broad-except
+                self._failed(error)
+        if self.count == 0:
+            # The call's first fetch (one that raised is no step's).
+            self.start, self.first = started, batch
+        self.count += 1
+        return batch
