@@ -1,9 +1,10 @@
 """The injected-cost matrix on a real GPU, read from runs recorded there.
 
 `tests/data/h100_truth/` holds what `tests/support/truth_fits.py` recorded on an
-NVIDIA H100 (the borrowed `nvidia-h100-x4` machine, one GPU used; Keras
-3.15.1 carried as a wheel; JAX and PyTorch, no TensorFlow there) with
-`benchmarks/record_gpu.sh OUT truth`: each backend's facts (`<backend>.json`,
+NVIDIA H100 (PyTorch on the borrowed `nvidia-h100-x4` machine, one GPU used;
+JAX again on an `nvidia-h100-x1`, once it polled for completions in one
+step in eight on a GPU; Keras 3.15.1 carried as a wheel; no TensorFlow
+there) with `benchmarks/record_gpu.sh OUT truth`: each backend's facts (`<backend>.json`,
 the injected costs and outside clocks) and its runs. CI has no GPU, so the
 runs are read back here through the same analysis as the tab and the
 report. On the GPU each step also pays the backend's fixed cost (PyTorch's
@@ -31,8 +32,11 @@ HOST_CASES = ("callback_before", "callback_after", "batch_begin_callback")
 def recorded(request):
     backend = request.param
     facts, records, report_runs = read_recorded(DATA, backend)
-    runs = {run["run"].split("/")[0]: run for run in report_runs}
-    return backend, facts, {record.run.split("/")[0]: record for record in records}, runs
+    # Each case's training run; a case that validates has a second run.
+    runs = {run["run"].split("/")[0]: run for run in report_runs if run["run"].endswith("/train")}
+    records = {record.run.split("/")[0]: record for record in records
+               if record.run.endswith("/train")}
+    return backend, facts, records, runs
 
 
 def close(measured, injected):
@@ -99,3 +103,16 @@ def test_the_parts_add_up_on_the_gpu(recorded):
     # A sleeping input leaves the GPU idle: the training thread sets the pace.
     assert runs["sleep_input"]["pace"]["set_by"] == "training_thread"
     assert np.isfinite(runs["compute"]["compute_ms"]["p50"])
+
+
+def test_python_on_the_input_s_threads_is_not_compute_on_the_gpu():
+    """A `PyDataset` on four threads of the process, 20 ms of Python a
+    batch, on JAX (the PyTorch runs predate the case): the GPU idles while
+    the training thread waits for the GIL those threads hold, so the step's
+    compute stays the model's and the verdict names the input. JAX there
+    polls for completions in one step in eight."""
+    facts, _, report_runs = read_recorded(DATA, "jax")
+    [run] = [run for run in report_runs if run["run"] == "python_threads/train"]
+    fact = facts["cases"]["python_threads"]
+    assert run["compute_ms"]["p50"] < 2.0 * fact["outside_step_ms"] + 1.0, run["compute_ms"]
+    assert run["steady_verdict"] == "input_bound", run["steady_verdict"]
