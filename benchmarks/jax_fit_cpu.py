@@ -10,8 +10,9 @@ cost means waiting (for the GIL, for other threads), not work.
 Target: the callback's training-thread CPU time at most 3% of the step
 (docs/PERFORMANCE.md).
 
-Usage: python benchmarks/jax_fit_cpu.py [MODEL BATCH STEPS FITS]
-    (defaults: mlp 32 1000 12)
+Usage: python benchmarks/jax_fit_cpu.py [MODEL BATCH STEPS FITS [EPOCHS]]
+    (defaults: mlp 32 1000 12 1; with EPOCHS a fit is that many epochs of
+    STEPS / EPOCHS steps, each paying the callback's epoch end)
 """
 
 import os
@@ -39,10 +40,13 @@ def context_switches():
 
 
 def main():
-    kind, batch, steps, fits = "mlp", 32, 1000, 12
+    kind, batch, steps, fits, epochs = "mlp", 32, 1000, 12, 1
     if len(sys.argv) > 1:
         kind, batch, steps, fits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    x, y = data(kind, batch * steps)
+    if len(sys.argv) > 5:
+        epochs = int(sys.argv[5])
+        steps -= steps % epochs
+    x, y = data(kind, batch * steps // epochs)
     model = build(kind)
     model.fit(x, y, batch_size=batch, verbose=0, shuffle=False)  # compiles
     figures = {"without": [], "with": []}
@@ -52,7 +56,8 @@ def main():
                 f"/tmp/jax_fit_cpu/{index}", device_busy=False)]
             switches = context_switches()
             wall, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
-            model.fit(x, y, batch_size=batch, verbose=0, shuffle=False, callbacks=callbacks)
+            model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=False,
+                      callbacks=callbacks)
             wall = time.perf_counter() - wall
             thread, process = time.thread_time() - thread, time.process_time() - process
             after = context_switches()
@@ -60,7 +65,7 @@ def main():
                 wall / steps * 1e6, thread / steps * 1e6, process / steps * 1e6,
                 (after[0] - switches[0]) / steps, (after[1] - switches[1]) / steps,
             ))
-    print(f"{kind} batch {batch}, {steps} steps a fit, {fits} fits of each, medians")
+    print(f"{kind} batch {batch}, {steps} steps a fit in {epochs} epoch(s), {fits} fits of each, medians")
     names = ("wall us/step", "training thread CPU us/step", "process CPU us/step",
              "voluntary switches/step", "involuntary switches/step")
     for column, name in enumerate(names):
