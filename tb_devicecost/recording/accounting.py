@@ -279,6 +279,8 @@ class StepAccounting:
             SIGTERM_CHAIN.track(self)
             self._info.update(info or {})
             self._write_info()
+            # A fit shorter than `FLUSH_EVERY_S` writes its steps at its end.
+            self._flushed_at = self._clock()
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
@@ -344,10 +346,10 @@ class StepAccounting:
 
     def flush_due(self):
         """Writes what `flush` does at an epoch's end, where due: at least
-        `FLUSH_EVERY_S` seconds after the last write (the first epoch's end
-        always writes). Short epochs would otherwise pay for an aggregate
-        each (about 1 ms a time on a slow host), and a reader does not need
-        more than one every few seconds; the fit's end always writes."""
+        `FLUSH_EVERY_S` seconds after the last write or the session's start.
+        Short epochs would otherwise pay for an aggregate each (about 1 ms
+        a time on a slow host), and a reader does not need more than one
+        every few seconds; the fit's end always writes."""
         if self._flushed_at is not None and self._clock() - self._flushed_at < FLUSH_EVERY_S:
             return
         self.flush()
