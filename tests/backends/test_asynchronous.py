@@ -198,38 +198,48 @@ def test_a_step_that_compiled_keeps_its_compilation(tmp_path):
     np.testing.assert_allclose(series["compute_ms"][1:], 0.1, rtol=1e-3)
 
 
-def test_a_completion_no_read_saw_is_placed_by_the_step_before_a_boundary(tmp_path):
-    """Each batch takes 40 ms of Python on the training thread, which kept
-    Keras's worker from the GIL for the whole fetch: the training thread's
-    polls find each step pending as the next fetch starts and complete as
-    it ends, and the worker's report comes just as late. The step before
-    the boundary is reported while the training thread waits for the
-    worker: 6 ms after its dispatch. The device takes 6 ms a step; the rest
-    of each 41 ms step is the device waiting for the next batch."""
+def late_reports(tmp_path, steps, poll_every=1):
+    """A fit of `steps` steps whose batches each take 40 ms of Python on the
+    training thread, keeping Keras's worker from the GIL for the whole
+    fetch; the device takes 6 ms a step. The training thread polls before
+    and after the fetches of one step in `poll_every`; the worker reports
+    each step at the end of the next fetch, and the last one while the
+    training thread waits for it at the boundary, 6 ms after its dispatch.
+    Returns the series."""
     run = accounting.StepAccounting(tmp_path / "run")
     run.begin_session()
     timing = AsyncSteps(run)
+    timing.poll_every = poll_every
     clock = [0.0]
     start = 0.0
-    for key in range(5):
+    for key in range(steps):
         fetched = start + 0.040
-        clock[0] = start
-        timing.poll(start)
-        clock[0] = fetched
-        timing.poll(fetched)
+        if key % poll_every == 0:
+            clock[0] = start
+            timing.poll(start)
+            clock[0] = fetched
+            timing.poll(fetched)
         done = fetched + 0.006  # when the device completes it
         timing.dispatched(
             key, start, fetched, batch_size=32, probe=lambda done=done: clock[0] >= done
         )
-        if key < 4:
-            # The worker's report comes at the end of the next fetch.
+        if key < steps - 1:
             timing.completed(key, now=fetched + 0.041)
         start = fetched + 0.001
-    timing.completed(4, now=start - 0.001 + 0.006)
+    timing.completed(steps - 1, now=start - 0.001 + 0.006)
     timing.boundary()
     run.end_session()
     [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
-    series = record.series
+    return record.series
+
+
+def test_a_completion_no_read_saw_is_placed_by_the_step_before_a_boundary(tmp_path):
+    """`late_reports`: the training thread's polls find each step pending
+    as the next fetch starts and complete as it ends, and the worker's
+    report comes just as late; the step before the boundary gives the
+    device's 6 ms. The rest of each 41 ms step is the device waiting for
+    the next batch."""
+    series = late_reports(tmp_path, 5)
     np.testing.assert_allclose(series["compute_ms"][1:], 6.0, rtol=1e-3)
     np.testing.assert_allclose(series["data_wait_ms"][1:4], 35.0, rtol=1e-3)
 
@@ -278,35 +288,11 @@ def test_an_execution_of_several_steps_is_written_as_its_steps_in_order(tmp_path
 
 
 def test_polls_in_one_step_in_eight_give_the_same_parts(tmp_path):
-    """The fit of the test above, 16 steps, with the training thread's polls
-    in one step's fetch in eight (as on a GPU, `TimedIterator`'s
-    `poll_every`): the steps not polled keep the worker's late report and
-    are placed as the polled ones: 6 ms of compute, the rest data wait."""
-    run = accounting.StepAccounting(tmp_path / "run")
-    run.begin_session()
-    timing = AsyncSteps(run)
-    timing.poll_every = 8
-    clock = [0.0]
-    start = 0.0
-    for key in range(16):
-        fetched = start + 0.040
-        if key % 8 == 0:
-            clock[0] = start
-            timing.poll(start)
-            clock[0] = fetched
-            timing.poll(fetched)
-        done = fetched + 0.006
-        timing.dispatched(
-            key, start, fetched, batch_size=32, probe=lambda done=done: clock[0] >= done
-        )
-        if key < 15:
-            timing.completed(key, now=fetched + 0.041)
-        start = fetched + 0.001
-    timing.completed(15, now=start - 0.001 + 0.006)
-    timing.boundary()
-    run.end_session()
-    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
-    series = record.series
+    """The same fit, 16 steps, with the training thread's polls in one
+    step's fetch in eight (as on a GPU, `TimedIterator`): the steps not
+    polled keep the worker's late report and are placed as the polled
+    ones nearest them: 6 ms of compute, the rest data wait."""
+    series = late_reports(tmp_path, 16, poll_every=8)
     np.testing.assert_allclose(series["compute_ms"][1:], 6.0, rtol=1e-3)
     np.testing.assert_allclose(series["data_wait_ms"][1:15], 35.0, rtol=1e-3)
 
