@@ -32,6 +32,7 @@ from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
 # (`StepAccounting.flush_due`): TensorBoard reloads every 5 s by default.
 FLUSH_EVERY_S = 5.0
 
+
 class StepAccounting:
     """The step accounting of one run, written as it goes.
 
@@ -95,7 +96,8 @@ class StepAccounting:
         self._info = {}
         self._watched_steps = None
         self._watched_rows = {}
-        # When the last aggregate was written (`flush_due`).
+        # When the rows and the aggregate were last written, or the session
+        # began (`flush_due`).
         self._flushed_at = None
         # Called with the error instead of warning, when set: the owner of
         # several (the callback: train, validation, evaluation) warns once
