@@ -45,6 +45,7 @@ from tb_devicecost.backends import timed_iterator  # noqa: E402
 
 VARIANTS = ("full", "no_polls", "one_poll", "every_step_polls", "no_rows", "no_loop_clock",
             "untimed_step")
+POLL_EVERY = jax_backend.ACCELERATOR_POLL_EVERY
 
 
 def _next_polling_once(self):
@@ -63,7 +64,7 @@ def _next_polling_once(self):
 def _switch(variant, real):
     """Puts back the real parts, then switches off `variant`'s."""
     steps, loop, backend = asynchronous.AsyncSteps, keras_loop, jax_backend.JaxBackend
-    jax_backend.ACCELERATOR_POLL_EVERY = 1 if variant == "every_step_polls" else 8
+    jax_backend.ACCELERATOR_POLL_EVERY = 1 if variant == "every_step_polls" else POLL_EVERY
     (steps.poll, steps.dispatched, loop.callback_list, backend.wrap_step,
      timed_iterator.TimedIterator.__next__) = real
     if variant == "one_poll":
