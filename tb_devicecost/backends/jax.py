@@ -151,10 +151,7 @@ class JaxBackend(base.Backend):
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
-            if proxy.count:
-                proxy.reset(iterator)  # A call that raised left its readings.
-            else:
-                proxy.iterator = iterator
+            proxy.reset(iterator)
             try:
                 result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
@@ -176,13 +173,11 @@ class JaxBackend(base.Backend):
                     between.returned(returned)
                 key = callback._batch_begin + callback._spe - 1
                 if count:
-                    excluded = callback._pending_excluded
-                    if excluded:
-                        callback._pending_excluded = 0.0
                     # Positional: cheaper to bind than keywords, once a step.
                     dispatched(
                         key, proxy.start, proxy.fetched, None, count, batch_size(first),
-                        excluded, probe_of(result[0]), None, None, returned, held, held_between,
+                        callback._take_excluded(), probe_of(result[0]), None, None, returned,
+                        held, held_between,
                     )
                 proxy.reset(None)  # Holds no batch between steps.
                 if first is not None and callback._needs_batch.get(role, False):

@@ -15,8 +15,8 @@ class TimedIterator:
     Each clock read is also a moment to poll for completed steps.
 
     One proxy serves every call of the step function, so a step allocates
-    nothing here: `iterator` is set before a call, and `reset` clears the
-    call's readings after it (`count` is 0 only while they are clear).
+    nothing here: `reset` starts each call on its iterator, and clears the
+    call's readings after it.
 
     Polls happen during the fetches of one call in `steps.poll_every`. On
     a GPU a poll costs the step far more than its own microsecond
@@ -60,7 +60,7 @@ class TimedIterator:
 
     def reset(self, iterator):
         """Clears the readings of a call and sets the next call's
-        `iterator`."""
+        `iterator` (`None` between calls: no batch is held)."""
         self.iterator = iterator
         self.metered = None
         self.start = None
