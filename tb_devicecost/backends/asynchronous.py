@@ -432,8 +432,11 @@ class AsyncSteps:
         # its own lower bound).
         gap = 0.5 * duration * np.arange(len(done))
         done = np.maximum(np.minimum.accumulate((done - gap)[::-1])[::-1] + gap, lower)
-        done = np.maximum.accumulate(done)
-        return np.maximum.accumulate(done)
+        # Where that met a lower bound, several completions would sit on it
+        # together: each later one is half the duration after the one
+        # before, as far as its upper bound allows (ties left are at an
+        # upper bound: `_share_reads` spreads them below it).
+        return np.minimum(np.maximum.accumulate(done - gap) + gap, upper)
 
 
 def _as_nearest_asked(pending, asked):
@@ -481,6 +484,10 @@ def _share_reads(done, lower, first):
     run = np.cumsum(~repeated) - 1
     rank = np.arange(len(done)) - starts[run]
     length = np.diff(np.append(starts, len(done)))[run]
+    # A lower bound at the completion itself leaves no room: the readings
+    # crossed (a clock read after the step was known complete), and the
+    # step still took time.
+    lower = np.where(lower < done, lower, -np.inf)
     # From the completion before the run, or the run's first step's own
     # lower bound where later (a poll found it pending just before).
     since = np.maximum(np.concatenate(([first], done))[starts], lower[starts])[run]

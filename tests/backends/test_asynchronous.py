@@ -173,6 +173,39 @@ def test_steps_found_complete_just_after_the_one_before_them_still_take_time(tmp
     assert total.sum() == pytest.approx(30.0, rel=1e-5)
 
 
+def test_steps_crowded_after_a_pending_poll_each_take_time(tmp_path):
+    """Seen in a JAX fit fed by Python threads on a busy machine: steps 0 to
+    4 were measured closely at 1 ms each. Then a poll at 20 ms finds step 5
+    pending, and steps 5 to 9 (dispatched at 10 to 14 ms) all complete
+    within the next 0.8 ms: fewer than the half duration a step that each
+    would be given. None of them lasts 0 ms, and none completes before the
+    poll that found step 5 pending."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    for key in range(5):
+        start = key * 1e-3
+        timing.dispatched(key, start, start, batch_size=32, returned=start)
+        timing.poll(start)  # nothing pending: no probe yet
+        timing.completed(key, now=start + 1e-3, exact=True)
+    pending = {key: True for key in range(5, 10)}
+    for key in range(5, 10):
+        start = 5e-3 + (key - 5) * 1e-3 + 5e-3
+        timing.dispatched(key, start, start, batch_size=32,
+                          probe=lambda key=key: not pending[key], returned=start)
+    timing.poll(20e-3)
+    for key, done in zip(range(5, 10), (20.3e-3, 20.35e-3, 20.4e-3, 20.6e-3, 20.8e-3)):
+        pending[key] = False
+        timing.completed(key, now=done)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    total = sum(record.series[part] for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"))
+    assert (total[6:] > 0.01).all(), total
+    assert total[:6].sum() >= 20.0 - 1e-4, total
+    assert total.sum() == pytest.approx(20.8, rel=1e-5)
+
+
 def test_a_step_that_compiled_keeps_its_compilation(tmp_path):
     """Step 0's dispatching call returns 500 ms after it began (JAX compiled
     the step there); a read 1 ms later finds it complete. The steps after
