@@ -420,8 +420,10 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     wait = naive["data_wait_ms"]["mean"]
     assert wait > 10 * max(in_model["data_wait_ms"]["mean"], 0.1)
     if backend == "torch":
-        # At least a finding, the verdict where the machine is quiet.
-        assert naive["shares"]["data_wait"] >= 0.2
+        # At least a finding, the verdict where the machine is quiet (a
+        # busy one slows the conv step there: 0.76 of the step quiet, 0.17
+        # beside two busy loops, against the in-model run's 0.02).
+        assert naive["shares"]["data_wait"] > 3 * in_model["shares"]["data_wait"]
         assert "input_bound" in [finding["id"] for finding in naive["findings"]]
     # On JAX the conv step runs on XLA's threads while the next batch is
     # augmented in Python: no completion is bounded closely, and each is
