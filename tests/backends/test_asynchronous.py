@@ -177,7 +177,7 @@ def test_steps_crowded_after_a_pending_poll_each_take_time(tmp_path):
     """Seen in a JAX fit fed by Python threads on a busy machine: steps 0 to
     4 were measured closely at 1 ms each. Then a poll at 20 ms finds step 5
     pending, and steps 5 to 9 (dispatched at 10 to 14 ms) all complete
-    within the next 0.8 ms: fewer than the half duration a step that each
+    within the next 0.8 ms, less than the half duration apart that each
     would be given. None of them lasts 0 ms, and none completes before the
     poll that found step 5 pending."""
     run = accounting.StepAccounting(tmp_path / "run")
