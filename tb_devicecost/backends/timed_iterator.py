@@ -27,20 +27,20 @@ class TimedIterator:
 
     Args:
         clock: Function returning seconds from a monotonic clock.
-        steps: The `AsyncSteps` polled at each fetch, or `None`.
+        steps: The `AsyncSteps` polled at each fetch.
     """
 
     # Read and set several times a step: slots are faster than a dict.
     __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling",
                  "iterator", "error", "meter", "metered", "start", "fetched", "count", "first")
 
-    def __init__(self, clock, steps=None):
+    def __init__(self, clock, steps):
         self._clock = clock
         # `steps.poll`, called only while a step is pending (`steps.unready`
-        # not empty): a call a step saved.
-        self._poll = None if steps is None else steps.poll
-        self._unready = () if steps is None else steps.unready
-        self._poll_every = 1 if steps is None else steps.poll_every
+        # not empty): a call a step saved. `None` once a poll failed.
+        self._poll = steps.poll
+        self._unready = steps.unready
+        self._poll_every = steps.poll_every
         self._calls = 0
         self._polling = True
         # An error of ours met inside Keras's call, raised after it.
