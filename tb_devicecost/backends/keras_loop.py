@@ -16,7 +16,7 @@ found in the calling frames (`keras/src/trainers/*` and
 `keras/src/backend/*/trainer.py` hold them as locals).
 """
 
-import inspect
+import sys
 import threading
 import time
 
@@ -54,16 +54,23 @@ def caller_local(name, kind):
     Keras hands a callback neither the epoch iterator nor the number of
     batches of an evaluation; `fit` and `evaluate` hold it as a local.
     """
-    frame = inspect.currentframe()
+    # The walk starts at the caller and never reads this frame's own
+    # locals: `f_locals` caches a snapshot in the frame, and a snapshot
+    # holding `frame` itself is a reference cycle that keeps Keras's frames,
+    # and the TensorFlow iterators in their locals, alive until the garbage
+    # collector runs. In a forked `PyDataset` worker that collection frees
+    # them without TensorFlow's threads and the worker dies of SIGSEGV
+    # (issue 33).
+    frame = sys._getframe(1)  # pylint: disable=protected-access
     try:
         while frame is not None:
             candidate = frame.f_locals.get(name)
             if isinstance(candidate, kind):
                 return candidate
             frame = frame.f_back
+        return None
     finally:
-        del frame
-    return None
+        frame = candidate = None
 
 
 def hooks_on_worker(callbacks, role):

@@ -212,6 +212,11 @@ class SummaryWriter:
         """Writes one `event_pb2.Event` as it is."""
         self._write([event.SerializeToString()])
 
+    def forget_in_child(self):
+        """In a forked child: lets go of the parent's file without writing
+        to it (every write is flushed whole, so nothing is left to write)."""
+        self._file = None
+
     def flush(self):
         if self._file is not None:
             self._file.flush()

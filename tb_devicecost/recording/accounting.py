@@ -408,6 +408,16 @@ class StepAccounting:
         if self.enabled and (self._sessions or self._global_step):
             self.flush(status="interrupted")
 
+    def _forget_in_child(self):
+        """A forked child of the fit (a `PyDataset`'s worker, a
+        `DataLoader`'s) records nothing and writes nothing of the parent's."""
+        self.enabled = False
+        self._rows = []
+        self._blocks = []
+        self._block_rows = 0
+        self._open = None
+        self._writer.forget_in_child()
+
     def _close_writer(self):
         try:
             self._writer.close()

@@ -477,7 +477,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def _register_exit_handler(self):
         if not self._registered_exit:
             # A weak reference: the handler must not keep the model alive.
-            atexit.register(_close_at_exit, weakref.ref(self))
+            atexit.register(_close_at_exit, weakref.ref(self), os.getpid())
             self._registered_exit = True
             # A recording failure in any run stops them all, with one
             # warning (ours): the accounting does not warn itself.
@@ -550,8 +550,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             pass
 
 
-def _close_at_exit(reference):
+def _close_at_exit(reference, pid):
     callback = reference()
-    if callback is not None and callback._in_fit:
+    # A forked child that exits through `sys.exit` runs the parent's
+    # `atexit` handlers: the fit is the parent's to close.
+    if callback is not None and callback._in_fit and os.getpid() == pid:
         callback._end_fit(status="interrupted")
 
