@@ -1,0 +1,172 @@
+"""CPU time DeviceCostCallback adds to each step, per thread, on every backend.
+
+Wall time of a whole fit varies by several percent from one fit to the next
+(±15% on a GPU host); the CPU time a thread spends is what the callback
+adds and what noise moves least. Fits with and without the callback
+alternate in one process (A B B A ...), each of `--steps` steps of the
+seeds' MLP (100 -> 128 -> 10) at batch 32 from NumPy arrays, one model per
+variant warmed up first. Per pair of fits, and per step:
+
+- the training thread's CPU time (`/proc/self/task/<tid>/schedstat`,
+  nanoseconds),
+- Keras's callback workers' (the `ThreadPoolExecutor` threads that run
+  async-safe batch-end hooks on JAX and PyTorch), read before the fit ends,
+- the whole process's (`time.process_time`), and the wall time of `fit()`.
+
+Each backend runs in a process of its own (Keras fixes its backend at
+import). Target (issue 36): at most 8 µs a step added on the training
+thread and 8 µs on Keras's worker, on every backend; a TensorFlow fit with
+the callback within ±2% of one without. The last line gives the largest
+training-thread figure against the target.
+
+Usage: python benchmarks/step_cpu.py [--backends tensorflow,jax,torch]
+       [--rounds 6] [--steps 2000] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TARGET_US = 8.0
+TF_WALL_RANGE = (0.98, 1.02)
+
+
+def _thread_cpu_ns(native_id):
+    """A thread's CPU time so far, in ns (0 once it has ended)."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _workers():
+    return [t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")]
+
+
+def _measure_backend(args):
+    """One backend, in this process: prints a JSON object of per-pair
+    figures (µs a step added, with over without)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+    import numpy as np
+
+    import tb_devicecost
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import models  # pylint: disable=import-outside-toplevel
+
+    if keras.backend.backend() == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+    x, y = models.data("mlp", args.steps * 32)
+    scratch = tempfile.mkdtemp(prefix="step-cpu-")
+    training = threading.get_native_id()
+
+    class WorkerClock(keras.callbacks.Callback):
+        """Reads Keras's workers' CPU time at the fit's end, before Keras
+        shuts them down (listed last; overrides no batch hook, so Keras's
+        async dispatch stays as it is)."""
+
+        def on_train_begin(self, logs=None):
+            self.start = {t.native_id: _thread_cpu_ns(t.native_id) for t in _workers()}
+
+        def on_train_end(self, logs=None):
+            self.ns = sum(
+                _thread_cpu_ns(t.native_id) - self.start.get(t.native_id, 0) for t in _workers()
+            )
+
+    def fit(model, with_callback, steps):
+        clock = WorkerClock()
+        callbacks = [clock]
+        if with_callback:
+            callbacks.insert(0, tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch)))
+        thread0, process0, wall0 = _thread_cpu_ns(training), time.process_time(), time.perf_counter()
+        model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
+                  shuffle=False, callbacks=callbacks)
+        wall = time.perf_counter() - wall0
+        return {
+            "thread_us": (_thread_cpu_ns(training) - thread0) / 1e3 / steps,
+            "worker_us": getattr(clock, "ns", 0) / 1e3 / steps,
+            "process_us": (time.process_time() - process0) * 1e6 / steps,
+            "wall_us": wall * 1e6 / steps,
+        }
+
+    models_by_variant = {False: models.build("mlp"), True: models.build("mlp")}
+    for with_callback, model in models_by_variant.items():
+        fit(model, with_callback, 50)  # compile and warm up
+    pairs = []
+    for round_index in range(args.rounds):
+        order = (False, True) if round_index % 2 == 0 else (True, False)
+        figures = {with_callback: fit(models_by_variant[with_callback], with_callback, args.steps)
+                   for with_callback in order}
+        pairs.append({
+            "thread_us": figures[True]["thread_us"] - figures[False]["thread_us"],
+            "worker_us": figures[True]["worker_us"] - figures[False]["worker_us"],
+            "process_us": figures[True]["process_us"] - figures[False]["process_us"],
+            "wall_ratio": figures[True]["wall_us"] / figures[False]["wall_us"],
+            "step_us_without": figures[False]["wall_us"],
+        })
+    print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs}))
+
+
+def _spread(values):
+    ordered = sorted(values)
+    if len(ordered) < 4:
+        return f"{ordered[0]:+.1f} to {ordered[-1]:+.1f}"
+    quartiles = statistics.quantiles(ordered, n=4)
+    return f"IQR {quartiles[0]:+.1f} to {quartiles[2]:+.1f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="tensorflow,jax,torch")
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of fits per backend")
+    parser.add_argument("--steps", type=int, default=2000, help="steps per fit (at least 2,000)")
+    parser.add_argument("--json", metavar="FILE", help="also write every pair's figures to FILE")
+    parser.add_argument("--one-backend", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one_backend:
+        _measure_backend(args)
+        return
+    results = {}
+    for backend in args.backends.split(","):
+        completed = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--one-backend",
+             "--rounds", str(args.rounds), "--steps", str(args.steps)],
+            capture_output=True, text=True, check=False,
+            env=dict(os.environ, KERAS_BACKEND=backend),
+        )
+        if completed.returncode != 0:
+            sys.exit(f"step_cpu.py: the {backend} fits failed: {completed.stderr.strip()[-2000:]}")
+        results[backend] = json.loads(completed.stdout.strip().splitlines()[-1])["pairs"]
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=1)
+    print(f"CPU time added a step by DeviceCostCallback, {args.steps}-step fits, "
+          f"{args.rounds} pairs, median (spread):")
+    worst = 0.0
+    for backend, pairs in results.items():
+        column = {key: [pair[key] for pair in pairs] for key in pairs[0]}
+        thread, worker = statistics.median(column["thread_us"]), statistics.median(column["worker_us"])
+        worst = max(worst, thread, worker)
+        print(f"  {backend:10s} training thread {thread:+6.1f} µs ({_spread(column['thread_us'])}), "
+              f"Keras worker {worker:+6.1f} µs ({_spread(column['worker_us'])}), "
+              f"process {statistics.median(column['process_us']):+6.1f} µs; "
+              f"wall x{statistics.median(column['wall_ratio']):.3f} on "
+              f"{statistics.median(column['step_us_without']):.0f} µs steps")
+    if "tensorflow" in results:
+        ratio = statistics.median(pair["wall_ratio"] for pair in results["tensorflow"])
+        print(f"TensorFlow fit with / without: x{ratio:.3f} (target {TF_WALL_RANGE[0]}-{TF_WALL_RANGE[1]})")
+    print(f"largest CPU time added a step: {worst:.1f} µs (target <= {TARGET_US})")
+
+
+if __name__ == "__main__":
+    main()
