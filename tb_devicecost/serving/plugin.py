@@ -19,7 +19,6 @@ from tensorboard import plugin_util
 from tensorboard.backend import http_util
 from tensorboard.backend import json_util
 from tensorboard.plugins import base_plugin
-from werkzeug import exceptions as http_exceptions
 from werkzeug import wrappers
 
 from tb_devicecost import analysis
@@ -415,10 +414,24 @@ def _profile_url(run, capture, host):
     return f"../../../?{query}#profile"
 
 
+class _MethodNotAllowedError(errors.PublicError):
+    """405, answered as TensorBoard answers its own errors: `text/plain`,
+    one sentence, with the `Allow` header (werkzeug's own is HTML)."""
+
+    http_code = 405
+
+    def __init__(self, method):
+        super().__init__(
+            f"Method {method[:20]} is not allowed: the tab's routes only read "
+            f"({', '.join(_METHODS)})."
+        )
+        self.headers.append(("Allow", ", ".join(_METHODS)))
+
+
 def _check_method(request):
     """A method other than GET or HEAD: 405, with the methods allowed."""
     if request.method not in _METHODS:
-        raise http_exceptions.MethodNotAllowed(valid_methods=list(_METHODS))
+        raise _MethodNotAllowedError(request.method)
 
 
 def _optional_run_parameter(request, name):

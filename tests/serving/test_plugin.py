@@ -257,6 +257,11 @@ def test_every_route_answers_405_to_a_method_it_does_not_serve(client, route, me
     response = client.open(PREFIX + route, method=method)
     assert response.status_code == 405
     assert set(response.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
+    # As docs/HTTP_API.md says of every error (issue 35, item 11): one
+    # plain sentence, not werkzeug's HTML page.
+    assert response.content_type.startswith("text/plain"), response.content_type
+    text = response.get_data(as_text=True)
+    assert "<" not in text and text.count("\n") <= 1 and method in text, text
     assert client.open(PREFIX + route, method="HEAD").status_code == 200
 
 
