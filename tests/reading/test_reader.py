@@ -1,6 +1,7 @@
 """`tb_devicecost.reading.reader` and `metadata.decode_json`: damaged and hostile data
 is refused with a reason, never raised, never hangs (issue 16)."""
 
+import contextlib
 import json
 import os
 import threading
@@ -595,13 +596,22 @@ def tab_read(logdir, load=True, provider=None):
     return {record.run: record for record in records}, unread
 
 
+@contextlib.contextmanager
 def chain(root, depth, name="d"):
-    """`depth` directories one in the other (`os.makedirs` recurses)."""
+    """`depth` directories one in the other, made and removed without
+    recursion (`os.makedirs` and `shutil.rmtree` recurse: pytest's cleanup
+    of its old temporary directories would raise RecursionError)."""
     path = str(root)
-    for _ in range(depth):
-        path = os.path.join(path, name)
-        os.mkdir(path)
-    return path
+    made = []
+    try:
+        for _ in range(depth):
+            path = os.path.join(path, name)
+            os.mkdir(path)
+            made.append(path)
+        yield path
+    finally:
+        for directory in reversed(made):
+            os.rmdir(directory)
 
 
 def block_event(step, rows, shape_rows):
@@ -635,14 +645,14 @@ def test_a_chain_of_a_thousand_directories_is_named_not_fatal(tmp_path):
     RecursionError), goes 100 levels deep, and names the directory below
     which it stopped, in the report and the tab alike."""
     good_run(tmp_path / "a" / "train")
-    chain(tmp_path, 1000)
-    records, unread = within(60, read, str(tmp_path))
+    with chain(tmp_path, 1000):
+        records, unread = within(60, read, str(tmp_path))
+        assert reader.scan_if_local(str(tmp_path)) is not None
+        tab, tab_unread = tab_read(str(tmp_path), load=False)
     assert list(records) == ["a/train"]
     [item] = unread
     assert item["run"] == "/".join(["d"] * 100)
     assert "at most 100 directories below the log directory" in item["reason"]
-    assert reader.scan_if_local(str(tmp_path)) is not None
-    tab, tab_unread = tab_read(str(tmp_path), load=False)
     assert list(tab) == ["a/train"] and tab_unread == unread
 
 
