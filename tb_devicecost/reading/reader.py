@@ -33,6 +33,7 @@ from tb_devicecost.reading import logdir_scan
 from tb_devicecost.reading import provider_reads
 from tb_devicecost.reading.logdir_scan import LogdirScan
 from tb_devicecost.reading.logdir_scan import NO_DATA_REASON
+from tb_devicecost.reading.logdir_scan import path_text
 from tb_devicecost.reading.logdir_scan import scan_if_local
 from tb_devicecost.reading.logdir_scan import scan_logdir
 from tb_devicecost.reading.provider_reads import DEFAULT_SERIES_POINTS
@@ -49,6 +50,7 @@ __all__ = [
     "fingerprint",
     "list_profile_captures",
     "local_provider",
+    "path_text",
     "read_logdir",
     "read_runs",
     "reload_runs",
