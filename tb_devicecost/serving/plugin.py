@@ -77,14 +77,18 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     def is_active(self):
         # Runs with our summaries activate the tab through the data
-        # provider's plugin listing; this covers runs holding only traces.
-        # TensorBoard asks on every reload: the disk is walked at most once
-        # every `_ACTIVE_RECHECK_S`, and once the tab is active it stays so.
+        # provider's plugin listing; this covers runs holding only traces,
+        # and our event files TensorBoard's loader does not serve (its Rust
+        # loader never finishes walking a link to /sys; the tab reads them
+        # from their files, `reader.read_logdir`). TensorBoard asks on every
+        # reload: the disk is walked at most once every `_ACTIVE_RECHECK_S`,
+        # and once the tab is active it stays so.
         active, checked_s = self._active
         now_s = time.monotonic()
         if active or now_s - checked_s < _ACTIVE_RECHECK_S:
             return bool(active)
-        active = bool(reader.find_profile_runs(self._logdir))
+        active = bool(reader.find_profile_runs(self._logdir)) or _holds_our_files(
+            reader.scan_if_local(self._logdir))
         self._active = (active, now_s)
         return active
 
@@ -400,6 +404,13 @@ class _Snapshot:
     def captures(self, run):
         """The run's profiler captures, as listed when the snapshot was read."""
         return self._captures.get(run, [])
+
+
+def _holds_our_files(scan):
+    """Whether a local scan found an event file tb-devicecost wrote."""
+    return scan is not None and any(
+        path.endswith(metadata.EVENT_FILE_SUFFIX) for paths in scan.runs.values() for path in paths
+    )
 
 
 def _profile_url(run, capture, host):

@@ -504,3 +504,24 @@ def test_every_route_serves_from_one_read_of_the_log_directory(logdir, monkeypat
         base_plugin.TBContext(logdir=logdir, data_provider=None))
     assert loaded.is_active() and loaded.is_active()
     assert len(walks) == 1
+
+
+def test_the_tab_is_active_where_tensorboard_serves_none_of_our_runs(tmp_path):
+    """Issue 35, item 6: with a link to /sys in the log directory,
+    TensorBoard's Rust loader never finishes its walk and its plugin
+    listing never names the tab; our own event files (named
+    `*.devicecost`) found by the scan make it active, and its routes read
+    them from their files."""
+    from tests.support import fuzz_layouts
+
+    fuzz_layouts.record(str(tmp_path / "cpu" / "train"), {})
+    os.symlink("/sys", tmp_path / "sys")
+    loaded = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=str(tmp_path), data_provider=None))
+    assert loaded.is_active()
+    other = tmp_path / "other" / "train"
+    other.mkdir(parents=True)
+    (other / "events.out.tfevents.1.host").write_bytes(b"")  # Not ours.
+    foreign = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=str(tmp_path / "other"), data_provider=None))
+    assert not foreign.is_active()

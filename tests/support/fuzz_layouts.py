@@ -42,8 +42,9 @@ BIDI = frozenset(chr(code) for code in [*range(0x202A, 0x202F), *range(0x2066, 0
 SENTENCE_KEYS = ("message", "fix", "reason", "problems", "explanation", "text", "basis")
 
 
-def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0):
-    """A short run written as the recorder writes it, with `info` in its run info."""
+def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0, placement=None):
+    """A short run written as the recorder writes it, with `info` in its run
+    info (and `placement`, when given)."""
     rng = random.Random(seed)
     clock = FakeClock()
     recorder = accounting.StepAccounting(str(run_dir), flush_steps=64, clock=clock)
@@ -51,6 +52,8 @@ def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0):
                                  "steps_per_record": 1, "fetch_in_graph": False,
                                  "model": "mlp", "hostname": "host"}, **info))
     recorder.begin_span(clock())
+    if placement is not None:
+        recorder.write_placement(placement)
     for _ in range(steps):
         recorder.begin_step()
         clock.advance(wait_ms + 0.01 * rng.random())
