@@ -83,7 +83,8 @@ def test_the_tab_lists_runs_beside_a_sys_link_and_isolates_every_recorded_string
         row = frame.locator('.dc-run-row[data-run="gpu/train"]')
         expect(row.locator(".dc-device bdi")).to_have_text(device)
         open_detail(frame, "gpu/train")
-        expect(frame.locator('.dc-stat[data-stat="device"] .dc-stat-value bdi')).to_have_text(device)
+        expect(frame.locator('.dc-stat[data-stat="device"] .dc-stat-value bdi')).to_have_text(
+            [device, "CPU:0"])
         expect(frame.locator(".dc-placement .dc-step-device bdi")).to_have_text([device, model])
         values = frame.locator(".dc-kv dd bdi")
         for text in ("mlp" + RLO + "x", "host" + RLO + "y"):
