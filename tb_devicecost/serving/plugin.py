@@ -173,10 +173,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
         def captures():
             # Listed once: the fingerprint's part, and the snapshot's links.
-            found.append({
-                run: reader.list_profile_captures(self._logdir, run)
-                for run in reader.find_profile_runs(self._logdir)
-            })
+            found.append(_profile_captures(self._logdir))
             return tuple(
                 (run, tuple(tuple(sorted(capture.items())) for capture in listed))
                 for run, listed in found[-1].items()
@@ -373,10 +370,7 @@ class _Snapshot:
         self.by_run = {record.run: record for record in self.records}
         self._reasons = {item["run"]: item["reason"] for item in self.unread}
         if captures is None:
-            captures = {
-                run: reader.list_profile_captures(plugin._logdir, run)
-                for run in reader.find_profile_runs(plugin._logdir)
-            }
+            captures = _profile_captures(plugin._logdir)
         self._captures = captures
         self.profile_runs = list(captures)
         self._analysed = {}
@@ -404,6 +398,18 @@ class _Snapshot:
     def captures(self, run):
         """The run's profiler captures, as listed when the snapshot was read."""
         return self._captures.get(run, [])
+
+
+def _profile_captures(logdir):
+    """`{run: [capture]}` of the runs holding profiler captures, names that
+    are not UTF-8 escaped as the scan names runs (`reader.path_text`)."""
+    return {
+        reader.path_text(run): [
+            {key: reader.path_text(value) for key, value in capture.items()}
+            for capture in reader.list_profile_captures(logdir, run)
+        ]
+        for run in reader.find_profile_runs(logdir)
+    }
 
 
 def _holds_our_files(scan):
