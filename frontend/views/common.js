@@ -1,6 +1,6 @@
 // Pieces shared by the views: verdict badges, panels, empty and error states.
 
-import {el, hashLink, runName} from './dom.js';
+import {el, hashLink, isolated, runName} from './dom.js';
 import {DASH, fmtSpeedup, isNum} from '../format.js';
 
 /** Verdict ids (from the analysis module) and how they read in the UI. */
@@ -48,7 +48,8 @@ export function severityBadge(severity) {
 /** A titled card. */
 export function panel(title, children, className = '') {
   return el('section', {class: ('dc-panel ' + className).trim()}, [
-    title ? el('h3', {class: 'dc-panel-title', text: title}) : null,
+    Array.isArray(title) ? el('h3', {class: 'dc-panel-title'}, title)
+      : title ? el('h3', {class: 'dc-panel-title', text: title}) : null,
     ...children,
   ]);
 }
@@ -175,23 +176,37 @@ export function stepDevices(run) {
   return {device, others: used.length > 1 ? used.filter((d) => d !== device) : []};
 }
 
-/** "GPU:0", or "GPU:0 + CPU:0" when the step used more than one device. */
-export function stepDevicesText(run) {
+/**
+ * Strings from the recorded data (device names, ...) joined by `separator`,
+ * each in its own <bdi>: a bidirectional control in one (U+202E) reorders
+ * that name alone, never the words or names beside it.
+ * @param {Array<*>} items
+ * @param {string} separator
+ * @return {Array<Node|string>} children for `el`.
+ */
+export function isolatedList(items, separator) {
+  return items.flatMap((item, i) => (i ? [separator, isolated(item)] : [isolated(item)]));
+}
+
+/**
+ * "GPU:0", or "GPU:0 + CPU:0" when the step used more than one device, as
+ * children for `el`: each device isolated.
+ */
+export function stepDevicesNodes(run) {
   const {device, others} = stepDevices(run);
-  return [device || DASH, ...others].join(' + ');
+  return [device ? isolated(device) : DASH, ...others.flatMap((d) => [' + ', isolated(d)])];
 }
 
 /** A table cell's content for where the step ran; `sub` below it, muted. */
 export function deviceCell(run, sub = null) {
   const {device, others} = stepDevices(run);
   return [
-    el('span', {class: 'dc-device', text: device || DASH, title: 'Where the step ran'}),
+    el('span', {class: 'dc-device', title: 'Where the step ran'}, [device ? isolated(device) : DASH]),
     others.length
       ? el('span', {
         class: 'dc-device-more',
-        text: ' + ' + others.join(' + '),
         title: 'The first step also ran ops on ' + others.join(', '),
-      })
+      }, [' + ', ...isolatedList(others, ' + ')])
       : null,
     sub ? el('div', {class: 'dc-muted dc-small', text: sub}) : null,
   ];

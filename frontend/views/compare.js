@@ -1,7 +1,7 @@
 // Compare: chosen runs side by side, per component, with each difference
 // explained in words.
 
-import {el, runName} from './dom.js';
+import {el, isolated, runName} from './dom.js';
 import {fmtMs, fmtSignedMs, fmtCount, isNum} from '../format.js';
 import {stackedBars, componentLegend, swatch, COMPONENTS} from './charts.js';
 import {
@@ -109,15 +109,16 @@ function whyPanel(rows) {
     children.push(scalingTable(scaling));
     // Whose fits: the model's sweep (the crossover its own panel gives) or
     // the compared model's runs at other batch sizes.
+    // Device and sweep names are the recorded data's: each isolated.
     const source = scaling.sweep != null
-      ? ' From the sweep \u201c' + String(scaling.sweep) + '\u201d of this model.' : '';
+      ? [' From the sweep \u201c', isolated(scaling.sweep), '\u201d of this model.'] : [];
     const crossover = isNum(scaling.crossover_batch)
-      ? String(scaling.faster_above) + ' overtakes ' + String(scaling.faster_below) + ' above about ' +
+      ? [isolated(scaling.faster_above), ' overtakes ', isolated(scaling.faster_below), ' above about ' +
         fmtCount(scaling.crossover_batch) + ' samples per step' +
-        (scaling.crossover_extrapolated ? ' (beyond the batch sizes measured).' : '.') + source
+        (scaling.crossover_extrapolated ? ' (beyond the batch sizes measured).' : '.'), ...source]
       : scaling.faster_above != null && Object.keys(scaling.devices).length > 1
-        ? String(scaling.faster_above) + ' is faster at every batch size, by the fit.' + source : null;
-    if (crossover) children.push(el('p', {class: 'dc-crossover', text: crossover}));
+        ? [isolated(scaling.faster_above), ' is faster at every batch size, by the fit.', ...source] : null;
+    if (crossover) children.push(el('p', {class: 'dc-crossover'}, crossover));
   }
   children.push(el('div', {class: 'dc-table-wrap'}, [partsTable(compared)]));
   return panel('Why, in numbers', children, 'dc-why-panel');
@@ -137,7 +138,7 @@ function scalingTable(scaling) {
   for (const [device, fit] of Object.entries(scaling.devices)) {
     const points = Array.isArray(fit && fit.points) ? fit.points : [];
     tbody.appendChild(el('tr', {attrs: {'data-device': device}}, [
-      el('td', {text: device}),
+      el('td', {}, [isolated(device)]),
       el('td', {class: 'dc-num', text: fmtMs(fit && fit.fixed_ms)}),
       el('td', {class: 'dc-num', text: fmtMs(fit && fit.per_sample_us)}),
       el('td', {text: points.map((p) => fmtCount(p && p.batch_size)).join(', ')}),

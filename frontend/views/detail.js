@@ -11,7 +11,7 @@ import {
 import {stepChart} from './step_chart.js';
 import {
   verdictBadge, severityBadge, panel, runningNote, backLink, SEVERITY_RANK, stepDevices,
-  stepDevicesText, findingText, WARMUP_TEXT,
+  stepDevicesNodes, findingText, WARMUP_TEXT,
 } from './common.js';
 import {placementPanel, infoList} from './run_info.js';
 import {profileLinks, tracesPanel, sourceText, stepRangeText} from './traces.js';
@@ -80,7 +80,9 @@ export function buildDetail(data, app) {
 function stat(label, value, sub, key) {
   return el('div', {class: 'dc-stat', attrs: {'data-stat': key || null}}, [
     el('div', {class: 'dc-stat-label', text: label}),
-    el('div', {class: 'dc-stat-value', text: value}),
+    Array.isArray(value)
+      ? el('div', {class: 'dc-stat-value'}, value)
+      : el('div', {class: 'dc-stat-value', text: value}),
     sub ? el('div', {class: 'dc-stat-sub', text: sub}) : null,
   ]);
 }
@@ -103,7 +105,7 @@ function statStrip(run) {
     stat('Spikes', fmtCount(run.spikes), 'steps far above the median', 'spikes'),
     stat('Fetch floor', fmtMsUnit(run.fetch_floor_ms),
       'cost of handing over a batch that is already ready', 'fetch_floor'),
-    stat('Device', stepDevicesText(run),
+    stat('Device', stepDevicesNodes(run),
       [others.length ? 'the step used ' + (others.length + 1) + ' devices' : 'where the step ran',
         run.backend != null ? String(run.backend) : null].filter(Boolean).join(' \u00b7 '),
       'device'),

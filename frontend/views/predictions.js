@@ -4,7 +4,7 @@
 // finding predicted beside the gain the counterpart achieved. Every figure
 // is the report's; names are shown as text.
 
-import {el, runName} from './dom.js';
+import {el, isolated, runName} from './dom.js';
 import {fmtCount, fmtSpeedup, isNum} from '../format.js';
 import {panel} from './common.js';
 
@@ -19,17 +19,20 @@ export const PREDICTIONS_TEXT = 'Predicted: the gain a finding\u2019s estimate (
     'for the other device) gives at the counterpart\u2019s batch size; achieved: the counterpart\u2019s ' +
     'samples/s over the run\u2019s; * where that batch is beyond the estimate\u2019s own.';
 
-/** `larger batch (10 → 1,024)`: what differs between the two runs. */
+/**
+ * `larger batch (10 → 1,024)`: what differs between the two runs, as
+ * children for `el` (device names isolated).
+ */
 function changeText(pair) {
-  let text = CHANGES[pair.change] || String(pair.change);
+  const text = CHANGES[pair.change] || String(pair.change);
   const sizes = pair.batch_size && typeof pair.batch_size === 'object' ? pair.batch_size : null;
   const devices = pair.device && typeof pair.device === 'object' ? pair.device : null;
   if (pair.change === 'batch_size' && sizes) {
-    text += ' (' + fmtCount(sizes.run) + ' \u2192 ' + fmtCount(sizes.counterpart) + ')';
+    return [text + ' (' + fmtCount(sizes.run) + ' \u2192 ' + fmtCount(sizes.counterpart) + ')'];
   } else if (pair.change === 'device' && devices) {
-    text += ' (' + String(devices.run) + ' \u2192 ' + String(devices.counterpart) + ')';
+    return [text + ' (', isolated(devices.run), ' \u2192 ', isolated(devices.counterpart), ')'];
   }
-  return text;
+  return [text];
 }
 
 /** `≤ 3.10x`, `34.89x*`: the predicted speedup, its bound, a star beyond it. */
@@ -80,7 +83,7 @@ export function buildPredictions(pairs) {
   }, [
     el('td', {class: 'dc-col-run'}, [runName(String(pair.run))]),
     el('td', {class: 'dc-col-run'}, [runName(String(pair.counterpart))]),
-    el('td', {class: 'dc-prediction-change', text: changeText(pair)}),
+    el('td', {class: 'dc-prediction-change'}, changeText(pair)),
     predictedBy(pair),
     el('td', {
       class: 'dc-num dc-predicted', text: predictedText(pair),

@@ -4,7 +4,7 @@
 // sentence. Every figure comes from the report as it is; the fitted curves
 // are drawn from the report's fixed and per-sample costs.
 
-import {el, svg} from './dom.js';
+import {el, isolated, svg} from './dom.js';
 import {fmtCount, fmtMs, fmtMsUnit, isNum} from '../format.js';
 import {panel} from './common.js';
 
@@ -31,7 +31,7 @@ export function buildSweeps(sweeps, app) {
 function sweepPanel(sweep, width) {
   const devices = Object.keys(sweep.devices).filter((d) => sweep.devices[d] && Array.isArray(sweep.devices[d].points));
   const colors = new Map(devices.map((d, i) => [d, DEVICE_COLORS[i % DEVICE_COLORS.length]]));
-  const title = 'Batch-size sweep \u201c' + String(sweep.name) + '\u201d: where each device wins';
+  const title = ['Batch-size sweep \u201c', isolated(sweep.name), '\u201d: where each device wins'];
   const children = [];
   if (typeof sweep.message === 'string' && sweep.message) {
     children.push(el('p', {class: 'dc-sweep-message', text: sweep.message}));
@@ -39,11 +39,11 @@ function sweepPanel(sweep, width) {
   children.push(sweepChart(sweep, devices, colors, width));
   children.push(el('div', {class: 'dc-legend dc-sweep-legend'}, devices.map((device) => {
     const fit = sweep.devices[device];
-    const text = device + ': ' + fmtMsUnit(fit.fixed_ms) + ' per step + ' +
+    const text = ': ' + fmtMsUnit(fit.fixed_ms) + ' per step + ' +
         (isNum(fit.per_sample_us) ? fmtMs(fit.per_sample_us) + ' \u00b5s per sample' : '\u2014');
     return el('span', {class: 'dc-legend-item', attrs: {'data-device': device}}, [
       el('span', {class: 'dc-swatch', attrs: {style: 'background:' + colors.get(device)}}),
-      el('span', {text}),
+      el('span', {}, [isolated(device), text]),
     ]);
   })));
   children.push(el('p', {

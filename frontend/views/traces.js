@@ -1,7 +1,7 @@
 // Run detail's profiler panels: the captures that open in the Profile tab,
 // and each trace window's own breakdown of the traced steps beside ours.
 
-import {el, safeHref} from './dom.js';
+import {el, isolated, safeHref} from './dom.js';
 import {fmtMs, fmtMsUnit, fmtShare, fmtCount, fmtBytes, isNum, DASH} from '../format.js';
 import {swatch, COMPONENTS, TRACE_COLOR} from './charts.js';
 import {panel} from './common.js';
@@ -27,12 +27,14 @@ export function profileLinks(profile, profileTab) {
   const linked = profileTab !== false;
   return el('div', {}, [
     el('ul', {class: 'dc-profile-list'}, captures.map((c) => {
-      const label = [c.capture, c.host].filter((x) => x != null && x !== '').map(String).join(' \u00b7 ') || 'capture';
+      // The capture's and host's names are the recorded data's: isolated.
+      const parts = [c.capture, c.host].filter((x) => x != null && x !== '');
+      const label = parts.length ? parts.flatMap((x, i) => (i ? [' \u00b7 ', isolated(x)] : [isolated(x)])) : ['capture'];
       const href = linked ? safeHref(c.url) : null;
       return el('li', {}, [
         href
-          ? el('a', {class: 'dc-profile-link', text: label, attrs: {href, target: '_top'}})
-          : el('span', {class: 'dc-profile-capture', text: label}),
+          ? el('a', {class: 'dc-profile-link', attrs: {href, target: '_top'}}, label)
+          : el('span', {class: 'dc-profile-capture'}, label),
         href ? el('span', {class: 'dc-muted', text: ' \u2014 opens in the Profile tab'}) : null,
       ]);
     })),
@@ -108,10 +110,10 @@ function traceBlock(w, profileTab) {
   const count = isNum(w.start_step) && isNum(w.stop_step) && w.stop_step > w.start_step
     ? w.stop_step - w.start_step : null;
   const meta = [
-    capture ? 'capture ' + capture : null,
-    host ? 'host ' + host : null,
-    isNum(w.trace_bytes) ? fmtBytes(w.trace_bytes) + ' trace' : null,
-  ].filter(Boolean).join(' \u00b7 ');
+    capture ? ['capture ', isolated(capture)] : null,
+    host ? ['host ', isolated(host)] : null,
+    isNum(w.trace_bytes) ? [fmtBytes(w.trace_bytes) + ' trace'] : null,
+  ].filter(Boolean).flatMap((part, i) => (i ? [' \u00b7 ', ...part] : part));
 
   const info = el('div', {class: 'dc-trace-info'}, [
     el('div', {class: 'dc-trace-head'}, [
@@ -124,7 +126,7 @@ function traceBlock(w, profileTab) {
       count !== null ? el('span', {class: 'dc-muted', text: '(' + count + ' step' + (count === 1 ? '' : 's') + ')'}) : null,
     ]),
     el('div', {class: 'dc-trace-source', text: sourceText(w.source)}),
-    meta ? el('div', {class: 'dc-trace-meta dc-muted', text: meta}) : null,
+    meta.length ? el('div', {class: 'dc-trace-meta dc-muted'}, meta) : null,
     href && profileTab === false
       ? noProfileTab('This trace opens in the Profile tab, but this')
       : href

@@ -14,6 +14,9 @@ from tb_devicecost.format import vocabulary
 
 # The name under which summaries are written and the plugin is registered.
 PLUGIN_NAME = "devicecost"
+# How the names of our event files end (`writer.SummaryWriter`): a run
+# holding one is ours before a byte of it is read.
+EVENT_FILE_SUFFIX = ".devicecost"
 
 # Bumped whenever a reader of an older version would misread the data.
 # 1: one event per step, a scalar tag per column. 2: blocks of steps

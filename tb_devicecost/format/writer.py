@@ -86,11 +86,12 @@ class SummaryWriter:
             # TensorBoard reads a run's files in name order, so the counter
             # is zero-padded: files opened in the same second (repeated fits)
             # must sort in the order they were written.
-            name = "events.out.tfevents.%010d.%s.%s.%06d.devicecost" % (
+            name = "events.out.tfevents.%010d.%s.%s.%06d%s" % (
                 time.time(),
                 socket.gethostname(),
                 os.getpid(),
                 next(_file_counter),
+                metadata.EVENT_FILE_SUFFIX,
             )
             self._path = os.path.join(self.run_dir, name)
             self._good_bytes = 0

@@ -15,6 +15,8 @@ whose checksum fails, or up to a record cut short, and the next file is
 read on; a record whose checksums are right but which is no `Event` stops
 the run there (TensorBoard's reload of the run raises there and keeps what
 came before). A tag's summary metadata is the first one seen in the run.
+One thing it reads better: a block of steps whose bytes disagree with its
+shape is left out alone, where TensorBoard's conversion loses the tag.
 """
 
 import io
@@ -238,7 +240,7 @@ class LocalDataProvider(provider.DataProvider):
         return {
             run: {
                 tag: [
-                    convert(step, wall_time, tensor)
+                    convert(tag, step, wall_time, tensor)
                     for step, wall_time, tensor in _downsample(
                         time_series.sample.items(), downsample
                     )
@@ -260,7 +262,7 @@ class LocalDataProvider(provider.DataProvider):
         # As TensorBoard's own provider converts them (raises for a value
         # that is no scalar).
         return self._read(
-            lambda step, wall_time, tensor: provider.ScalarDatum(
+            lambda tag, step, wall_time, tensor: provider.ScalarDatum(
                 step=step, wall_time=wall_time,
                 value=tensor_util.make_ndarray(tensor).item(),
             ),
@@ -286,8 +288,20 @@ class LocalDataProvider(provider.DataProvider):
         self, ctx=None, *, experiment_id, plugin_name, downsample=None, run_tag_filter=None
     ):
         return self._read(
-            lambda step, wall_time, tensor: provider.TensorDatum(
-                step=step, wall_time=wall_time, numpy=tensor_util.make_ndarray(tensor),
-            ),
-            plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR, downsample,
+            _tensor_datum, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR, downsample,
         )
+
+
+def _tensor_datum(tag, step, wall_time, tensor):
+    """A `TensorDatum`, as TensorBoard's provider converts it, but for a
+    block of steps whose bytes disagree with its shape (its checksum right,
+    its shape saying 1,000 rows where it holds 10): that one is `None`, left
+    out alone (`step_series`), where converting would raise and lose the
+    run's every block (docs/FORMAT.md, "Damaged data")."""
+    try:
+        array = tensor_util.make_ndarray(tensor)
+    except Exception:  # pylint: disable=broad-except
+        if tag != metadata.TAG_STEPS:
+            raise
+        array = None
+    return provider.TensorDatum(step=step, wall_time=wall_time, numpy=array)

@@ -4,8 +4,11 @@ be read there.
 The scan walks the tree itself rather than trusting TensorBoard's walk:
 it opens only regular files named like event files (a FIFO or a device
 would block or never end), never follows a link back into the tree (a
-loop would never end), stops after `MAX_SCANNED_DIRECTORIES`, and checks
-each event file's framing (`records.first_damage`), so the reader knows
+loop would never end) nor into `/proc`, `/sys` or `/dev`, walks without
+recursion and stops after `MAX_SCAN_DEPTH` levels,
+`MAX_SCANNED_DIRECTORIES` directories or `MAX_SCAN_S` seconds (naming
+what it left), names runs that are not UTF-8 escaped, and checks each
+event file's framing (`records.first_damage`), so the reader knows
 what to read and can say, per run, what it skipped (docs/FORMAT.md,
 "Damaged data").
 """
@@ -13,6 +16,7 @@ what to read and can say, per run, what it skipped (docs/FORMAT.md,
 import dataclasses
 import os
 import stat
+import time
 
 from tb_devicecost.format import records
 from tb_devicecost.reading import collisions
@@ -25,6 +29,19 @@ NO_DATA_REASON = (
 # Directories a scan looks at before it stops (a link to `/` must not make
 # the report walk the whole machine).
 MAX_SCANNED_DIRECTORIES = 100_000
+# How deep below the log directory the scan goes (a run is a few levels
+# down; a chain of a thousand directories is no log directory).
+MAX_SCAN_DEPTH = 100
+# Seconds a scan walks before it stops and names what it left (a slow or
+# hung network mount must not hold the report or the tab).
+MAX_SCAN_S = 20.0
+# Never followed by a link: the kernel's trees, which hold no runs, hold
+# other processes' working directories (`/proc/<pid>/cwd`) and never end.
+SYSTEM_DIRECTORIES = ("/proc", "/sys", "/dev")
+# ... but for an ordinary file system under them (shared memory).
+_ORDINARY_SYSTEM_PLACES = ("/dev/shm",)
+_MAX_LINK_HOPS = 40
+_clock = time.monotonic
 
 
 @dataclasses.dataclass
@@ -75,7 +92,21 @@ def _run_name(root, directory):
         relative = directory[len(prefix):].rstrip(os.sep) or os.curdir
     else:
         relative = os.path.relpath(directory, root)
-    return "." if relative == os.curdir else relative.replace(os.sep, "/")
+    return path_text("." if relative == os.curdir else relative.replace(os.sep, "/"))
+
+
+def path_text(path):
+    """`path` (a name from the disk) as valid Unicode: bytes that are not
+    UTF-8 (held as surrogates, PEP 383) written as `\\xe9`.
+
+    The one escaping of names that are not UTF-8: the scan names runs so,
+    so the report (text, Markdown, JSON) and the tab show the same name.
+    """
+    text = str(path)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeError:  # A surrogate no byte decodes to.
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def os_error(error):
@@ -119,15 +150,83 @@ def _inside(path, directory):
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
+def _system_directory(path):
+    """The system directory (`SYSTEM_DIRECTORIES`) `path` is in, or `None`."""
+    if any(_inside(path, allowed) for allowed in _ORDINARY_SYSTEM_PLACES):
+        return None
+    return next((top for top in SYSTEM_DIRECTORIES if _inside(path, top)), None)
+
+
+def _system_target(path):
+    """The system directory a link at `path` leads into, at any of its hops
+    (`x -> /proc/self/cwd` resolves, through /proc, to a directory outside
+    it: the hop says where it went), or `None`."""
+    current = path
+    for _ in range(_MAX_LINK_HOPS):
+        try:
+            target = os.readlink(current)
+        except OSError:
+            break
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+        found = _system_directory(current)
+        if found:
+            return found
+    return _system_directory(os.path.realpath(path))
+
+
+def _followed(scan, root, real_root, path, seen):
+    """Whether the link to a directory at `path` is followed; if not, the
+    reason is noted under its name."""
+    name = _run_name(root, path)
+    system = _system_target(path)
+    if system:
+        scan.note(name, f"A symbolic link into {system}: not followed (a system "
+                  "directory never holds runs, and reading it would list what is "
+                  "not yours or never end).")
+        return False
+    target = os.path.realpath(path)
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        scan.note(name, f"A broken link ({os_error(error)}).")
+        return False
+    if _inside(target, real_root):
+        scan.note(
+            name,
+            "A symbolic link to a directory inside the log directory "
+            f"({_run_name(real_root, target)}): not followed, since its runs "
+            "are read where they are (and a link back up would loop).",
+        )
+    elif _inside(real_root, target):
+        scan.note(name, f"A symbolic link to {path_text(target)}, which holds the log "
+                  "directory: not followed (it would loop).")
+    elif (status.st_dev, status.st_ino) in seen:
+        scan.note(name, "A symbolic link to a directory already read: not followed.")
+    else:
+        seen.add((status.st_dev, status.st_ino))
+        return True
+    return False
+
+
+def _stop(scan, root, directory, left, why):
+    others = f"; {left:,} more directories were not read either" if left else ""
+    scan.note(_run_name(root, directory), f"Not read: {why}{others}.")
+
+
 def scan_logdir(logdir):
     """Finds every run under `logdir` and what cannot be read there.
 
-    Walks the tree itself: only regular files named like event files are
-    kept (a FIFO or a device is never opened for reading), and a link to a
-    directory is followed only out of the log directory, to a directory
-    not seen yet: a link back into the tree (`loop -> .`, `up -> ..`, or to
-    a sibling run) is listed, not followed, since its runs are read where
-    they are. Each run is named as TensorBoard names it.
+    Walks the tree itself, iteratively (a chain of a thousand directories
+    costs no recursion), at most `MAX_SCAN_DEPTH` directories deep,
+    `MAX_SCANNED_DIRECTORIES` directories and `MAX_SCAN_S` seconds: what is
+    left unread is named, with why, never fatal. Only regular files named
+    like event files are kept (a FIFO or a device is never opened for
+    reading), and a link to a directory is followed only out of the log
+    directory, to a directory not seen yet and never into
+    `SYSTEM_DIRECTORIES`: a link back into the tree (`loop -> .`,
+    `up -> ..`, or to a sibling run) is listed, not followed, since its runs
+    are read where they are. Each run is named as TensorBoard names it,
+    bytes that are not UTF-8 escaped (`path_text`).
 
     Raises:
         OSError: when `logdir` itself cannot be listed.
@@ -136,85 +235,65 @@ def scan_logdir(logdir):
     scan = LogdirScan(root=root)
     real_root = os.path.realpath(root)
     os.listdir(root)  # Raises when the log directory itself is unreadable.
+    deadline_s = _clock() + MAX_SCAN_S
     seen = set()
-    pending = [root]
+    # Depth first, in name order: (directory, depth below the log directory).
+    pending = [(root, 0)]
     visited = 0
     while pending:
-        top = pending.pop(0)
-
-        def unreadable(error, top=top):
-            where = error.filename or top
-            scan.note(
-                _run_name(root, where),
-                f"The directory could not be read ({os_error(error)}).",
-            )
-
-        for directory, subdirectories, files in os.walk(top, onerror=unreadable):
-            visited += 1
-            if visited > MAX_SCANNED_DIRECTORIES:
-                scan.note(
-                    _run_name(root, directory),
-                    f"Not read: the scan stops after {MAX_SCANNED_DIRECTORIES:,} "
-                    "directories.",
-                )
-                return scan
-            run = _run_name(root, directory)
+        directory, depth = pending.pop()
+        visited += 1
+        if visited > MAX_SCANNED_DIRECTORIES:
+            _stop(scan, root, directory, len(pending),
+                  f"the scan stops after {MAX_SCANNED_DIRECTORIES:,} directories")
+            return scan
+        if _clock() > deadline_s:
+            _stop(scan, root, directory, len(pending),
+                  f"the scan stops after {MAX_SCAN_S:g} s (a slow or very large tree)")
+            return scan
+        run = _run_name(root, directory)
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as error:
+            scan.note(run, f"The directory could not be read ({os_error(error)}).")
+            continue
+        try:
+            real = os.stat(directory)
+            seen.add((real.st_dev, real.st_ino))
+        except OSError:
+            pass
+        subdirectories, readable = [], []
+        for entry in entries:
             try:
-                real = os.stat(directory)
-                seen.add((real.st_dev, real.st_ino))
+                is_directory = entry.is_dir()
+                is_link = entry.is_symlink()
             except OSError:
-                pass
-            kept = []
-            for name in sorted(subdirectories):
-                path = os.path.join(directory, name)
-                if not os.path.islink(path):
-                    kept.append(name)
-                    continue
-                target = os.path.realpath(path)
-                try:
-                    status = os.stat(path)
-                except OSError as error:
-                    scan.note(_run_name(root, path), f"A broken link ({os_error(error)}).")
-                    continue
-                if _inside(target, real_root):
-                    scan.note(
-                        _run_name(root, path),
-                        "A symbolic link to a directory inside the log directory "
-                        f"({_run_name(real_root, target)}): not followed, since its runs "
-                        "are read where they are (and a link back up would loop).",
-                    )
-                elif _inside(real_root, target):
-                    scan.note(
-                        _run_name(root, path),
-                        f"A symbolic link to {target}, which holds the log directory: "
-                        "not followed (it would loop).",
-                    )
-                elif (status.st_dev, status.st_ino) in seen:
-                    scan.note(
-                        _run_name(root, path),
-                        "A symbolic link to a directory already read: not followed.",
-                    )
-                else:
-                    seen.add((status.st_dev, status.st_ino))
-                    pending.append(path)
-            subdirectories[:] = kept
-            readable = []
-            for name in sorted(files):
-                if not _is_event_file(name):
-                    continue
-                path = os.path.join(directory, name)
-                reason = _check_event_file(path)
-                if reason:
-                    scan.note(run, f"Skipped the event file {name}: it {reason}.")
-                    continue
-                readable.append(path)
-                damage = records.first_damage(path)
-                if damage:
-                    scan.note(run, f"The event file {name}: {damage}.")
-            if readable:
-                scan.runs[run] = readable
-                for reason in collisions.collided(readable):
-                    scan.note(run, reason)
+                is_directory = is_link = False
+            if is_directory:
+                if not is_link or _followed(scan, root, real_root, entry.path, seen):
+                    subdirectories.append(entry.path)
+                continue
+            if not _is_event_file(entry.name):
+                continue
+            reason = _check_event_file(entry.path)
+            name = path_text(entry.name)
+            if reason:
+                scan.note(run, f"Skipped the event file {name}: it {reason}.")
+                continue
+            readable.append(entry.path)
+            damage = records.first_damage(entry.path)
+            if damage:
+                scan.note(run, f"The event file {name}: {damage}.")
+        if readable:
+            scan.runs[run] = readable
+            for reason in collisions.collided(readable):
+                scan.note(run, reason)
+        if subdirectories and depth >= MAX_SCAN_DEPTH:
+            scan.note(run, "Not read below this directory: the scan goes at most "
+                      f"{MAX_SCAN_DEPTH} directories below the log directory.")
+            continue
+        pending.extend((path, depth + 1) for path in reversed(subdirectories))
     return scan
 
 
@@ -225,5 +304,5 @@ def scan_if_local(logdir):
         return None
     try:
         return scan_logdir(logdir)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path.
         return None

@@ -37,6 +37,9 @@ class RunRecord:
         problems: What was skipped while reading, in words.
         newer_schema: Whether a document was written by a newer
             tb-devicecost than this one (and so could not be read).
+        unconverted: Tags with a value the provider could not convert
+            (the tag was left out whole: `reader.read_logdir` reads such a
+            run again from its files, where only the bad value is lost).
     """
 
     run: str
@@ -47,6 +50,7 @@ class RunRecord:
     series: dict = dataclasses.field(default_factory=dict)
     problems: list = dataclasses.field(default_factory=list)
     newer_schema: bool = False
+    unconverted: list = dataclasses.field(default_factory=list)
 
 
 def request_context(ctx):
@@ -71,11 +75,11 @@ def _short_error(error):
     return f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
 
 
-def _robust_read(read, listing, runs, problems, what, tags=None):
+def _robust_read(read, listing, runs, problems, what, tags=None, failed=None):
     """`read(run_tag_filter)` for all `runs` at once; where that raises, run
     by run, then tag by tag, so a value TensorBoard cannot convert costs
-    only its own tag. Failures are added to `problems[run]`. Only `tags`
-    are read, when given."""
+    only its own tag. Failures are added to `problems[run]`, and the tag to
+    `failed[run]`. Only `tags` are read, when given."""
     try:
         return read(_run_tag_filter(runs=runs, tags=tags))
     except Exception:  # pylint: disable=broad-except
@@ -98,6 +102,8 @@ def _robust_read(read, listing, runs, problems, what, tags=None):
                 problems.setdefault(run, []).append(
                     f"{tag}: its {what} could not be read ({_short_error(error)})."
                 )
+                if failed is not None:
+                    failed.setdefault(run, []).append(tag)
                 continue
             result.setdefault(run, {}).update(data.get(run, {}))
     return result
@@ -138,6 +144,7 @@ def read_runs(
     run_filter = _run_tag_filter(runs=runs)
     records = {}
     problems = {}
+    failed = {}
 
     def record(run):
         if run not in records:
@@ -194,7 +201,7 @@ def read_runs(
     if tensors is None:
         tensors = _robust_read(
             read_documents, tensor_listing, runs, problems, "documents",
-            tags=metadata.JSON_TAGS,
+            tags=metadata.JSON_TAGS, failed=failed,
         )
     fields = {
         metadata.TAG_AGGREGATE: "aggregate",
@@ -233,11 +240,12 @@ def read_runs(
     if blocks is None:
         blocks = _robust_read(
             read_blocks, tensor_listing, wanted, problems, "blocks of steps",
-            tags=[metadata.TAG_STEPS],
+            tags=[metadata.TAG_STEPS], failed=failed,
         )
     if scalars is None:
         scalars = _robust_read(
-            read_scalars, scalar_listing, wanted, problems, "per-step series")
+            read_scalars, scalar_listing, wanted, problems, "per-step series",
+            failed=failed)
     for run in sorted(set(blocks or {}) | set(scalars or {})):
         block_data = [] if (run, metadata.TAG_STEPS) in refused else (
             (blocks or {}).get(run, {}).get(metadata.TAG_STEPS) or [])
@@ -249,6 +257,8 @@ def read_runs(
             step_series.fill_series(record(run), block_data, by_tag, points, problems)
     for run, messages in problems.items():
         record(run).problems.extend(messages)
+    for run, tags in failed.items():
+        record(run).unconverted.extend(tags)
     return [records[run] for run in sorted(records)]
 
 

@@ -33,6 +33,7 @@ from tb_devicecost.reading import logdir_scan
 from tb_devicecost.reading import provider_reads
 from tb_devicecost.reading.logdir_scan import LogdirScan
 from tb_devicecost.reading.logdir_scan import NO_DATA_REASON
+from tb_devicecost.reading.logdir_scan import path_text
 from tb_devicecost.reading.logdir_scan import scan_if_local
 from tb_devicecost.reading.logdir_scan import scan_logdir
 from tb_devicecost.reading.provider_reads import DEFAULT_SERIES_POINTS
@@ -49,6 +50,7 @@ __all__ = [
     "fingerprint",
     "list_profile_captures",
     "local_provider",
+    "path_text",
     "read_logdir",
     "read_runs",
     "reload_runs",
@@ -125,9 +127,13 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
     only runs the scan found are kept: a run TensorBoard reached through a
     link into the tree is left out (the scan names the link instead), and
     each kept run's problems gain what the scan could not read in its
-    directory. `unread` lists every other directory with event files or
-    with something unreadable, with the reason; without a scan, the runs
-    the provider lists that hold nothing of ours.
+    directory. A run the scan found that the provider does not serve
+    (TensorBoard's loader still walking a link it followed, a name that is
+    not UTF-8, a block of steps it could not convert) is read from its
+    files, as the report reads it (`_read_rest_from_files`). `unread` lists
+    every other directory with event files or with something unreadable,
+    with the reason; without a scan, the runs the provider lists that hold
+    nothing of ours.
 
     Args:
         provider, ctx, experiment_id, runs: As for `read_runs`.
@@ -135,6 +141,8 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
         **options: `series_points`, `series_fallback` of `read_runs`.
     """
     records = read_runs(provider, ctx, experiment_id=experiment_id, runs=runs, **options)
+    if scan is not None:
+        records = _read_rest_from_files(provider, scan, records, ctx, experiment_id, runs, options)
     # One rule for what is listed and what can be opened (`MAX_RUN_NAME`).
     too_long = [record.run for record in records if len(record.run) > MAX_RUN_NAME]
     records = [record for record in records if len(record.run) <= MAX_RUN_NAME]
@@ -161,6 +169,38 @@ def read_logdir(provider, scan=None, ctx=None, experiment_id="", runs=None, **op
     if runs is not None:
         unread = [item for item in unread if item["run"] in runs]
     return records, unread
+
+
+def _read_rest_from_files(provider, scan, records, ctx, experiment_id, runs, options):
+    """`records`, with the scanned runs `provider` does not serve read from
+    their files (`local_data.LocalDataProvider`, the report's provider):
+    those it does not list at all, and those with a value it could not
+    convert (`RunRecord.unconverted`: TensorBoard's provider then loses the
+    whole tag, where the files lose one block). The tab and the report so
+    list the same runs with the same numbers whatever TensorBoard's loader
+    makes of the directory."""
+    from tb_devicecost.reading import local_data
+
+    if isinstance(provider, local_data.LocalDataProvider):
+        return records
+    served = {record.run: record for record in records if record.run in scan.runs}
+    missing = [run for run in scan.runs
+               if run not in served and (runs is None or run in runs)]
+    if missing:
+        try:
+            listed = {run.run_name for run in provider.list_runs(
+                provider_reads.request_context(ctx), experiment_id=experiment_id)}
+        except Exception:  # pylint: disable=broad-except
+            listed = set()
+        # A run TensorBoard lists holds only other summaries: not ours to read.
+        missing = [run for run in missing if run not in listed]
+    again = missing + sorted(run for run, record in served.items() if record.unconverted)
+    if not again:
+        return records
+    files = local_data.LocalDataProvider(scan.root, {run: scan.runs[run] for run in again})
+    fresh = read_runs(files, ctx, runs=again, **options)
+    kept = [record for record in records if record.run not in set(again)]
+    return sorted(kept + fresh, key=lambda record: record.run)
 
 
 def fingerprint(provider, scan=None, ctx=None, experiment_id="", also=None):

@@ -10,6 +10,7 @@ so nothing after the reader knows which schema a run was written in.
 import numpy as np
 
 from tb_devicecost.format import metadata
+from tb_devicecost.format import readable
 from tb_devicecost.format import vocabulary
 
 # Written since the warm-up flag is written per step; older runs lack it.
@@ -26,12 +27,26 @@ def _as_float(value):
 _SERIES_KEYS = (vocabulary.STEP,) + metadata.BLOCK_COLUMNS
 
 
+def _plausible_step(step):
+    """Whether a step number is one a fit reaches (`readable.MAX_VALUE`):
+    one near 2**63 would overflow the series' integers."""
+    return -readable.MAX_VALUE <= step <= readable.MAX_VALUE
+
+
+def _too_far(run, count, what, problems):
+    if count:
+        problems.setdefault(run, []).append(
+            f"{what}: {count:,} numbered beyond {readable.MAX_VALUE:,.0f} were left out "
+            "(no fit reaches such a step)."
+        )
+
+
 def _rows_from_blocks(run, data, problems):
     """The rows of blocks of steps (schema 2) as a float64 array of
     `_SERIES_KEYS` columns, wall times absolute. A block of another shape
     or type is left out, and said."""
     parts = []
-    bad = 0
+    bad = far = 0
     width = len(metadata.BLOCK_COLUMNS)
     for datum in data:
         values = getattr(datum, "numpy", None)
@@ -43,8 +58,12 @@ def _rows_from_blocks(run, data, problems):
         ):
             bad += 1
             continue
+        first = int(datum.step)
+        if not (_plausible_step(first) and _plausible_step(first + len(values))):
+            far += 1
+            continue
         block = np.empty((len(values), width + 1), dtype=np.float64)
-        block[:, 0] = int(datum.step) + np.arange(len(values))
+        block[:, 0] = first + np.arange(len(values))
         block[:, 1:] = values
         block[:, 1] += float(datum.wall_time)
         parts.append(block)
@@ -53,15 +72,17 @@ def _rows_from_blocks(run, data, problems):
             f"{metadata.TAG_STEPS}: {bad} block(s) of steps are not "
             f"[steps, {width}] float tensors and were left out."
         )
+    _too_far(run, far, f"{metadata.TAG_STEPS}: block(s) of steps", problems)
     if not parts:
         return np.empty((0, width + 1), dtype=np.float64)
     return np.concatenate(parts)
 
 
-def _rows_from_scalars(by_tag):
+def _rows_from_scalars(run, by_tag, problems):
     """The rows of per-step scalars (schema 1): steps that have every
     column (the warm-up flag may be missing: runs written before it)."""
     steps = None
+    far = set()
     columns = {}
     wall_times = {}
     for tag, key in metadata.SERIES_KEY.items():
@@ -74,10 +95,14 @@ def _rows_from_scalars(by_tag):
                 step = int(datum.step)
             except (TypeError, ValueError, OverflowError):
                 continue
+            if not _plausible_step(step):
+                far.add(step)
+                continue
             by_step[step] = _as_float(datum.value)
             wall_times.setdefault(step, _as_float(datum.wall_time))
         columns[key] = by_step
         steps = set(by_step) if steps is None else steps & set(by_step)
+    _too_far(run, len(far), "per-step series: step(s)", problems)
     steps = sorted(steps or ())
     rows = np.full((len(steps), len(_SERIES_KEYS)), np.nan, dtype=np.float64)
     rows[:, 0] = steps
@@ -95,7 +120,8 @@ def fill_series(run_record, block_data, by_tag, points, problems):
     step (blocks win over scalars of the same step), at most `points`
     rows, evenly spread over the rows read, the last one kept."""
     block_rows = _rows_from_blocks(run_record.run, block_data, problems)
-    scalar_rows, present = _rows_from_scalars(by_tag) if by_tag else (None, set())
+    scalar_rows, present = (
+        _rows_from_scalars(run_record.run, by_tag, problems) if by_tag else (None, set()))
     parts = [rows for rows in (scalar_rows, block_rows) if rows is not None and len(rows)]
     if not parts:
         rows = block_rows

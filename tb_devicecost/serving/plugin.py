@@ -19,7 +19,6 @@ from tensorboard import plugin_util
 from tensorboard.backend import http_util
 from tensorboard.backend import json_util
 from tensorboard.plugins import base_plugin
-from werkzeug import exceptions as http_exceptions
 from werkzeug import wrappers
 
 from tb_devicecost import analysis
@@ -78,14 +77,18 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
     def is_active(self):
         # Runs with our summaries activate the tab through the data
-        # provider's plugin listing; this covers runs holding only traces.
-        # TensorBoard asks on every reload: the disk is walked at most once
-        # every `_ACTIVE_RECHECK_S`, and once the tab is active it stays so.
+        # provider's plugin listing; this covers runs holding only traces,
+        # and our event files TensorBoard's loader does not serve (its Rust
+        # loader never finishes walking a link to /sys; the tab reads them
+        # from their files, `reader.read_logdir`). TensorBoard asks on every
+        # reload: the disk is walked at most once every `_ACTIVE_RECHECK_S`,
+        # and once the tab is active it stays so.
         active, checked_s = self._active
         now_s = time.monotonic()
         if active or now_s - checked_s < _ACTIVE_RECHECK_S:
             return bool(active)
-        active = bool(reader.find_profile_runs(self._logdir))
+        active = bool(reader.find_profile_runs(self._logdir)) or _holds_our_files(
+            reader.scan_if_local(self._logdir))
         self._active = (active, now_s)
         return active
 
@@ -170,10 +173,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
 
         def captures():
             # Listed once: the fingerprint's part, and the snapshot's links.
-            found.append({
-                run: reader.list_profile_captures(self._logdir, run)
-                for run in reader.find_profile_runs(self._logdir)
-            })
+            found.append(_profile_captures(self._logdir))
             return tuple(
                 (run, tuple(tuple(sorted(capture.items())) for capture in listed))
                 for run, listed in found[-1].items()
@@ -370,10 +370,7 @@ class _Snapshot:
         self.by_run = {record.run: record for record in self.records}
         self._reasons = {item["run"]: item["reason"] for item in self.unread}
         if captures is None:
-            captures = {
-                run: reader.list_profile_captures(plugin._logdir, run)
-                for run in reader.find_profile_runs(plugin._logdir)
-            }
+            captures = _profile_captures(plugin._logdir)
         self._captures = captures
         self.profile_runs = list(captures)
         self._analysed = {}
@@ -403,6 +400,25 @@ class _Snapshot:
         return self._captures.get(run, [])
 
 
+def _profile_captures(logdir):
+    """`{run: [capture]}` of the runs holding profiler captures, names that
+    are not UTF-8 escaped as the scan names runs (`reader.path_text`)."""
+    return {
+        reader.path_text(run): [
+            {key: reader.path_text(value) for key, value in capture.items()}
+            for capture in reader.list_profile_captures(logdir, run)
+        ]
+        for run in reader.find_profile_runs(logdir)
+    }
+
+
+def _holds_our_files(scan):
+    """Whether a local scan found an event file tb-devicecost wrote."""
+    return scan is not None and any(
+        path.endswith(metadata.EVENT_FILE_SUFFIX) for paths in scan.runs.values() for path in paths
+    )
+
+
 def _profile_url(run, capture, host):
     """The Profile tab's Overview page on one capture of `run`.
 
@@ -415,10 +431,24 @@ def _profile_url(run, capture, host):
     return f"../../../?{query}#profile"
 
 
+class _MethodNotAllowedError(errors.PublicError):
+    """405, answered as TensorBoard answers its own errors: `text/plain`,
+    one sentence, with the `Allow` header (werkzeug's own is HTML)."""
+
+    http_code = 405
+
+    def __init__(self, method):
+        super().__init__(
+            f"Method {method[:20]} is not allowed: the tab's routes only read "
+            f"({', '.join(_METHODS)})."
+        )
+        self.headers.append(("Allow", ", ".join(_METHODS)))
+
+
 def _check_method(request):
     """A method other than GET or HEAD: 405, with the methods allowed."""
     if request.method not in _METHODS:
-        raise http_exceptions.MethodNotAllowed(valid_methods=list(_METHODS))
+        raise _MethodNotAllowedError(request.method)
 
 
 def _optional_run_parameter(request, name):

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 
@@ -580,6 +581,43 @@ def test_text_report_neutralises_terminal_control_characters(tmp_path, capsys):
             assert "\\x1b]0;pwned\\x07\\x1b[31mred\\u202e/train" in out
     code, out, err = run_main(capsys, "report", str(tmp_path), "--json")
     assert HOSTILE + "/train" in [run["run"] for run in json.loads(out)["runs"]]
+
+
+INVISIBLE = "\u2028\u2029\u200b\u200d\ufeff\u2066\u00ad\U000e0041"
+
+
+def test_invisible_characters_are_escapes_in_text_and_markdown(tmp_path, capsys):
+    """Issue 35, item 8: line and paragraph separators, zero-width and
+    other invisible characters in a run name are shown as escapes in the
+    text and Markdown reports (raw, one breaks a line or hides a
+    difference between two names); the JSON keeps the name as it is."""
+    intact_logdir(tmp_path, (f"in{INVISIBLE}visible/train", "cpu/train"))
+    for argv in ([], ["--markdown"]):
+        code, out, err = run_main(capsys, "report", str(tmp_path), *argv)
+        assert code == 0, err
+        for stream in (out, err):
+            hidden = [c for c in stream if c != "\n" and unicodedata.category(c) in
+                      ("Cc", "Cf", "Zl", "Zp", "Cs")]
+            assert not hidden, (argv, hidden)
+        assert "\\u2028\\u2029\\u200b\\u200d\\ufeff\\u2066\\xad\\U000e0041" in out, argv
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--json")
+    assert f"in{INVISIBLE}visible/train" in [run["run"] for run in json.loads(out)["runs"]]
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_alike_in_every_form(tmp_path, capsys):
+    """Issue 35, item 7: a directory named with bytes that are not UTF-8
+    is reported (not skipped), as `caf\\xe9/train` in the text, the
+    Markdown and the JSON alike, and no output holds a lone surrogate
+    (text that is not UTF-8)."""
+    intact_logdir(tmp_path, (os.fsdecode(b"caf\xe9") + "/train", "cpu/train"))
+    for argv in ([], ["--markdown"], ["--json"]):
+        code, out, err = run_main(capsys, "report", str(tmp_path), *argv)
+        assert code == 0, err
+        out.encode("utf-8"), err.encode("utf-8")  # Raises on a lone surrogate.
+        assert "caf\\xe9/train" in out.replace("\\\\", "\\"), (argv, out[:400])
+    report = json.loads(out)
+    assert [run["run"] for run in report["runs"]] == ["caf\\xe9/train", "cpu/train"]
+    assert report["skipped"] == []
 
 
 def test_markdown_escapes_html_and_markdown_in_user_strings(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """`tb_devicecost.reading.reader` and `metadata.decode_json`: damaged and hostile data
 is refused with a reason, never raised, never hangs (issue 16)."""
 
+import contextlib
 import json
 import os
 import threading
@@ -565,3 +566,197 @@ def test_one_rule_for_the_length_of_a_run_name(tmp_path):
     assert records == {}
     assert [item["run"] for item in unread] == [long_name]
     assert "3,748 characters" in unread[0]["reason"]
+
+
+# Issue 35: readers that never fall over (items 4 to 7 and 11).
+
+
+def tab_provider(logdir, load=True):
+    """TensorBoard's Python loader and data provider over `logdir`, as the
+    tab reads through them. `load=False`: a loader that has served nothing
+    yet (TensorBoard's Rust loader walking a link to /sys never does)."""
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer(
+        tensor_size_guidance={metadata.PLUGIN_NAME: 1000})
+    if load:
+        multiplexer.AddRunsFromDirectory(logdir)
+        reader.reload_runs(multiplexer)
+    return data_provider.MultiplexerDataProvider(multiplexer, logdir)
+
+
+def tab_read(logdir, load=True, provider=None):
+    """`(records by run, unread)` as the tab reads them: through
+    `tab_provider` (or `provider`), with the local scan."""
+    provider = provider or tab_provider(logdir, load)
+    scan = reader.scan_if_local(logdir)
+    records, unread = reader.read_logdir(provider, scan,
+                                         series_points=reader.DEFAULT_SERIES_POINTS)
+    return {record.run: record for record in records}, unread
+
+
+@contextlib.contextmanager
+def chain(root, depth, name="d"):
+    """`depth` directories one in the other, made and removed without
+    recursion (`os.makedirs` and `shutil.rmtree` recurse: pytest's cleanup
+    of its old temporary directories would raise RecursionError)."""
+    path = str(root)
+    made = []
+    try:
+        for _ in range(depth):
+            path = os.path.join(path, name)
+            os.mkdir(path)
+            made.append(path)
+        yield path
+    finally:
+        for directory in reversed(made):
+            os.rmdir(directory)
+
+
+def block_event(step, rows, shape_rows):
+    """A block of steps whose checksums are right and whose shape says
+    `shape_rows` rows, holding `rows`."""
+    from tensorboard.compat.proto import event_pb2
+
+    event = event_pb2.Event(step=step, wall_time=1.0)
+    value = event.summary.value.add(tag=metadata.TAG_STEPS)
+    value.tensor.dtype = 1  # DT_FLOAT
+    value.tensor.tensor_shape.dim.add(size=shape_rows)
+    value.tensor.tensor_shape.dim.add(size=len(metadata.BLOCK_COLUMNS))
+    value.tensor.tensor_content = np.asarray(rows, dtype="<f4").tobytes()
+    value.metadata.CopyFrom(metadata.create_summary_metadata("tensor"))
+    return event
+
+
+def append_block(run_dir, step, rows, shape_rows):
+    from tb_devicecost.format import writer as writer_module
+
+    writer = writer_module.SummaryWriter(str(run_dir))
+    writer.write_event(block_event(step, rows, shape_rows))
+    writer.close()
+
+
+ROWS = [[0.001 * i, 1.0, 4.0, 0.5, 32.0, 0.0] for i in range(10)]
+
+
+def test_a_chain_of_a_thousand_directories_is_named_not_fatal(tmp_path):
+    """Item 4: the scan walks without recursion (`os.walk` raised
+    RecursionError), goes 100 levels deep, and names the directory below
+    which it stopped, in the report and the tab alike."""
+    good_run(tmp_path / "a" / "train")
+    with chain(tmp_path, 1000):
+        records, unread = within(60, read, str(tmp_path))
+        assert reader.scan_if_local(str(tmp_path)) is not None
+        tab, tab_unread = tab_read(str(tmp_path), load=False)
+    assert list(records) == ["a/train"]
+    [item] = unread
+    assert item["run"] == "/".join(["d"] * 100)
+    assert "at most 100 directories below the log directory" in item["reason"]
+    assert list(tab) == ["a/train"] and tab_unread == unread
+
+
+def test_a_slow_scan_stops_in_time_and_names_what_it_left(tmp_path, monkeypatch):
+    """Item 4: a scan that takes longer than `MAX_SCAN_S` (a clock that
+    moves 1 s per directory) stops there, keeps what it read and names the
+    next directory and how many more were left."""
+    from tb_devicecost.reading import logdir_scan
+
+    for index in range(3):
+        good_run(tmp_path / f"a{index}" / "train")
+    for index in range(40):
+        os.makedirs(tmp_path / "slow" / f"x{index:02d}")
+    seconds = iter(range(10_000))
+    monkeypatch.setattr(logdir_scan, "_clock", lambda: float(next(seconds)))
+    records, unread = read(str(tmp_path))
+    assert list(records) == ["a0/train", "a1/train", "a2/train"]
+    [item] = unread
+    assert item["run"].startswith("slow/x")
+    assert f"the scan stops after {logdir_scan.MAX_SCAN_S:g} s" in item["reason"]
+    assert "more directories were not read either" in item["reason"]
+
+
+def test_links_into_system_directories_are_never_followed(tmp_path, monkeypatch):
+    """Item 6: a link to /sys, to /proc/self/cwd (which TensorBoard and the
+    scan followed into another directory's runs) and a link to that link
+    are named, not followed: only the log directory's own run is read."""
+    logdir = tmp_path / "logs"
+    good_run(logdir / "a" / "train")
+    elsewhere = tmp_path / "elsewhere"
+    good_run(elsewhere / "theirs" / "train")
+    monkeypatch.chdir(elsewhere)
+    os.symlink("/sys", logdir / "sys")
+    os.symlink("/proc/self/cwd", logdir / "cwd")
+    os.symlink("cwd", logdir / "via")
+    records, unread = within(60, read, str(logdir))
+    assert list(records) == ["a/train"]
+    reasons = {item["run"]: item["reason"] for item in unread}
+    assert reasons == {
+        "sys": reasons["sys"], "cwd": reasons["cwd"], "via": reasons["via"]}, reasons
+    assert "A symbolic link into /sys: not followed" in reasons["sys"]
+    assert "A symbolic link into /proc: not followed" in reasons["cwd"]
+    assert "A symbolic link into /proc: not followed" in reasons["via"]
+
+
+def test_the_tab_reads_from_the_files_what_tensorboard_does_not_serve(tmp_path):
+    """Item 6: where TensorBoard's loader serves nothing (its Rust loader
+    walking a link to /sys never finishes), the tab reads the scanned runs
+    from their files, as the report does, rather than calling each one
+    damaged."""
+    good_run(tmp_path / "a" / "train")
+    good_run(tmp_path / "b" / "train", rows=30)
+    records, unread = read(str(tmp_path))
+    tab, tab_unread = tab_read(str(tmp_path), load=False)
+    assert list(tab) == list(records) == ["a/train", "b/train"]
+    assert tab_unread == unread == []
+    for run, record in records.items():
+        assert tab[run].aggregate == record.aggregate
+        np.testing.assert_array_equal(tab[run].series["step"], record.series["step"])
+
+
+def test_one_damaged_block_costs_only_that_block(tmp_path):
+    """Item 5: a block whose checksums are right and whose shape says 1,000
+    rows where it holds 10 is left out alone, and said: the run keeps its
+    other steps (its whole series was lost), in the report and the tab."""
+    run_dir = good_run(tmp_path / "a" / "train", rows=300)
+    append_block(run_dir, 400, ROWS, shape_rows=1000)
+    for records, _ in (read(str(tmp_path)), tab_read(str(tmp_path))):
+        record = records["a/train"]
+        assert record.series["step"].tolist() == list(range(300))
+        assert [problem for problem in record.problems if "block" in problem] == [
+            "devicecost/steps: 1 block(s) of steps are not [steps, 6] float tensors "
+            "and were left out."]
+
+
+def test_a_name_that_is_not_utf8_is_escaped_and_read_in_the_tab_too(tmp_path):
+    """Item 7: a run directory named with a byte that is not UTF-8 is
+    named `caf\\xe9/train` (valid text) and read, by the report and by the
+    tab, which skipped it as damaged. (TensorBoard's Python loader cannot
+    list such a directory at all, its Rust loader names it otherwise: the
+    loader here has loaded the other run only.)"""
+    good_run(tmp_path / "cpu" / "train")
+    loaded = tab_provider(str(tmp_path))
+    good_run(os.path.join(str(tmp_path), os.fsdecode(b"caf\xe9"), "train"))
+    records, unread = read(str(tmp_path))
+    assert list(records) == ["caf\\xe9/train", "cpu/train"] and unread == []
+    for provider in (loaded, tab_provider(str(tmp_path), load=False)):
+        tab, tab_unread = tab_read(str(tmp_path), provider=provider)
+        assert list(tab) == list(records) and tab_unread == [], tab_unread
+        assert tab["caf\\xe9/train"].aggregate == records["caf\\xe9/train"].aggregate
+
+
+def test_steps_near_2_63_are_left_out_without_a_warning(tmp_path):
+    """Item 11: a block numbered near 2**63 (whose steps overflow int64)
+    is left out and said, with no NumPy RuntimeWarning on stderr."""
+    import warnings
+
+    run_dir = good_run(tmp_path / "a" / "train", rows=20)
+    append_block(run_dir, 2**63 - 5, ROWS, shape_rows=10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records, _ = read(str(tmp_path))
+    assert [str(warning.message) for warning in caught] == []
+    record = records["a/train"]
+    assert record.series["step"].tolist() == list(range(20))
+    assert any("numbered beyond 1,000,000,000,000,000 were left out" in problem
+               for problem in record.problems), record.problems

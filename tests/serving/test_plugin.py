@@ -257,6 +257,11 @@ def test_every_route_answers_405_to_a_method_it_does_not_serve(client, route, me
     response = client.open(PREFIX + route, method=method)
     assert response.status_code == 405
     assert set(response.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD"}
+    # As docs/HTTP_API.md says of every error (issue 35, item 11): one
+    # plain sentence, not werkzeug's HTML page.
+    assert response.content_type.startswith("text/plain"), response.content_type
+    text = response.get_data(as_text=True)
+    assert "<" not in text and text.count("\n") <= 1 and method in text, text
     assert client.open(PREFIX + route, method="HEAD").status_code == 200
 
 
@@ -499,3 +504,24 @@ def test_every_route_serves_from_one_read_of_the_log_directory(logdir, monkeypat
         base_plugin.TBContext(logdir=logdir, data_provider=None))
     assert loaded.is_active() and loaded.is_active()
     assert len(walks) == 1
+
+
+def test_the_tab_is_active_where_tensorboard_serves_none_of_our_runs(tmp_path):
+    """Issue 35, item 6: with a link to /sys in the log directory,
+    TensorBoard's Rust loader never finishes its walk and its plugin
+    listing never names the tab; our own event files (named
+    `*.devicecost`) found by the scan make it active, and its routes read
+    them from their files."""
+    from tests.support import fuzz_layouts
+
+    fuzz_layouts.record(str(tmp_path / "cpu" / "train"), {})
+    os.symlink("/sys", tmp_path / "sys")
+    loaded = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=str(tmp_path), data_provider=None))
+    assert loaded.is_active()
+    other = tmp_path / "other" / "train"
+    other.mkdir(parents=True)
+    (other / "events.out.tfevents.1.host").write_bytes(b"")  # Not ours.
+    foreign = plugin_loader.DeviceCostPluginLoader().load(
+        base_plugin.TBContext(logdir=str(tmp_path / "other"), data_provider=None))
+    assert not foreign.is_active()

@@ -11,14 +11,28 @@ shown, the tab and the report list the same runs) and to what the item
 asks (bounded output, the problem said, never a balance claimed without
 aligned steps, the finding said once, no bidirectional control in a
 sentence).
+
+Issue 35's layouts (`reader_cases`, items 4 to 8 and 11) are held to the
+same: a chain of 1,000 directories, one block of steps whose shape lies,
+links to /sys and to /proc, a name that is not UTF-8, invisible
+characters in names, steps near 2**63. Those TensorBoard's Python loader
+cannot list (the chain, the name) or would walk (the links) are made once
+it has loaded, as its Rust loader would not serve them either.
 """
 
 import json
 import os
 import random
+import subprocess
+import unicodedata
+
+import numpy as np
 
 from tb_devicecost import analysis
 from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.format import metadata
+from tb_devicecost.format import writer as writer_module
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
 
@@ -28,8 +42,9 @@ BIDI = frozenset(chr(code) for code in [*range(0x202A, 0x202F), *range(0x2066, 0
 SENTENCE_KEYS = ("message", "fix", "reason", "problems", "explanation", "text", "basis")
 
 
-def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0):
-    """A short run written as the recorder writes it, with `info` in its run info."""
+def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0, placement=None):
+    """A short run written as the recorder writes it, with `info` in its run
+    info (and `placement`, when given)."""
     rng = random.Random(seed)
     clock = FakeClock()
     recorder = accounting.StepAccounting(str(run_dir), flush_steps=64, clock=clock)
@@ -37,6 +52,8 @@ def record(run_dir, info, compute_ms=2.0, steps=12, wait_ms=0.3, seed=0):
                                  "steps_per_record": 1, "fetch_in_graph": False,
                                  "model": "mlp", "hostname": "host"}, **info))
     recorder.begin_span(clock())
+    if placement is not None:
+        recorder.write_placement(placement)
     for _ in range(steps):
         recorder.begin_step()
         clock.advance(wait_ms + 0.01 * rng.random())
@@ -155,6 +172,116 @@ def no_bidi_in_sentences(report, text):
 LONG = "/".join(["d" * 200] * 18 + ["x" * 124, "train"])
 
 
+# Issue 35: readers that never fall over (items 4 to 8 and 11).
+
+
+def remove_tree(path):
+    """`rm -rf path`: `shutil.rmtree` recurses, and a chain of 1,000
+    directories is deeper than Python's recursion limit."""
+    subprocess.run(["rm", "-rf", "--", str(path)], check=False)
+
+
+def deep_chain(logdir, depth=1_000):
+    def make():
+        path = logdir
+        for _ in range(depth):
+            path = os.path.join(path, "d")
+            os.mkdir(path)
+    return make
+
+
+def lying_block(run_dir, step, rows, shape_rows):
+    """A block of steps with right checksums whose shape says `shape_rows`."""
+    from tensorboard.compat.proto import event_pb2
+
+    event = event_pb2.Event(step=step, wall_time=1.0)
+    value = event.summary.value.add(tag=metadata.TAG_STEPS)
+    value.tensor.dtype = 1  # DT_FLOAT
+    value.tensor.tensor_shape.dim.add(size=shape_rows)
+    value.tensor.tensor_shape.dim.add(size=len(metadata.BLOCK_COLUMNS))
+    value.tensor.tensor_content = np.asarray(
+        [[0.001 * i, 0.3, 2.0, 0.05, 32.0, 0.0] for i in range(rows)], dtype="<f4").tobytes()
+    value.metadata.CopyFrom(metadata.create_summary_metadata("tensor"))
+    writer = writer_module.SummaryWriter(str(run_dir))
+    writer.write_event(event)
+    writer.close()
+
+
+def skipped_as(run, words):
+    def check(report, text):
+        reasons = {item["run"]: item["reason"] for item in report["skipped"]}
+        assert words in reasons.get(run, ""), reasons
+    return check
+
+
+def only_own_runs(report, text):
+    skipped_as("cwd", "A symbolic link into /proc: not followed")(report, text)
+    assert not [run["run"] for run in report["runs"] if run["run"].startswith("cwd/")]
+
+
+def job_keeps_its_steps(report, text):
+    [group] = [g for g in report["workers"] if g["group"] == "blk/train"]
+    assert group["aligned_steps"], group
+    [run] = [run for run in report["runs"] if run["run"] == "blk/process_1/train"]
+    assert any("1 block(s) of steps" in problem for problem in run["problems"]), run["problems"]
+    assert "no steady steps" not in text
+
+
+def not_utf8_escaped(report, text):
+    assert "caf\\xe9/train" in [run["run"] for run in report["runs"]]
+    for shown in (text, markdown.render(report)):
+        shown.encode("utf-8")  # Raises on a lone surrogate: bytes not UTF-8.
+        assert "caf\\xe9/train" in shown.replace("\\\\", "\\")
+
+
+INVISIBLE = "\u2028\u2029\u200b\ufeff"
+
+
+def no_invisible_character(report, text):
+    assert f"in{INVISIBLE}visible/train" in [run["run"] for run in report["runs"]]
+    for shown in (text, markdown.render(report)):
+        hidden = [c for c in shown if c != "\n" and unicodedata.category(c) in
+                  ("Cc", "Cf", "Zl", "Zp", "Cs")]
+        assert not hidden, hidden
+
+
+def far_steps_said(report, text):
+    [run] = [run for run in report["runs"] if run["run"] == "far/train"]
+    assert any("numbered beyond" in problem for problem in run["problems"]), run["problems"]
+
+
+def reader_cases():
+    """Issue 35: `(item, name, build(logdir), check(report, text))`; a
+    build may return a function to call once TensorBoard's loader has read
+    the directory."""
+    return [
+        ("35.4", "a chain of 1,000 directories", deep_chain,
+         skipped_as("/".join(["d"] * 100), "at most 100 directories below")),
+        ("35.5", "a block whose shape says 1,000 rows and holds 10, in a job", lambda logdir: [
+            job(logdir, "blk", 2, [0, 1]),
+            lying_block(os.path.join(logdir, "blk", "process_1", "train"), 400, 10, 1_000)],
+         job_keeps_its_steps),
+        ("35.6", "a link to /sys",
+         lambda logdir: lambda: os.symlink("/sys", os.path.join(logdir, "sys")),
+         skipped_as("sys", "A symbolic link into /sys: not followed")),
+        ("35.6", "a link to /proc/self/cwd",
+         lambda logdir: lambda: os.symlink("/proc/self/cwd", os.path.join(logdir, "cwd")),
+         only_own_runs),
+        ("35.7", "a run named with a byte that is not UTF-8",
+         lambda logdir: lambda: record(
+             os.path.join(logdir, os.fsdecode(b"caf\xe9"), "train"), {}),
+         not_utf8_escaped),
+        ("35.8", "U+2028, U+2029, U+200B, U+FEFF in run, model and host names",
+         lambda logdir: record(os.path.join(logdir, f"in{INVISIBLE}visible", "train"),
+                               {"model": f"m{INVISIBLE}", "hostname": f"h{INVISIBLE}"}),
+         no_invisible_character),
+        ("35.11", "a block numbered near 2**63", lambda logdir: [
+            record(os.path.join(logdir, "far", "train"), {}),
+            lying_block(os.path.join(logdir, "far", "train"), 2**63 - 5, 10, 10)],
+         far_steps_said),
+    ]
+
+
 def cases():
     """`(item, name, build(logdir), check(report, text))`."""
     found = []
@@ -193,7 +320,7 @@ def cases():
         (7, "U+202E in the names of a job's runs",
          lambda logdir: job(logdir, "r\u202eevil", 2, [0, 1], slow=1), no_bidi_in_sentences),
     ]
-    return found
+    return found + reader_cases()
 
 
 def cli_cases():

@@ -5,9 +5,22 @@ import re
 
 from tb_devicecost.analysis import formatting
 
-# Characters a terminal acts on rather than shows: C0 and C1 controls, DEL,
-# and Unicode's bidirectional overrides (which reorder what is shown).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Characters a terminal acts on rather than shows, or that show as nothing:
+# C0 and C1 controls, DEL, Unicode's format characters (category Cf: the
+# bidirectional embeddings, overrides, isolates and marks, which reorder
+# what is shown; zero-width spaces and joiners, the soft hyphen, the word
+# joiner, invisible operators, the byte-order mark, tags), the line and
+# paragraph separators (U+2028, U+2029: a line break in some viewers),
+# the Hangul fillers and the combining grapheme joiner (blank), and lone
+# surrogates (a name's bytes that are not UTF-8).
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f"
+    "\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
+    "\uffa0\ufff9-\ufffb\ud800-\udfff\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff]"
+)
 _WHITESPACE_CONTROLS = {"\t": " ", "\n": " ", "\r": " "}
 
 
@@ -16,11 +29,18 @@ def _escape_control(match):
     if character in _WHITESPACE_CONTROLS:
         return _WHITESPACE_CONTROLS[character]
     code = ord(character)
+    if 0xDC80 <= code <= 0xDCFF:
+        # A byte that is not UTF-8 (PEP 383), escaped as the scan names it
+        # (`reader.path_text`): `\xe9`.
+        return f"\\x{code - 0xDC00:02x}"
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def neutral(text):
-    """`text` with every control character shown as an escape (`\\x1b`),
+    """`text` with every control or invisible character shown as an escape
+    (`\\x1b`, `\\u2028`, `\\u200b`; a byte that is not UTF-8 as `\\xe9`),
     tabs and line breaks as spaces: a run name, op name or message from the
     recorded data can neither move the cursor, set the title, colour the
     terminal nor reorder the line."""
