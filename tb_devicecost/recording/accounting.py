@@ -12,6 +12,7 @@ warm-up and kept out of the steady-state statistics.
 """
 
 import os
+import secrets
 import time
 import warnings
 
@@ -30,7 +31,13 @@ from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
 
 # Seconds between the epoch ends that write the rows and the aggregate
 # (`StepAccounting.flush_due`): TensorBoard reloads every 5 s by default.
+# Within an epoch a step writes them when this long has passed too, so a
+# fit killed mid-epoch (kill -9, the OOM killer) leaves one at most this old.
 FLUSH_EVERY_S = 5.0
+# Seconds into a session (a fit) of its first aggregate, written by the
+# first step that ends after them: a fit that dies in its first epoch is
+# then read as unfinished, never as whole (docs/FORMAT.md, "Fits").
+FIRST_WRITE_S = 1.0
 
 
 class StepAccounting:
@@ -99,6 +106,16 @@ class StepAccounting:
         # When the rows and the aggregate were last written, or the session
         # began (`flush_due`).
         self._flushed_at = None
+        # The identity of this accounting's steps (one global step, one
+        # cumulative aggregate) and of its current session: readers tell
+        # fits in one run directory apart by them.
+        self._recording_id = secrets.token_hex(8)
+        self._fit = {}
+        # The step at which a step's end writes the rows and the aggregate
+        # (`FIRST_WRITE_S`, then `FLUSH_EVERY_S`), and the seconds that
+        # write took inside `begin_step` (kept out of the next step).
+        self._write_due_s = float("inf")
+        self._wrote_s = 0.0
         # Called with the error instead of warning, when set: the owner of
         # several (the callback: train, validation, evaluation) warns once
         # and stops them all.
@@ -133,6 +150,10 @@ class StepAccounting:
         now = self._clock() if now is None else now
         if self._open is not None:
             self._close_step(now)
+            if self._wrote_s:
+                # A due write ran in the close: our time, not the next fetch's.
+                now += self._wrote_s
+                self._wrote_s = 0.0
         # [start, fetch end, compute start, compute end, batch size, steps]
         self._open = [now, now, now, None, None, 1]
 
@@ -257,11 +278,23 @@ class StepAccounting:
                 self._watched_rows[self._global_step] = self._rows[-1]
             self._global_step += 1
         self._next_is_warmup = False
-        if len(self._rows) + self._block_rows >= self.flush_steps:
+        if start_s >= self._write_due_s:
+            self._wrote_s = self._write_due()
+            self._aggregate.measurement_total += self._wrote_s
+        elif len(self._rows) + self._block_rows >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
+
+    def _write_due(self):
+        """Writes the rows and a `"running"` aggregate mid-epoch: the
+        step's own start time decides it, a comparison per step. Where a
+        `begin_step` follows, it keeps the write out of the next step
+        (`_wrote_s`) and it counts as measurement."""
+        started = self._clock()
+        self.flush()
+        return self._clock() - started
 
     # Sessions, metadata and writing.
 
@@ -280,9 +313,16 @@ class StepAccounting:
             self._next_is_warmup = True
             SIGTERM_CHAIN.track(self)
             self._info.update(info or {})
+            # The fit's identity, in its first document (the run info).
+            self._fit = {
+                "fit_id": secrets.token_hex(8),
+                "fit_start": time.time(),
+                "fit_first_step": self._global_step,
+                "recording_id": self._recording_id,
+            }
             self._write_info()
-            # A fit shorter than `FLUSH_EVERY_S` writes its steps at its end.
             self._flushed_at = self._clock()
+            self._write_due_s = self._flushed_at + FIRST_WRITE_S
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
@@ -336,7 +376,7 @@ class StepAccounting:
             self._fail(error)
 
     def _write_info(self):
-        info = dict(self._info, sessions=self._sessions)
+        info = dict(self._info, sessions=self._sessions, **self._fit)
         info["schema"] = metadata.SCHEMA_VERSION
         info = bounded_document(info)
         self._writer.write_json(
@@ -356,18 +396,25 @@ class StepAccounting:
             return
         self.flush()
 
-    def flush(self, status="running"):
-        """Writes buffered steps and the cumulative aggregate to disk."""
+    def flush(self, status="running", closed=False):
+        """Writes buffered steps and the cumulative aggregate to disk.
+
+        Args:
+            status: The aggregate's `status`.
+            closed: Whether this is the session's closing aggregate: a
+                reader takes a fit as whole only when it finds one.
+        """
         if not self.enabled:
             return
         self._flushed_at = self._clock()
+        self._write_due_s = self._flushed_at + FLUSH_EVERY_S
         try:
             self._flush_rows()
             self._writer.write_json(
                 metadata.TAG_AGGREGATE,
                 self._last_step(),
                 time.time(),
-                self.aggregate(status),
+                self.aggregate(status, closed=closed),
             )
             self._writer.flush()
         except Exception as error:  # pylint: disable=broad-except
@@ -384,9 +431,10 @@ class StepAccounting:
         if not self.enabled:
             return
         self.boundary()
+        self._write_due_s = float("inf")
         # An accounting that never saw a session or a step leaves no file.
         if self._sessions or self._global_step:
-            self.flush(status=status)
+            self.flush(status=status, closed=True)
         self._close_writer()
 
     def stop(self, status="interrupted"):
@@ -428,6 +476,7 @@ class StepAccounting:
         block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
         block[:, ROW_BATCH] = batch_size
         block[:, ROW_WARMUP] = 0.0
+        due = start_s[-1] >= self._write_due_s
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
@@ -444,7 +493,11 @@ class StepAccounting:
             self._rows = []
         self._blocks.append(block)
         self._block_rows += count
-        if len(self._rows) + self._block_rows >= self.flush_steps:
+        if due:
+            # Groups of completed steps: the write is in a later step's time,
+            # as a write of rows is.
+            self._write_due()
+        elif len(self._rows) + self._block_rows >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
@@ -474,9 +527,12 @@ class StepAccounting:
         # The warm-up flag is written per step, so readers never guess it.
         self._writer.write_steps(rows)
 
-    def aggregate(self, status="running"):
-        """Returns the cumulative aggregate document (JSON-ready)."""
-        return self._aggregate.document(status, self._global_step, self._sessions)
+    def aggregate(self, status="running", closed=False):
+        """Returns the cumulative aggregate document (JSON-ready), with the
+        identity of the fit that wrote it and whether it closes that fit."""
+        document = self._aggregate.document(status, self._global_step, self._sessions)
+        document.update(self._fit, closed=closed)
+        return document
 
     def _fail(self, error):
         if not self.enabled:
@@ -493,7 +549,7 @@ class StepAccounting:
         try:
             self._writer.discard_partial()
             if self._sessions or self._global_step:
-                final = self.aggregate("interrupted")
+                final = self.aggregate("interrupted", closed=True)
                 final["error"] = f"{type(error).__name__}: {error}"[:MAX_DOCUMENT_STRING]
                 self._writer.write_json(
                     metadata.TAG_AGGREGATE, self._last_step(), time.time(), final
