@@ -75,6 +75,9 @@ def run_object(run):
     result = {
         "run": run.run,
         "status": numbers.status,
+        # How the newest fit ended: `null` for data recorded before fits
+        # had an identity (docs/CLI.md).
+        "fit_end": run.fit_end.as_dict() if run.fit_end is not None else None,
         "source": numbers.source,
         "steps": figures.steps,
         "steady_steps": figures.steady_steps,

@@ -311,6 +311,9 @@ class RunData:
     process: object = None
     distribution: object = None
     steps: object = None
+    # How the newest fit ended (`fit_end.FitEnd`), `None` for data recorded
+    # without a fit identity.
+    fit_end: object = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,13 @@ def _wall_text(run):
     wall = run.get("wall_ms") or {}
     shares = run.get("wall_shares") or {}
     if not wall.get("total"):
-        return "wall: not recorded (older data); time between steps unknown"
+        if run.get("fit_end"):
+            # Data with a fit identity: the aggregate that holds it is missing.
+            return ("wall: not recorded (no aggregate of this fit was read); "
+                    "time between steps unknown")
+        if run.get("source") == "aggregate":
+            return "wall: not recorded (older data); time between steps unknown"
+        return "wall: not recorded (no aggregate was read); time between steps unknown"
     return (
         f"wall {fmt_ms_unit(wall['total'])}: steps "
         f"{fmt_share(shares.get('steps'))}, "
