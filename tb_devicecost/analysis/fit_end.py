@@ -129,7 +129,7 @@ def words(run, figures):
                "or was stopped")
         fix = "Run the fit again to its end to measure it whole."
     if reached:
-        why += f", at step {fmt_count(reached)}"
+        why += f", with {fmt_count(reached)} step(s) on disk"
     return (
         wording.incomplete_run(status, figures.steps, reached, reason),
         why + f": the numbers cover the {fmt_count(figures.steps)} step(s) "

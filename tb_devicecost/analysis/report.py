@@ -475,10 +475,17 @@ def _analyzed(record):
         not result["steady_steps"] and result["warmup_ms"] is None
     ):
         problems = result["problems"]
+        if problems:
+            return None, None, "; ".join(problems)
+        if result["fit_end"] is not None:
+            # Data with a fit identity: the fit began, no step reached disk.
+            return None, None, (
+                "It holds a fit's run info but no recorded step: the fit is in "
+                "its first second, or its process ended (killed, a full disk) "
+                "before writing one."
+            )
         return None, None, (
-            "; ".join(problems)
-            if problems
-            else "It holds tb-devicecost documents but no recorded step yet "
+            "It holds tb-devicecost documents but no recorded step yet "
             "(the fit may still be in its first epoch)."
         )
     return run, result, None

@@ -116,6 +116,8 @@ class StepAccounting:
         # write took inside `begin_step` (kept out of the next step).
         self._write_due_s = float("inf")
         self._wrote_s = 0.0
+        # Whether this session has written an aggregate (`flush_due`).
+        self._session_written = False
         # Called with the error instead of warning, when set: the owner of
         # several (the callback: train, validation, evaluation) warns once
         # and stops them all.
@@ -138,6 +140,13 @@ class StepAccounting:
     def step_computed(self):
         """Whether the open step's compute has ended."""
         return self._open is not None and self._open[3] is not None
+
+    @property
+    def write_due_s(self):
+        """When (on this accounting's clock) a step's end writes the rows
+        and the aggregate: `FIRST_WRITE_S` into a session, then
+        `FLUSH_EVERY_S` after each write; never once recording stopped."""
+        return self._write_due_s if self.enabled else float("inf")
 
     def upcoming_step(self):
         """The global step that the next `begin_step` starts."""
@@ -288,10 +297,8 @@ class StepAccounting:
                 self._fail(error)
 
     def _write_due(self):
-        """Writes the rows and a `"running"` aggregate mid-epoch: the
-        step's own start time decides it, a comparison per step. Where a
-        `begin_step` follows, it keeps the write out of the next step
-        (`_wrote_s`) and it counts as measurement."""
+        """Writes the rows and a `"running"` aggregate mid-epoch (the step's
+        own start decides it); returns the seconds it took."""
         started = self._clock()
         self.flush()
         return self._clock() - started
@@ -323,6 +330,7 @@ class StepAccounting:
             self._write_info()
             self._flushed_at = self._clock()
             self._write_due_s = self._flushed_at + FIRST_WRITE_S
+            self._session_written = False
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
@@ -386,46 +394,60 @@ class StepAccounting:
     def _last_step(self):
         return max(0, self._global_step - 1)
 
-    def flush_due(self):
+    def flush_due(self, first=False):
         """Writes what `flush` does at an epoch's end, where due: at least
         `FLUSH_EVERY_S` seconds after the last write or the session's start.
         Short epochs would otherwise pay for an aggregate each (about 1 ms
         a time on a slow host), and a reader does not need more than one
-        every few seconds; the fit's end always writes."""
+        every few seconds; the fit's end always writes.
+
+        Args:
+            first: Also write when this session has written no aggregate
+                yet (a validation run, whose passes are short: its steps
+                reach the disk at the first epoch's end, not only when the
+                fit closes).
+        """
+        if first and not self._session_written:
+            self.flush()
+            return
         if self._flushed_at is not None and self._clock() - self._flushed_at < FLUSH_EVERY_S:
             return
         self.flush()
 
-    def flush(self, status="running", closed=False):
+    def flush(self, status="running", closed=False, error=None):
         """Writes buffered steps and the cumulative aggregate to disk.
 
         Args:
             status: The aggregate's `status`.
             closed: Whether this is the session's closing aggregate: a
                 reader takes a fit as whole only when it finds one.
+            error: Why recording stopped, where it did (the aggregate's
+                `error`).
         """
         if not self.enabled:
             return
         self._flushed_at = self._clock()
         self._write_due_s = self._flushed_at + FLUSH_EVERY_S
+        self._session_written = True
         try:
             self._flush_rows()
+            document = self.aggregate(status, closed=closed)
+            if error:
+                document["error"] = str(error)[:MAX_DOCUMENT_STRING]
             self._writer.write_json(
-                metadata.TAG_AGGREGATE,
-                self._last_step(),
-                time.time(),
-                self.aggregate(status, closed=closed),
-            )
+                metadata.TAG_AGGREGATE, self._last_step(), time.time(), document)
             self._writer.flush()
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
-    def end_session(self, status="complete"):
+    def end_session(self, status="complete", error=None):
         """Closes the open step, writes everything and closes the file.
 
         Args:
             status: Recorded in the aggregate: `"complete"`, or
                 `"interrupted"` when the loop raised.
+            error: Why recording stops here, where it does (the owner of
+                several runs stops them all when one of them fails).
         """
         SIGTERM_CHAIN.untrack(self)
         if not self.enabled:
@@ -434,12 +456,13 @@ class StepAccounting:
         self._write_due_s = float("inf")
         # An accounting that never saw a session or a step leaves no file.
         if self._sessions or self._global_step:
-            self.flush(status=status, closed=True)
+            self.flush(status=status, closed=True, error=error)
         self._close_writer()
 
-    def stop(self, status="interrupted"):
-        """Ends the session (`end_session(status)`) and records nothing more."""
-        self.end_session(status=status)
+    def stop(self, status="interrupted", error=None):
+        """Ends the session (`end_session(status, error)`) and records
+        nothing more."""
+        self.end_session(status=status, error=error)
         self.enabled = False
         self._rows = []
         self._blocks = []

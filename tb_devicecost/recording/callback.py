@@ -387,7 +387,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._traces.digest(self._train)
             self._train.flush_due()
             if self._validation_started:
-                self._validation.flush_due()
+                # Validation's passes are short: its first epoch's steps and
+                # an aggregate go to disk then, as the train run's have.
+                self._validation.flush_due(first=True)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -545,7 +547,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._traces.stop()
             for accounting in (self._train, self._validation, self._evaluation):
                 if accounting is not None:
-                    accounting.stop(status="interrupted")
+                    # Each run says why it stopped: one run's write error
+                    # stops its siblings too.
+                    accounting.stop(status="interrupted", error=reason)
         except Exception:  # pylint: disable=broad-except
             pass
 
