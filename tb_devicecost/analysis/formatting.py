@@ -130,6 +130,17 @@ def fmt_count(value):
     return "-" + text if value < 0 and _nonzero(text) else text
 
 
+def fmt_rate(value):
+    """`36,931`, `12.3`, `0.333`: a rate (samples/s) whole from 100 on,
+    else to three significant digits: a small rate never reads `0`."""
+    value = _finite(value)
+    if value is None:
+        return MISSING
+    if abs(value) >= 100 or value == 0:
+        return fmt_count(value)
+    return f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.1e}"
+
+
 def fmt_speedup(value):
     """`0.46x`: how many times as fast."""
     value = _finite(value)

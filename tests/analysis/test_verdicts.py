@@ -771,3 +771,12 @@ def test_host_time_in_a_few_long_pauses_is_a_finding_not_the_verdict():
     assert finding_of(paused, "host_overhead_bound")["severity"] == "moderate"
     steady = analyzed_run(0.1, 8.0, 3.0)
     assert steady["steady_verdict"] == "host_overhead_bound"
+
+
+def test_a_slow_loop_s_rate_keeps_its_significant_digits(tmp_path):
+    # Issue 35, item 9: 1 sample a step of 3 s (1 s waiting): 0.33 samples/s,
+    # and 0.5 without the wait. Printed as "0" before.
+    result = _recorded_loop(tmp_path / "loop", [(0.0, 5.0, 0.0)] + [(1000.0, 2000.0, 0.0)] * 5,
+                            batch=1)
+    expected = finding_of(result, "input_bound")["expected"]
+    assert expected["text"] == "about 1.5x the samples/s (0.50 instead of 0.333)"
