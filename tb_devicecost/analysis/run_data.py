@@ -225,6 +225,8 @@ class ProcessClaim:
     # The run info's host name: processes are compared by wall time only
     # on one host (one clock).
     hostname: str = None
+    # The run info's `process_index` as written, where it is no index (-1).
+    given_index: str = None
 
     @property
     def lined_up(self):
