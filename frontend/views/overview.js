@@ -205,8 +205,10 @@ function summary(runs, app) {
     const f = topFinding(run);
     const verdict = VERDICTS[run.verdict] ? VERDICTS[run.verdict].rank : 1;
     const sev = f ? (SEVERITY_RANK[f.severity] || 0) : 0;
-    const bad = (run.verdict && run.verdict !== 'compute_bound' && run.verdict !== 'no_data') ||
-        (f && sev >= 2);
+    // A short validation run is judged by its typical step, and never the
+    // run to look at first (its few steps say little).
+    const bad = !run.few_steps && ((run.verdict && run.verdict !== 'compute_bound' &&
+        run.verdict !== 'no_data') || (f && sev >= 2));
     return {run, finding: f, bad, key: [bad ? 1 : 0, sev, verdict, isNum(run.step_ms && run.step_ms.p50) ? run.step_ms.p50 : 0]};
   });
   const cmpKeys = (a, b) => {

@@ -77,6 +77,9 @@ def run_object(run):
     result = {
         "run": run.run,
         "status": numbers.status,
+        # A short validation or evaluation run: judged by its typical step,
+        # never the overview's run to look at (docs/CLI.md).
+        "few_steps": verdicts.short_evaluation(run, figures),
         # How the newest fit ended: `null` for data recorded before fits
         # had an identity (docs/CLI.md).
         "fit_end": run.fit_end.as_dict() if run.fit_end is not None else None,

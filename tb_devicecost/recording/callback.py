@@ -174,6 +174,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._model_ref = None
         self._first_step_placement = None
         self._placement_written = False
+        # The train run's placement, written to the validation and
+        # evaluation runs too (`_place_evaluation`).
+        self._placement_of_train = None
+        self._placed_roles = set()
         self._pending_batch = None
         self._needs_batch = {}
         self._warm_again = {}
@@ -440,6 +444,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 stacklevel=3,
             )
             self._placement_written = False
+            self._placement_of_train = None
+            self._placed_roles = set()
         self._model_ref = weakref.ref(self._model)
 
     # Asynchronous dispatch: the JAX and PyTorch backends.
