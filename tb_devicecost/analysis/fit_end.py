@@ -19,6 +19,7 @@ from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.format import vocabulary
+from tb_devicecost.format.readable import same_recording
 
 _ERRNO = re.compile(r"\[Errno -?\d+\]\s*(?P<text>[^:]*)")
 
@@ -37,8 +38,9 @@ class FitEnd:
             got), or `None`.
         reason: Why recording stopped, in words (`"No space left on
             device"`), where the process left one; else `None`.
-        own_aggregate: Whether the newest aggregate is this fit's (else its
-            numbers come from the per-step rows).
+        own_aggregate: Whether the newest aggregate is of this fit's
+            recording (its own, or an earlier fit's of one callback, which
+            counts the same steps); else its numbers come from the rows.
     """
 
     fit_id: str
@@ -76,7 +78,10 @@ def read_end(info, aggregate, series):
     if not isinstance(fit_id, str) or not fit_id:
         return None
     aggregate = aggregate if isinstance(aggregate, dict) else None
-    own = aggregate is not None and aggregate.get("fit_id") == fit_id
+    # The recording's aggregate is cumulative: an earlier fit's of the same
+    # recording still counts its steps; another recording's holds none.
+    own = aggregate is not None and same_recording(aggregate, info)
+    this_fit = own and aggregate.get("fit_id") == fit_id
     steps = []
     if own:
         steps.append(as_count(aggregate.get("steps")))
@@ -89,13 +94,13 @@ def read_end(info, aggregate, series):
             pass
     steps = [step for step in steps if step is not None]
     reached = max(steps) if steps else None
-    closed = own and aggregate.get("closed") is True
-    status = aggregate.get("status") if own else None
+    closed = this_fit and aggregate.get("closed") is True
+    status = aggregate.get("status") if this_fit else None
     if status not in ("complete", "interrupted", "running"):
         status = "running"
     if not closed and status == "complete":
         status = "running"
-    reason = short_reason(aggregate.get("error")) if own else None
+    reason = short_reason(aggregate.get("error")) if this_fit else None
     return FitEnd(
         fit_id=fit_id[:64],
         closed=closed,

@@ -57,9 +57,9 @@ def read_run(record):
     end = fit_end.read_end(info, aggregate, record_field(record, "series", {}))
     if end is not None and not end.own_aggregate and isinstance(aggregate, dict):
         problems.append(
-            "The newest aggregate is an earlier fit's: the newest fit wrote none "
-            "before it ended (or is still starting), so its numbers come from the "
-            "per-step rows."
+            "The newest aggregate is another recording's (an earlier fit given "
+            "the same log_dir): the newest fit wrote none before it ended (or is "
+            "still starting), so its numbers come from the per-step rows."
         )
         aggregate = None
     numbers = numbers_from_aggregate(aggregate, problems)

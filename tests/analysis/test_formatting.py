@@ -49,8 +49,8 @@ def test_formatting_imports_only_the_standard_library():
 
 
 @pytest.mark.parametrize("value, shown", [
-    (0.333, "0.333"), (2.0, "2"), (12.34, "12.3"), (99.96, "100"), (1234.5, "1,235"),
-    (0.0004, "4.0e-04"), (0.0, "0"), (None, "\u2014"),
+    (0.333, "0.333"), (2.0, "2.00"), (12.34, "12.3"), (17.25, "17.3"), (1234.5, "1,235"),
+    (0.0004, "0.000400"), (0.0, "0"), (None, "\u2014"),
 ])
 def test_a_rate_keeps_its_significant_digits(value, shown):
     # Issue 35, item 9: a small rate never reads 0.
