@@ -39,7 +39,8 @@ _OUR_FILE = re.compile(
     r"(?P<pid>\d{1,10})\.(?P<counter>\d{6})\.devicecost$"
 )
 # Records read from a file's start for its identity: the header, the run
-# info that `begin_session` writes first, a little slack.
+# info that `begin_session` writes first (or the aggregate that a file
+# opened after a failed write starts with), a little slack.
 _HEAD_RECORDS = 4
 _HEAD_BYTES = 1 << 20
 # Per set of files `(path, size, mtime)`: each recording's figures, so a
@@ -49,8 +50,9 @@ _FIGURES_KEPT = 64
 
 
 def _head(path):
-    """`(header wall time, run info)` from the first records of an event
-    file: `(None, None)` where they cannot be read."""
+    """`(header wall time, identity document)` from the first records of an
+    event file: the first run info or aggregate carrying `recording_id`;
+    `None` for what cannot be read."""
     wall_time, info = None, None
     try:
         with open(path, "rb") as handle:
@@ -66,8 +68,14 @@ def _head(path):
                     wall_time = event.wall_time
                     continue
                 for value in event.summary.value:
-                    if value.tag == metadata.TAG_RUN_INFO and value.tensor.string_val:
-                        info = _json(value.tensor.string_val[0])
+                    # The run info opens a fit's file; a file opened after a
+                    # failed write starts with the last aggregate, which
+                    # carries the same identity.
+                    if value.tag in (metadata.TAG_RUN_INFO, metadata.TAG_AGGREGATE) and \
+                            value.tensor.string_val:
+                        document = _json(value.tensor.string_val[0])
+                        if document is not None and "recording_id" in document:
+                            info = document
                 if info is not None:
                     break
     except OSError:

@@ -106,6 +106,9 @@ def probe_full_disk(tmp_path):
             assert found is not None, (name, run["findings"])
             assert found["headline"].startswith("Recording stopped: No space left on device at step"), found
             assert "Report again once the fit has finished" not in found["fix"]
+            # The last aggregate, in a file of its own after the failed
+            # write, is the same fit's: no second fit is said.
+            assert not [p for p in run["problems"] if "This run holds" in p], run["problems"]
     assert 600 <= runs["train"]["fit_end"]["reached_step"] <= 800
 
 

@@ -86,3 +86,33 @@ def test_one_recording_over_several_fits_is_one_fit(tmp_path):
     assert collisions.collided(paths) == []
     record = read(tmp_path / "logs")["one/train"]
     assert record.aggregate["sessions"] == 2 and record.aggregate["steps"] == 10
+
+
+def test_a_file_opened_after_a_failed_write_is_the_same_fit(tmp_path, monkeypatch):
+    # A full disk: the write that failed is cut off, and the last aggregate
+    # goes into a file of its own, which starts with no run info. It is the
+    # same recording (its aggregate carries the identity), not a second fit.
+    import errno
+
+    from tb_devicecost.format import writer
+
+    run_dir = tmp_path / "logs" / "full" / "train"
+    recorder = accounting.StepAccounting(run_dir, flush_steps=8)
+    recorder.on_failure = lambda error: None
+    recorder.begin_session({"model": "m"})
+    steps(recorder, 10, 8)
+    real = writer.SummaryWriter._write
+    failed = []
+
+    def full(self, payloads):
+        if failed:
+            return real(self, payloads)
+        failed.append(True)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writer.SummaryWriter, "_write", full)
+    steps(recorder, 10, 8)
+    paths = sorted(str(path) for path in run_dir.iterdir())
+    assert len(paths) == 2
+    assert collisions.collided(paths) == []
+    assert read(tmp_path / "logs")["full/train"].aggregate["error"].startswith("OSError")
