@@ -111,10 +111,12 @@ class StepAccounting:
         # fits in one run directory apart by them.
         self._recording_id = secrets.token_hex(8)
         self._fit = {}
-        # The step at which a step's end writes the rows and the aggregate
-        # (`FIRST_WRITE_S`, then `FLUSH_EVERY_S`), and the seconds that
-        # write took inside `begin_step` (kept out of the next step).
-        self._write_due_s = float("inf")
+        # When (on this clock) a step's end writes the rows and the
+        # aggregate (`FIRST_WRITE_S` into a session, then `FLUSH_EVERY_S`
+        # after each write; never once recording stopped), read per step by
+        # `AsyncSteps` too; and the seconds that write took inside
+        # `begin_step` (kept out of the next step).
+        self.write_due_s = float("inf")
         self._wrote_s = 0.0
         # Whether this session has written an aggregate (`flush_due`).
         self._session_written = False
@@ -140,13 +142,6 @@ class StepAccounting:
     def step_computed(self):
         """Whether the open step's compute has ended."""
         return self._open is not None and self._open[3] is not None
-
-    @property
-    def write_due_s(self):
-        """When (on this accounting's clock) a step's end writes the rows
-        and the aggregate: `FIRST_WRITE_S` into a session, then
-        `FLUSH_EVERY_S` after each write; never once recording stopped."""
-        return self._write_due_s if self.enabled else float("inf")
 
     def upcoming_step(self):
         """The global step that the next `begin_step` starts."""
@@ -287,7 +282,7 @@ class StepAccounting:
                 self._watched_rows[self._global_step] = self._rows[-1]
             self._global_step += 1
         self._next_is_warmup = False
-        if start_s >= self._write_due_s:
+        if start_s >= self.write_due_s:
             self._wrote_s = self._write_due()
             self._aggregate.measurement_total += self._wrote_s
         elif len(self._rows) + self._block_rows >= self.flush_steps:
@@ -329,7 +324,7 @@ class StepAccounting:
             }
             self._write_info()
             self._flushed_at = self._clock()
-            self._write_due_s = self._flushed_at + FIRST_WRITE_S
+            self.write_due_s = self._flushed_at + FIRST_WRITE_S
             self._session_written = False
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
@@ -427,7 +422,7 @@ class StepAccounting:
         if not self.enabled:
             return
         self._flushed_at = self._clock()
-        self._write_due_s = self._flushed_at + FLUSH_EVERY_S
+        self.write_due_s = self._flushed_at + FLUSH_EVERY_S
         self._session_written = True
         try:
             self._flush_rows()
@@ -453,7 +448,7 @@ class StepAccounting:
         if not self.enabled:
             return
         self.boundary()
-        self._write_due_s = float("inf")
+        self.write_due_s = float("inf")
         # An accounting that never saw a session or a step leaves no file.
         if self._sessions or self._global_step:
             self.flush(status=status, closed=True, error=error)
@@ -499,7 +494,7 @@ class StepAccounting:
         block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
         block[:, ROW_BATCH] = batch_size
         block[:, ROW_WARMUP] = 0.0
-        due = start_s[-1] >= self._write_due_s
+        due = start_s[-1] >= self.write_due_s
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
@@ -561,6 +556,7 @@ class StepAccounting:
         if not self.enabled:
             return
         self.enabled = False
+        self.write_due_s = float("inf")
         self._rows = []
         self._blocks = []
         self._block_rows = 0
