@@ -88,6 +88,26 @@ export function fmtCount(value) {
   return value < 0 && nonzero(text) ? '-' + text : text;
 }
 
+// Decimals of a rate below 1, by magnitude (formatting.py's _RATE_DECIMALS).
+const RATE_DECIMALS = [[0.1, 3], [0.01, 4], [0.001, 5], [1e-4, 6], [1e-5, 7], [1e-6, 8]];
+
+/**
+ * A rate (samples/s): whole, with commas, from 100 on; else three
+ * significant digits (0.333, 12.3), so a small rate never reads 0.
+ */
+export function fmtRate(value) {
+  if (!isNum(value)) return DASH;
+  const magnitude = Math.abs(value);
+  if (magnitude >= 100 || value === 0) return fmtCount(value);
+  let decimals = magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 9;
+  if (magnitude < 1) {
+    const found = RATE_DECIMALS.find(([bound]) => magnitude >= bound);
+    if (found) decimals = found[1];
+  }
+  const text = fixed(magnitude, decimals);
+  return value < 0 ? '-' + text : text;
+}
+
 /** How many times as fast: 0.46x. */
 export function fmtSpeedup(value) {
   if (!isNum(value)) return DASH;

@@ -69,14 +69,16 @@ export function topFinding(run) {
   return best;
 }
 
-/** "still being written" note for a run whose status is "running". */
+/** The note of a run whose status is "running": not closed, which is a
+ * fit still being written or one whose process ended without closing it. */
 export function runningNote(name) {
   return el('p', {class: 'dc-running-note'}, [
     el('span', {class: 'dc-running', text: 'running'}),
     ' ',
     el('span', {
       text: (name ? name + ' is' : 'This run is') +
-        ' still being written: its numbers will change as training goes on.',
+        ' not closed: still being written (its numbers will change), or its process ' +
+        'ended without closing it (its incomplete_run finding says how far it got).',
     }),
   ]);
 }

@@ -4,7 +4,7 @@
 // trace windows).
 
 import {el, runName} from './dom.js';
-import {fmtMs, fmtMsUnit, fmtShare, fmtCount, isNum} from '../format.js';
+import {fmtMs, fmtMsUnit, fmtShare, fmtCount, fmtRate, isNum} from '../format.js';
 import {
   componentLegend, swatch, COMPONENTS, WARMUP_COLOR, SPIKE_COLOR, TRACE_COLOR,
 } from './charts.js';
@@ -96,7 +96,7 @@ function statStrip(run) {
   return el('div', {class: 'dc-stats'}, [
     stat('p50 step', fmtMsUnit(step.p50), shareText ? 'steady state: ' + shareText : null, 'p50'),
     stat('Mean step', fmtMsUnit(step.mean), 'the speedups compare means', 'mean'),
-    stat('Samples/s', fmtCount(run.samples_per_s),
+    stat('Samples/s', fmtRate(run.samples_per_s),
       isNum(run.batch_size) ? 'batch size ' + fmtCount(run.batch_size) : null, 'samples_per_s'),
     stat('Steps', fmtCount(run.steps), run.status === 'running' ? 'still running' : null, 'steps'),
     stat('Warm-up', fmtMsUnit(run.warmup_ms),

@@ -2,7 +2,7 @@
 // and a plain-words summary of the run that needs attention most.
 
 import {el, hashLink, appendRunName, isolated} from './dom.js';
-import {fmtMs, fmtCount, isNum} from '../format.js';
+import {fmtMs, fmtCount, fmtRate, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
@@ -45,7 +45,8 @@ export function buildOverview(data, app) {
       ' ',
       el('span', {
         text: (running.length === 1 ? running[0].run + ' is' : running.length + ' runs are') +
-          ' still being written: their numbers will change as training goes on.',
+          ' not closed: still being written (the numbers will change), or the process ' +
+          'ended without closing ' + (running.length === 1 ? 'it' : 'them') + '.',
       }),
     ]));
   }
@@ -174,7 +175,7 @@ function runRow(run, cmp, baseline, app) {
   tr.appendChild(el('td', {class: 'dc-col-device'}, deviceCell(run, run.backend != null ? String(run.backend) : null)));
   tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.batch_size)}));
   tr.appendChild(el('td', {class: 'dc-num dc-step-ms', attrs: {'data-stat': 'p50'}, text: fmtMs(run.step_ms && run.step_ms.p50)}));
-  tr.appendChild(el('td', {class: 'dc-num', text: fmtCount(run.samples_per_s)}));
+  tr.appendChild(el('td', {class: 'dc-num', text: fmtRate(run.samples_per_s)}));
   tr.appendChild(el('td', {class: 'dc-col-shares'}, [shareBar(run.shares, {handoverShare: run.handover_share})]));
   tr.appendChild(el('td', {class: 'dc-col-warmup'}, [warmupBar(run.warmup_share_of_wall, run.warmup_ms)]));
   tr.appendChild(el('td', {class: 'dc-col-verdict'}, [verdictBadge(run.verdict)]));
@@ -205,8 +206,10 @@ function summary(runs, app) {
     const f = topFinding(run);
     const verdict = VERDICTS[run.verdict] ? VERDICTS[run.verdict].rank : 1;
     const sev = f ? (SEVERITY_RANK[f.severity] || 0) : 0;
-    const bad = (run.verdict && run.verdict !== 'compute_bound' && run.verdict !== 'no_data') ||
-        (f && sev >= 2);
+    // A short validation run is judged by its typical step, and never the
+    // run to look at first (its few steps say little).
+    const bad = !run.few_steps && ((run.verdict && run.verdict !== 'compute_bound' &&
+        run.verdict !== 'no_data') || (f && sev >= 2));
     return {run, finding: f, bad, key: [bad ? 1 : 0, sev, verdict, isNum(run.step_ms && run.step_ms.p50) ? run.step_ms.p50 : 0]};
   });
   const cmpKeys = (a, b) => {

@@ -13,6 +13,7 @@ from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
@@ -56,8 +57,8 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if row["basis"] == "samples_per_s":
         unit, values, base_values = "per 1000 samples", per_1000, base_per_1000
         detail = (
-            f"{fmt_count(row['samples_per_s'])} against "
-            f"{fmt_count(base['samples_per_s'])} samples/s in steady state; batch "
+            f"{fmt_rate(row['samples_per_s'])} against "
+            f"{fmt_rate(base['samples_per_s'])} samples/s in steady state; batch "
             f"{run['batch_size'] or MISSING} against {base['batch_size'] or MISSING}, "
             "so compared per sample, not per step"
         )

@@ -13,6 +13,7 @@ import math
 
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.thresholds import LATENCY_MAX_BATCH_GROWTH
@@ -110,7 +111,7 @@ def _samples_estimate(figures, bound, step_ms, basis, samples_per_step=None,
         text=(
             f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x the samples/s"
             + (f" at batch {fmt_count(batch_size)}" if batch_size else "")
-            + f" ({rounded(after, bound)} instead of {fmt_count(before)})"
+            + f" ({rounded(after, bound)} instead of {fmt_rate(before)})"
         ),
     )
     return expected

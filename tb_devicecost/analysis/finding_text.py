@@ -12,6 +12,7 @@ by; the fix what to change. A change of words, or a translation, touches
 this module and `wording.py` only.
 """
 
+from tb_devicecost.analysis import fit_end
 from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
 from tb_devicecost.analysis.device_side import run_device_trace
@@ -452,20 +453,8 @@ def stalls(run, unexplained, unexplained_steps):
 
 
 def incomplete_run(run, figures):
-    """The words of `incomplete_run`: a run still written, or interrupted."""
-    status = run.numbers.status
-    return (
-        wording.incomplete_run(status, figures.steps),
-        (
-            "This run is still being written (or its process ended "
-            "without closing it)"
-            if status == "running"
-            else "This fit was interrupted"
-        )
-        + f": the numbers cover the {fmt_count(figures.steps)} step(s) "
-        "recorded so far.",
-        "Report again once the fit has finished.",
-    )
+    """The words of `incomplete_run` (`fit_end.words`)."""
+    return fit_end.words(run, figures)
 
 
 def fetch_in_graph(run):

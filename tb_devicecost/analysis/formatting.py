@@ -130,6 +130,26 @@ def fmt_count(value):
     return "-" + text if value < 0 and _nonzero(text) else text
 
 
+# Decimals of a rate below 1 (samples/s), by magnitude: three significant
+# digits, the bounds written as literals so the tab compares alike.
+_RATE_DECIMALS = ((0.1, 3), (0.01, 4), (0.001, 5), (1e-4, 6), (1e-5, 7), (1e-6, 8))
+
+
+def fmt_rate(value):
+    """`36,931`, `12.3`, `0.333`: a rate (samples/s), whole from 100 on,
+    else to three significant digits: a small rate never reads `0`."""
+    value = _finite(value)
+    if value is None:
+        return MISSING
+    magnitude = abs(value)
+    if magnitude >= 100 or value == 0:
+        return fmt_count(value)
+    decimals = 1 if magnitude >= 10 else 2 if magnitude >= 1 else next(
+        (places for bound, places in _RATE_DECIMALS if magnitude >= bound), 9)
+    text = _round(magnitude, decimals)
+    return "-" + text if value < 0 else text
+
+
 def fmt_speedup(value):
     """`0.46x`: how many times as fast."""
     value = _finite(value)

@@ -40,6 +40,9 @@ class JobRuns:
     members: tuple
     unaligned: tuple
     count: int
+    # `((count, run), ...)`: where the runs' info disagree on the job's
+    # size, one run per count said (the job is taken as the largest).
+    counts: tuple = ()
 
 
 def missing_ranges(count, present):
@@ -79,15 +82,40 @@ def _names(names, most=3):
     return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
 
 
-def group_runs(runs, by_name):
+def count_problem(counts):
+    """Why the job's size is uncertain, in words, or `None`: its runs' info
+    disagree on the process count (`JobRuns.counts`)."""
+    if len(counts) < 2:
+        return None
+    said = ", ".join(f"{confined(run)} says {count:,}" for count, run in counts[:4])
+    return (f"The processes' run info disagree on the job's size ({said}"
+            f"{', ...' if len(counts) > 4 else ''}): it is taken as "
+            f"{max(count for count, _ in counts):,} processes.")
+
+
+def group_runs(runs, by_name, skipped=()):
     """`{group: JobRuns}`: the runs of each job, lined up or not.
 
     Args:
         runs: `RunData`s (`record.read_run`).
         by_name: `{run name: run object}` of the analysed runs; others are
             left out.
+        skipped: `[(run name, ProcessClaim, reason)]` of a job's runs that
+            were not analysed (a process with run info but no step): named
+            beside the job with the reason, never "not recorded".
     """
     groups = {}
+    for name, claim, why in sorted(skipped, key=lambda item: item[0]):
+        if claim is None:
+            continue
+        job = groups.setdefault(claim.group, {"members": {}, "unaligned": [], "count": 0,
+                                              "counts": {}})
+        lined_up = claim.lined_up
+        job["unaligned"].append(Unaligned(
+            run=name, process_index=claim.directory_index,
+            claimed_index=claim.index if lined_up else None,
+            reason=f"it is not reported ({why.rstrip('.')}), so it is not lined up.",
+        ))
     for run in sorted(runs, key=lambda item: item.run):
         claim = run.process
         name = run.run
@@ -95,10 +123,16 @@ def group_runs(runs, by_name):
             continue
         group, directory_index, index, count = (
             claim.group, claim.directory_index, claim.index, claim.count)
-        job = groups.setdefault(group, {"members": {}, "unaligned": [], "count": 0})
+        job = groups.setdefault(group, {"members": {}, "unaligned": [], "count": 0,
+                                        "counts": {}})
         job["count"] = max(job["count"], count)
+        job["counts"].setdefault(count, name)
         reason = None
-        if index is None:
+        if index is None and claim.given_index is not None:
+            reason = (f"its directory says process {directory_index:,} but its run info "
+                      f"gives process index {confined(claim.given_index)}, which is no "
+                      "process's place, so it is not lined up.")
+        elif index is None:
             reason = (f"its directory says process {directory_index:,} but its run info "
                       "gives no process index, so it is not lined up.")
         elif directory_index != index:
@@ -133,6 +167,8 @@ def group_runs(runs, by_name):
             members=tuple(sorted(job["members"].items(), key=lambda member: member[0])),
             unaligned=tuple(job["unaligned"]),
             count=job["count"],
+            counts=tuple(sorted(job["counts"].items())),
         )
         for group, job in groups.items()
+        if job["counts"]  # A job of which some run was analysed.
     }

@@ -59,6 +59,9 @@ def read_claim(name, info):
         index=index,
         count=count,
         hostname=as_text(info.get("hostname")),
+        given_index=(None if index is not None or "process_index" not in info
+                     or info["process_index"] is None
+                     else repr(info["process_index"])[:40]),
     )
 
 

@@ -20,7 +20,10 @@ The plugin asks the same questions of records before analysing them
 of a job, and which need their series read.
 """
 
+import dataclasses
+
 from tb_devicecost.analysis import device_split
+from tb_devicecost.analysis import fit_end
 from tb_devicecost.analysis import process_steps
 from tb_devicecost.analysis.guards import MAX_TRACE_WINDOWS
 from tb_devicecost.analysis.guards import as_count
@@ -50,11 +53,23 @@ def read_run(record):
     name = run_name(record)
     info = as_dict(record_field(record, "info", {}))
     problems = [str(problem) for problem in record_field(record, "problems", [])]
-    numbers = numbers_from_aggregate(record_field(record, "aggregate"), problems)
+    aggregate = record_field(record, "aggregate")
+    end = fit_end.read_end(info, aggregate, record_field(record, "series", {}))
+    if end is not None and not end.own_aggregate and isinstance(aggregate, dict):
+        problems.append(
+            "The newest aggregate is another recording's (an earlier fit given "
+            "the same log_dir): the newest fit wrote none before it ended (or is "
+            "still starting), so its numbers come from the per-step rows."
+        )
+        aggregate = None
+    numbers = numbers_from_aggregate(aggregate, problems)
     if numbers is None:
         numbers = numbers_from_series(record_field(record, "series", {}), problems)
     if numbers is None:
         numbers = StepNumbers()
+    if end is not None:
+        # Whole only when the fit's closing aggregate says so.
+        numbers = dataclasses.replace(numbers, status=end.status)
     placement = read_placement(record_field(record, "placement"))
     steps_per_record = max(
         1,
@@ -104,6 +119,7 @@ def read_run(record):
         # Lining steps up is for the processes of a job only: a run of one
         # process never pays for its series as arrays.
         steps=process_steps.read_steps(record_field(record, "series")) if claim else None,
+        fit_end=end,
     )
 
 

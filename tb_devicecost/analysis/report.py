@@ -21,12 +21,14 @@ from tb_devicecost.analysis import finding_text
 from tb_devicecost.analysis import job_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
+from tb_devicecost.analysis import process_steps
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
 from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.run_figures import run_figures
@@ -75,6 +77,12 @@ def run_object(run):
     result = {
         "run": run.run,
         "status": numbers.status,
+        # A short validation or evaluation run: judged by its typical step,
+        # never the overview's run to look at (docs/CLI.md).
+        "few_steps": verdicts.short_evaluation(run, figures),
+        # How the newest fit ended: `null` for data recorded before fits
+        # had an identity (docs/CLI.md).
+        "fit_end": run.fit_end.as_dict() if run.fit_end is not None else None,
         "source": numbers.source,
         "steps": figures.steps,
         "steady_steps": figures.steady_steps,
@@ -311,7 +319,7 @@ def group_object(job, runs):
     }
 
 
-def worker_groups(run_data, runs):
+def worker_groups(run_data, runs, skipped=()):
     """Every distributed job among `run_data` (`workers.build_workers`) as
     the report's `"workers"`: a group object each (`group_object`), by
     group name.
@@ -319,9 +327,15 @@ def worker_groups(run_data, runs):
     Args:
         run_data: `RunData`s of the runs (`record.read_run`).
         runs: Their run objects (`run_object`).
+        skipped: `[(run name, run info, reason)]` of runs not analysed: a
+            job's process among them is named with the reason, never "not
+            recorded".
     """
     by_name = {run["run"]: run for run in runs}
-    return [group_object(job, by_name) for job in workers.build_workers(run_data, runs)]
+    claims = [(name, process_steps.read_claim(name, info), reason)
+              for name, info, reason in skipped]
+    return [group_object(job, by_name)
+            for job in workers.build_workers(run_data, runs, claims)]
 
 
 def attach_findings(groups, runs):
@@ -472,10 +486,17 @@ def _analyzed(record):
         not result["steady_steps"] and result["warmup_ms"] is None
     ):
         problems = result["problems"]
+        if problems:
+            return None, None, "; ".join(problems)
+        if result["fit_end"] is not None:
+            # Data with a fit identity: the fit began, no step reached disk.
+            return None, None, (
+                "It holds a fit's run info but no recorded step: the fit is in "
+                "its first second, or its process ended (killed, a full disk) "
+                "before writing one."
+            )
         return None, None, (
-            "; ".join(problems)
-            if problems
-            else "It holds tb-devicecost documents but no recorded step yet "
+            "It holds tb-devicecost documents but no recorded step yet "
             "(the fit may still be in its first epoch)."
         )
     return run, result, None
@@ -500,18 +521,20 @@ def build_report(records, baseline=None, unread=None):
     Raises:
         ValueError: when `baseline` names no analysed run.
     """
-    runs, run_data, skipped = [], [], []
+    runs, run_data, skipped, not_analysed = [], [], [], []
     for record in records:
         data, result, reason = _analyzed(record)
         if reason:
             skipped.append({"run": names.run_name(record), "reason": reason})
+            not_analysed.append((names.run_name(record),
+                                 record_field(record, "info", {}), reason))
         else:
             runs.append(result)
             run_data.append(data)
     # The processes of a distributed fit side by side; the straggler's
     # finding joins each of its processes' findings, and a process mostly
     # waiting for it is `waiting_for_others`.
-    groups = worker_groups(run_data, runs)
+    groups = worker_groups(run_data, runs, not_analysed)
     attach_findings(groups, runs)
     mark_waiting(groups, runs)
     skipped.extend(

@@ -225,6 +225,8 @@ class ProcessClaim:
     # The run info's host name: processes are compared by wall time only
     # on one host (one clock).
     hostname: str = None
+    # The run info's `process_index` as written, where it is no index (-1).
+    given_index: str = None
 
     @property
     def lined_up(self):
@@ -311,6 +313,9 @@ class RunData:
     process: object = None
     distribution: object = None
     steps: object = None
+    # How the newest fit ended (`fit_end.FitEnd`), `None` for data recorded
+    # without a fit identity.
+    fit_end: object = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -68,3 +68,8 @@ LATENCY_MAX_BATCH_GROWTH = 32
 # Shares are sums of float milliseconds: a threshold met exactly must not be
 # missed by a rounding error in the last digit.
 EPSILON = 1e-9
+# A validation or evaluation run of fewer steady steps than this is short:
+# a few long steps (each pass's first, creating its iterator) weigh on its
+# mean, so its input and host findings are judged by the typical (p50) step,
+# and it is never the overview's "worth a look" (issue 35, item 10).
+FEW_STEPS_TO_JUDGE = 100

@@ -13,9 +13,11 @@ its fix would buy `estimates.py`'s (`estimates.expected`), and the report
 import dataclasses
 
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.names import role
 from tb_devicecost.analysis.run_figures import run_figures
 from tb_devicecost.analysis.thresholds import BORDERLINE
 from tb_devicecost.analysis.thresholds import EPSILON
+from tb_devicecost.analysis.thresholds import FEW_STEPS_TO_JUDGE
 from tb_devicecost.analysis.thresholds import HOST_HIGH
 from tb_devicecost.analysis.thresholds import HOST_MODERATE
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
@@ -176,6 +178,14 @@ def judge(run, figures=None):
         # Nine steps in ten got a ready batch, or the share rests on one
         # wait: a few long waits, not a slow pipeline.
         stalls, input_severity = input_severity, None
+    if short_evaluation(run, figures) and figures.step.p50:
+        # A short validation's mean rests on a few long steps (each pass's
+        # first): the typical step decides, so identical fits agree.
+        typical_wait = max(0.0, (wait.p50 or 0.0) - (ready_ms or 0.0))
+        if input_severity and typical_wait < INPUT_MODERATE * figures.step.p50:
+            stalls, input_severity = stalls or input_severity, None
+        if host_severity and (host_p50_ms or 0.0) < HOST_MODERATE * figures.step.p50:
+            host_severity = None
     busy = run.device_busy_fraction
     on_accelerator = is_accelerator(run.placement.device)
 
@@ -230,6 +240,14 @@ def judge(run, figures=None):
     rest.sort(key=lambda finding: SEVERITIES.index(finding.severity))
     ordered += rest
     return Verdict(verdict, steady_verdict, tuple(ordered), _borderline(ordered, figures))
+
+
+def short_evaluation(run, figures):
+    """Whether a run is a validation or evaluation run of fewer steady steps
+    than `FEW_STEPS_TO_JUDGE`: judged by its typical step, never one to
+    point at first."""
+    return (role(run.run)[1] in ("validation", "evaluation")
+            and (figures.steady_steps or 0) < FEW_STEPS_TO_JUDGE)
 
 
 def _borderline(findings, figures):

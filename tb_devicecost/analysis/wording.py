@@ -97,9 +97,19 @@ def warmup(steps, warmup_ms, share, wall_known):
     )
 
 
-def incomplete_run(status, steps):
-    what = "still being written" if status == "running" else "interrupted"
-    return f"This run is {what}: the numbers cover its first {_plural(steps, 'step')}."
+def incomplete_run(status, steps, reached=None, reason=None):
+    covered = f"the numbers cover its first {_plural(steps, 'step')}."
+    if reached is None:
+        what = "still being written" if status == "running" else "interrupted"
+        return f"This run is {what}: {covered}"
+    covered = "" if reached == steps else f" ({covered[:-1]})"
+    if reason:
+        return f"Recording stopped: {reason} at step {fmt_count(reached)}{covered}."
+    if status == "running":
+        return (f"This fit was not closed (still being written, or its process "
+                f"ended without closing it): {_plural(reached, 'step')} reached "
+                f"the disk{covered}.")
+    return f"This fit was interrupted at step {fmt_count(reached)}{covered}."
 
 
 def fetch_in_graph(steps_per_execution):

@@ -166,7 +166,7 @@ class Job:
         return sum(last - first + 1 for first, last in self.missing_processes)
 
 
-def analyze_group(group, members, runs, unaligned=(), count=None):
+def analyze_group(group, members, runs, unaligned=(), count=None, counts=()):
     """One distributed job's processes, side by side.
 
     Args:
@@ -177,6 +177,8 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
             placed (`build_workers`). Defaults to none.
         count: The job's process count. Defaults to the largest its runs'
             info gives.
+        counts: `((count, run), ...)` where the runs' info disagree on it
+            (`jobs.JobRuns.counts`), said in `problems`.
 
     Returns:
         A `Job`; `report.group_object` writes it as the report's
@@ -199,6 +201,8 @@ def analyze_group(group, members, runs, unaligned=(), count=None):
         for item in usable[1:]:
             aligned = np.intersect1d(aligned, item.step, assume_unique=True)
     problems = [f"{confined(item.run)}: {item.reason}" for item in unaligned]
+    if jobs.count_problem(counts):
+        problems.append(jobs.count_problem(counts))
     if aligned is None or not len(aligned):
         problems.append(jobs.alignment_problem(members, names, series))
     hosts = {member.process.hostname for _, member in members}
@@ -350,7 +354,7 @@ def _cause(run, excess_wait_ms, excess_host_ms):
     return "input_bound" if excess_wait_ms >= excess_host_ms else "host_overhead_bound"
 
 
-def build_workers(run_data, runs):
+def build_workers(run_data, runs, skipped=()):
     """Every distributed job among `run_data`, lined up (`report.worker_groups`
     writes them as the report's `"workers"`).
 
@@ -358,14 +362,17 @@ def build_workers(run_data, runs):
         run_data: `RunData`s (`record.read_run`) of the runs, with their
             processes' steps (`RunData.steps`).
         runs: The analysed run objects (`report.analyze_run`).
+        skipped: `[(run name, ProcessClaim, reason)]` of runs not analysed
+            (`jobs.group_runs`).
 
     Returns:
         A list of `Job`s, sorted by group name; empty when no run came from
         a process of a multi-process job.
     """
     by_name = {run["run"]: run for run in runs}
-    groups = jobs.group_runs(run_data, by_name)
+    groups = jobs.group_runs(run_data, by_name, skipped)
     return [
-        analyze_group(group, job.members, by_name, unaligned=job.unaligned, count=job.count)
+        analyze_group(group, job.members, by_name, unaligned=job.unaligned, count=job.count,
+                      counts=job.counts)
         for group, job in sorted(groups.items())
     ]

@@ -175,10 +175,15 @@ class AsyncSteps:
         self._pending.append(entry)
         if probe is not None:
             self._unready.append(entry)
-        if len(self._pending) >= self._GROUP:
+        due = start >= self.accounting.write_due_s
+        if due or len(self._pending) >= self._GROUP:
             # Only the training thread drains: the worker never waits for it.
+            # A write is due every few seconds, so that a fit killed
+            # mid-epoch leaves its steps and an aggregate (`accounting.py`).
             began = self.clock()
             self._drain(final=False)
+            if due and start >= self.accounting.write_due_s:
+                self.accounting.flush()  # No step completed yet: still where it is.
             self._drained_s = self.clock() - began
 
     @property

@@ -57,12 +57,24 @@ def unreadable_components(components):
     return unreadable
 
 
-def aggregate_usable(aggregate):
+def same_recording(aggregate, info):
+    """Whether the aggregate was written by the recording whose run info is
+    the run's newest (`recording_id`, docs/FORMAT.md "Two fits in one
+    log_dir"): true where the run info carries no identity (older data).
+    An aggregate of another recording (an earlier script's, in one
+    log_dir) holds none of the newest fit's steps."""
+    recording = info.get("recording_id") if isinstance(info, dict) else None
+    if not isinstance(recording, str):
+        return True
+    return isinstance(aggregate, dict) and aggregate.get("recording_id") == recording
+
+
+def aggregate_usable(aggregate, info=None):
     """Whether a run's numbers can come from this aggregate
     (`devicecost/aggregate`), else from its per-step series: an object whose
     `components` hold a plausible count and total for every part of the
-    step."""
-    if not isinstance(aggregate, dict):
+    step, of the recording of the run info `info` (`same_recording`)."""
+    if not isinstance(aggregate, dict) or not same_recording(aggregate, info):
         return False
     components = aggregate.get("components")
     return isinstance(components, dict) and not unreadable_components(components)

@@ -231,7 +231,8 @@ def read_runs(
         wanted = sorted(
             run for run in set(scalar_listing) | set(tensor_listing) | set(records)
             if (runs is None or run in runs)
-            and not (run in records and aggregate_usable(records[run].aggregate))
+            and not (run in records and aggregate_usable(
+                records[run].aggregate, records[run].info))
         )
         if wanted:
             points = DEFAULT_SERIES_POINTS

@@ -12,6 +12,7 @@ warm-up and kept out of the steady-state statistics.
 """
 
 import os
+import secrets
 import time
 import warnings
 
@@ -30,7 +31,13 @@ from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
 
 # Seconds between the epoch ends that write the rows and the aggregate
 # (`StepAccounting.flush_due`): TensorBoard reloads every 5 s by default.
+# Within an epoch a step writes them when this long has passed too, so a
+# fit killed mid-epoch (kill -9, the OOM killer) leaves one at most this old.
 FLUSH_EVERY_S = 5.0
+# Seconds into a session (a fit) of its first aggregate, written by the
+# first step that ends after them: a fit that dies in its first epoch is
+# then read as unfinished, never as whole (docs/FORMAT.md, "Fits").
+FIRST_WRITE_S = 1.0
 
 
 class StepAccounting:
@@ -99,6 +106,20 @@ class StepAccounting:
         # When the rows and the aggregate were last written, or the session
         # began (`flush_due`).
         self._flushed_at = None
+        # The identity of this accounting's steps (one global step, one
+        # cumulative aggregate) and of its current session: readers tell
+        # fits in one run directory apart by them.
+        self._recording_id = secrets.token_hex(8)
+        self._fit = {}
+        # When (on this clock) a step's end writes the rows and the
+        # aggregate (`FIRST_WRITE_S` into a session, then `FLUSH_EVERY_S`
+        # after each write; never once recording stopped), read per step by
+        # `AsyncSteps` too; and the seconds that write took inside
+        # `begin_step` (kept out of the next step).
+        self.write_due_s = float("inf")
+        self._wrote_s = 0.0
+        # Whether this session has written an aggregate (`flush_due`).
+        self._session_written = False
         # Called with the error instead of warning, when set: the owner of
         # several (the callback: train, validation, evaluation) warns once
         # and stops them all.
@@ -133,6 +154,10 @@ class StepAccounting:
         now = self._clock() if now is None else now
         if self._open is not None:
             self._close_step(now)
+            if self._wrote_s:
+                # A due write ran in the close: our time, not the next fetch's.
+                now += self._wrote_s
+                self._wrote_s = 0.0
         # [start, fetch end, compute start, compute end, batch size, steps]
         self._open = [now, now, now, None, None, 1]
 
@@ -257,11 +282,21 @@ class StepAccounting:
                 self._watched_rows[self._global_step] = self._rows[-1]
             self._global_step += 1
         self._next_is_warmup = False
-        if len(self._rows) + self._block_rows >= self.flush_steps:
+        if start_s >= self.write_due_s:
+            self._wrote_s = self._write_due()
+            self._aggregate.measurement_total += self._wrote_s
+        elif len(self._rows) + self._block_rows >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
+
+    def _write_due(self):
+        """Writes the rows and a `"running"` aggregate mid-epoch (the step's
+        own start decides it); returns the seconds it took."""
+        started = self._clock()
+        self.flush()
+        return self._clock() - started
 
     # Sessions, metadata and writing.
 
@@ -280,9 +315,17 @@ class StepAccounting:
             self._next_is_warmup = True
             SIGTERM_CHAIN.track(self)
             self._info.update(info or {})
+            # The fit's identity, in its first document (the run info).
+            self._fit = {
+                "fit_id": secrets.token_hex(8),
+                "fit_start": time.time(),
+                "fit_first_step": self._global_step,
+                "recording_id": self._recording_id,
+            }
             self._write_info()
-            # A fit shorter than `FLUSH_EVERY_S` writes its steps at its end.
             self._flushed_at = self._clock()
+            self.write_due_s = self._flushed_at + FIRST_WRITE_S
+            self._session_written = False
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
@@ -336,7 +379,7 @@ class StepAccounting:
             self._fail(error)
 
     def _write_info(self):
-        info = dict(self._info, sessions=self._sessions)
+        info = dict(self._info, sessions=self._sessions, **self._fit)
         info["schema"] = metadata.SCHEMA_VERSION
         info = bounded_document(info)
         self._writer.write_json(
@@ -346,52 +389,75 @@ class StepAccounting:
     def _last_step(self):
         return max(0, self._global_step - 1)
 
-    def flush_due(self):
+    def flush_due(self, first=False):
         """Writes what `flush` does at an epoch's end, where due: at least
         `FLUSH_EVERY_S` seconds after the last write or the session's start.
         Short epochs would otherwise pay for an aggregate each (about 1 ms
         a time on a slow host), and a reader does not need more than one
-        every few seconds; the fit's end always writes."""
+        every few seconds; the fit's end always writes.
+
+        Args:
+            first: Also write when this session has written no aggregate
+                yet (a validation run, whose passes are short: its steps
+                reach the disk at the first epoch's end, not only when the
+                fit closes).
+        """
+        if first and not self._session_written:
+            self.flush()
+            return
         if self._flushed_at is not None and self._clock() - self._flushed_at < FLUSH_EVERY_S:
             return
         self.flush()
 
-    def flush(self, status="running"):
-        """Writes buffered steps and the cumulative aggregate to disk."""
+    def flush(self, status="running", closed=False, error=None):
+        """Writes buffered steps and the cumulative aggregate to disk.
+
+        Args:
+            status: The aggregate's `status`.
+            closed: Whether this is the session's closing aggregate: a
+                reader takes a fit as whole only when it finds one.
+            error: Why recording stopped, where it did (the aggregate's
+                `error`).
+        """
         if not self.enabled:
             return
         self._flushed_at = self._clock()
+        self.write_due_s = self._flushed_at + FLUSH_EVERY_S
+        self._session_written = True
         try:
             self._flush_rows()
+            document = self.aggregate(status, closed=closed)
+            if error:
+                document["error"] = str(error)[:MAX_DOCUMENT_STRING]
             self._writer.write_json(
-                metadata.TAG_AGGREGATE,
-                self._last_step(),
-                time.time(),
-                self.aggregate(status),
-            )
+                metadata.TAG_AGGREGATE, self._last_step(), time.time(), document)
             self._writer.flush()
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
-    def end_session(self, status="complete"):
+    def end_session(self, status="complete", error=None):
         """Closes the open step, writes everything and closes the file.
 
         Args:
             status: Recorded in the aggregate: `"complete"`, or
                 `"interrupted"` when the loop raised.
+            error: Why recording stops here, where it does (the owner of
+                several runs stops them all when one of them fails).
         """
         SIGTERM_CHAIN.untrack(self)
         if not self.enabled:
             return
         self.boundary()
+        self.write_due_s = float("inf")
         # An accounting that never saw a session or a step leaves no file.
         if self._sessions or self._global_step:
-            self.flush(status=status)
+            self.flush(status=status, closed=True, error=error)
         self._close_writer()
 
-    def stop(self, status="interrupted"):
-        """Ends the session (`end_session(status)`) and records nothing more."""
-        self.end_session(status=status)
+    def stop(self, status="interrupted", error=None):
+        """Ends the session (`end_session(status, error)`) and records
+        nothing more."""
+        self.end_session(status=status, error=error)
         self.enabled = False
         self._rows = []
         self._blocks = []
@@ -438,6 +504,7 @@ class StepAccounting:
         block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
         block[:, ROW_BATCH] = batch_size
         block[:, ROW_WARMUP] = 0.0
+        due = start_s[-1] >= self.write_due_s
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
@@ -454,7 +521,11 @@ class StepAccounting:
             self._rows = []
         self._blocks.append(block)
         self._block_rows += count
-        if len(self._rows) + self._block_rows >= self.flush_steps:
+        if due:
+            # Groups of completed steps: the write is in a later step's time,
+            # as a write of rows is.
+            self._write_due()
+        elif len(self._rows) + self._block_rows >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
@@ -484,14 +555,18 @@ class StepAccounting:
         # The warm-up flag is written per step, so readers never guess it.
         self._writer.write_steps(rows)
 
-    def aggregate(self, status="running"):
-        """Returns the cumulative aggregate document (JSON-ready)."""
-        return self._aggregate.document(status, self._global_step, self._sessions)
+    def aggregate(self, status="running", closed=False):
+        """Returns the cumulative aggregate document (JSON-ready), with the
+        identity of the fit that wrote it and whether it closes that fit."""
+        document = self._aggregate.document(status, self._global_step, self._sessions)
+        document.update(self._fit, closed=closed)
+        return document
 
     def _fail(self, error):
         if not self.enabled:
             return
         self.enabled = False
+        self.write_due_s = float("inf")
         self._rows = []
         self._blocks = []
         self._block_rows = 0
@@ -503,7 +578,7 @@ class StepAccounting:
         try:
             self._writer.discard_partial()
             if self._sessions or self._global_step:
-                final = self.aggregate("interrupted")
+                final = self.aggregate("interrupted", closed=True)
                 final["error"] = f"{type(error).__name__}: {error}"[:MAX_DOCUMENT_STRING]
                 self._writer.write_json(
                     metadata.TAG_AGGREGATE, self._last_step(), time.time(), final

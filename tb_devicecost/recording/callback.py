@@ -174,6 +174,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._model_ref = None
         self._first_step_placement = None
         self._placement_written = False
+        # The train run's placement, written to the validation and
+        # evaluation runs too (`_place_evaluation`).
+        self._placement_of_train = None
+        self._placed_roles = set()
         self._pending_batch = None
         self._needs_batch = {}
         self._warm_again = {}
@@ -387,7 +391,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._traces.digest(self._train)
             self._train.flush_due()
             if self._validation_started:
-                self._validation.flush_due()
+                # Validation's passes are short: its first epoch's steps and
+                # an aggregate go to disk then, as the train run's have.
+                self._validation.flush_due(first=True)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -438,6 +444,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 stacklevel=3,
             )
             self._placement_written = False
+            self._placement_of_train = None
+            self._placed_roles = set()
         self._model_ref = weakref.ref(self._model)
 
     # Asynchronous dispatch: the JAX and PyTorch backends.
@@ -545,7 +553,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._traces.stop()
             for accounting in (self._train, self._validation, self._evaluation):
                 if accounting is not None:
-                    accounting.stop(status="interrupted")
+                    # Each run says why it stopped: one run's write error
+                    # stops its siblings too.
+                    accounting.stop(status="interrupted", error=reason)
         except Exception:  # pylint: disable=broad-except
             pass
 

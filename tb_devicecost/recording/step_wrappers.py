@@ -166,6 +166,8 @@ class StepRecording:
                     document = self._placement_document(data)
                     accounting.write_placement(document)
                     self._accelerated = on_accelerator(document)
+                    self._placement_of_train = document
+                self._place_evaluation(role, accounting)
                 if role == "train":
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
@@ -182,6 +184,17 @@ class StepRecording:
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         accounting.exclude(time.perf_counter() - started)
+
+    def _place_evaluation(self, role, accounting):
+        """A validation or evaluation run's placement: the train run's (the
+        same model's variables, captured at its first step), written once
+        per run with where it was measured, so that the run shows its
+        device too."""
+        document = self._placement_of_train
+        if role == "train" or document is None or role in self._placed_roles:
+            return
+        self._placed_roles.add(role)
+        accounting.write_placement(dict(document, measured_in="train"))
 
     def _placement_document(self, data):
         model = self._model
@@ -228,7 +241,9 @@ class StepRecording:
                     )
                     accounting.write_placement(document)
                     self._accelerated = on_accelerator(document)
+                    self._placement_of_train = document
                 self._traces.found_device(self._accelerated)
+            self._place_evaluation(role, accounting)
             floor = self._floors.get(role)
             if floor is not None and floor.start_python(batch, self._backend.handover()):
                 floor.stop()

@@ -264,6 +264,9 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         groups = analysis.worker_groups(
             [run_records.read_run(member) for member in members if analysed[member.run]],
             [run for run in analysed.values() if run],
+            # A process not reported is named with its reason, as in the report.
+            [(member.run, member.info, snapshot.analysed(member.run)[1])
+             for member in members if not analysed[member.run]],
         )
         if not groups:
             return None, None, None

@@ -46,3 +46,12 @@ def test_formatting_imports_only_the_standard_library():
              for alias in node.names}
     assert names <= {"decimal", "math", "re"}, names
     assert not [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+
+
+@pytest.mark.parametrize("value, shown", [
+    (0.333, "0.333"), (2.0, "2.00"), (12.34, "12.3"), (17.25, "17.3"), (1234.5, "1,235"),
+    (0.0004, "0.000400"), (0.0, "0"), (None, "\u2014"),
+])
+def test_a_rate_keeps_its_significant_digits(value, shown):
+    # Issue 35, item 9: a small rate never reads 0.
+    assert formatting.fmt_rate(value) == shown

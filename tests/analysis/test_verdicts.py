@@ -771,3 +771,42 @@ def test_host_time_in_a_few_long_pauses_is_a_finding_not_the_verdict():
     assert finding_of(paused, "host_overhead_bound")["severity"] == "moderate"
     steady = analyzed_run(0.1, 8.0, 3.0)
     assert steady["steady_verdict"] == "host_overhead_bound"
+
+
+def test_a_slow_loop_s_rate_keeps_its_significant_digits(tmp_path):
+    # Issue 35, item 9: 1 sample a step of 3 s (1 s waiting): 0.33 samples/s,
+    # and 0.5 without the wait. Printed as "0" before.
+    result = _recorded_loop(tmp_path / "loop", [(0.0, 5.0, 0.0)] + [(1000.0, 2000.0, 0.0)] * 5,
+                            batch=1)
+    expected = finding_of(result, "input_bound")["expected"]
+    assert expected["text"] == "about 1.5x the samples/s (0.50 instead of 0.333)"
+
+
+def _short_validation(tmp_path, name):
+    # 20 steady steps of 6 ms; the first of each of 3 passes waited 150 ms
+    # for its iterator. Its mean says input-bound, its typical step not.
+    from tb_devicecost.recording import accounting
+
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "logs" / name / "validation", clock=clock)
+    recorder.begin_session({"backend": "test"})
+    recorder.set_fetch_floor(0.1)
+    for step in range(21):
+        recorder.begin_step()
+        clock.advance(150.0 if step in (1, 8, 15) else 0.1)
+        recorder.end_fetch(batch_size=32)
+        clock.advance(6.0)
+        recorder.end_compute()
+    recorder.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path / "logs")))
+    return analysis.analyze_run(record)
+
+
+def test_a_short_validation_run_is_judged_by_its_typical_step(tmp_path):
+    # Issue 35, item 10: identical fits' validation runs read input_bound
+    # ("about 12x") or compute_bound by where their few long steps fell.
+    result = _short_validation(tmp_path, "a")
+    assert result["verdict"] == "compute_bound", result["verdict"]
+    assert finding_of(result, "input_bound") is None
+    assert finding_of(result, "input_stalls") is not None
+    assert result["few_steps"] is True

@@ -554,3 +554,53 @@ def test_the_runs_of_a_job_are_typed():
     assert typed.missing_processes == ((3, 3),) and typed.missing_count == 1
     assert typed.unaligned == job.unaligned
     assert typed.straggler is None
+
+
+# Issue 35, item 9: the job's words follow the data.
+
+
+def test_a_process_index_of_minus_one_is_said_as_it_is():
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [job_record("q/process_0/train", 0, 2, *good),
+               job_record("q/process_1/train", -1, 2, *good)]
+    [group] = analysis.build_report(records)["workers"]
+    [item] = group["unaligned"]
+    assert "gives process index -1, which is no process's place" in item["reason"], item
+
+
+def test_processes_whose_counts_disagree_are_said():
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [job_record(f"c/process_{index}/train", index, count, *good)
+               for index, count in ((0, 2), (1, 4), (2, 3))]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["process_count"] == 4
+    [said] = [problem for problem in group["problems"] if "disagree on the job's size" in problem]
+    assert "says 2" in said and "says 3" in said and "says 4" in said and "taken as 4" in said
+
+
+def test_a_process_with_run_info_but_no_step_is_not_said_unrecorded():
+    n = 4
+    good = [0.0] * n, [3.0] * n, [0.0] * n
+    records = [job_record(f"e/process_{index}/train", index, 3, *good) for index in (0, 1)]
+    records.append({"run": "e/process_2/train", "info": {"process_index": 2, "process_count": 3}})
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["missing_processes"] == []
+    [item] = group["unaligned"]
+    assert item["run"] == "e/process_2/train" and "it is not reported" in item["reason"]
+    text = console.render(report)
+    assert "process 2" not in common_missing(text)
+
+
+def test_a_straggler_over_three_aligned_steps_is_noted_as_short():
+    records = [
+        job_record("t/process_0/train", 0, 2, [0.0] * 10, [3.0] * 10, [0.0] * 10),
+        job_record("t/process_1/train", 1, 2, [9.0] * 3, [3.0] * 3, [0.0] * 3),
+    ]
+    report = analysis.build_report(records)
+    [group] = report["workers"]
+    assert group["aligned_steps"] == 3 and group["straggler"] == "t/process_1/train"
+    assert "only 3 steps of the processes line up" in group["finding"]["message"]

@@ -94,12 +94,14 @@ def test_format_module_is_the_python_formatting_rule(browser):
         0.0, 0.0625, 1.005, 2.675, 9.996, 9.9949, 99.95, 99.96, 100.5, 1234.5, 123456.5,
         0.0005, 0.1235, 0.2291, 0.5934, 17.25, -0.0004, -1.5, 0.001, 0.0004, 0.042, 0.05,
         0.127, 0.1496, 0.14960, 0.29, 0.5, 0.7, 0.999, 1.0, 1.2, 0.625, 3.0, 31417.24,
+        0.333, 1 / 3, 2 / 3, 0.00025, 12.345, 99.94,
     ]
     values += [n / 1000 for n in range(0, 1001, 7)] + [n / 64 for n in range(0, 6400, 37)]
     functions = {
         "fmtMs": formatting.fmt_ms, "fmtMsUnit": formatting.fmt_ms_unit,
         "fmtSignedMs": formatting.fmt_signed_ms, "fmtShare": formatting.fmt_share,
         "fmtCount": formatting.fmt_count, "fmtSpeedup": formatting.fmt_speedup,
+        "fmtRate": formatting.fmt_rate,
     }
     page = browser.new_page()
 

@@ -132,3 +132,37 @@ def test_runs_recorded_on_an_h100_show_beside_their_cpu_runs(browser, tmp_path):
         page.close()
     finally:
         serve.stop_tensorboard(process)
+
+
+def test_short_validation_runs_are_never_worth_a_look_first(browser, tensorboard_url):
+    """Issue 35, item 10: a run marked `few_steps` (a short validation run,
+    judged by its typical step) is neither the summary's run nor in its
+    "Also worth a look", however its verdict reads; the others still are."""
+
+    def change(body):
+        for index, run in enumerate(body["runs"]):
+            run["verdict"] = "input_bound"
+            run["few_steps"] = index > 0
+
+    page, frame, problems = open_tab(
+        browser, tensorboard_url, rewrite=(r"/data/plugin/devicecost/runs", change))
+    try:
+        summary = frame.locator(".dc-summary-text")
+        expect(summary).to_contain_text("input-bound")
+        expect(summary).not_to_contain_text("Also worth a look")
+        assert problems["page_errors"] == [] and problems["console_errors"] == []
+    finally:
+        page.close()
+
+    def unmarked(body):
+        for run in body["runs"]:
+            run["verdict"] = "input_bound"
+            run["few_steps"] = False
+
+    # Unmarked, the same runs fill it: the check above can fail.
+    page, frame, problems = open_tab(
+        browser, tensorboard_url, rewrite=(r"/data/plugin/devicecost/runs", unmarked))
+    try:
+        expect(frame.locator(".dc-summary-text")).to_contain_text("Also worth a look")
+    finally:
+        page.close()

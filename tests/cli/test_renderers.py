@@ -228,3 +228,18 @@ def test_a_pipeline_that_keeps_up_reads_as_handover_not_waiting():
     assert "| 20% (handover 20%) | 60% |" in table
     assert "| 50% (handover 2%) | 40% |" in table
     assert "Handover: the part of the data wait" in table
+
+
+def test_a_prediction_s_figures_are_never_cut():
+    # Issue 35, item 9: a long predicted figure pushed the line past 80
+    # characters and the ratio read "1.~"; the words give way instead.
+    from tb_devicecost.cli.renderers import console
+
+    pair = {"run": "a/naive-gpu0/train", "counterpart": "a/fixed-gpu0/train",
+            "predicted_by": "input_bound", "change": "input_pipeline",
+            "predicted": {"bound": "at_most"}, "predicted_speedup": 1234.5,
+            "extrapolated": True, "achieved_speedup": 1.25, "achieved_over_predicted": 0.0010125}
+    lines = console._prediction_lines([pair])
+    [row] = [line for line in lines if "input_bound" in line and "→" not in line]
+    assert row.rstrip().endswith("1.25x  0.00x"), row
+    assert "~" not in row and "1,234.50x*" in row, row

@@ -111,9 +111,8 @@ def test_memory_is_bounded_by_flush_steps(tmp_path):
 
 def test_an_epoch_end_writes_at_most_once_every_few_seconds(tmp_path):
     """`flush_due`, at an epoch's end: one less than `FLUSH_EVERY_S` after
-    the session began writes nothing, one after writes the steps so far,
-    one less than that after it nothing again; the fit's end always
-    writes."""
+    the last write writes nothing; a step that ends `FLUSH_EVERY_S` after
+    it writes the steps so far, mid-epoch; the fit's end always writes."""
     clock = FakeClock()
     recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
     recorder.begin_session()
@@ -126,13 +125,40 @@ def test_an_epoch_end_writes_at_most_once_every_few_seconds(tmp_path):
 
     assert epoch(10) == 0  # 35 ms after the session began: not due.
     clock.advance(accounting.FLUSH_EVERY_S * 1e3)
-    assert epoch(10) == 20
-    assert epoch(10) == 20  # 35 ms after that write: not due.
+    # The epoch's first step ends past the due time: it writes the 11
+    # steps so far; the epoch's end, 31.5 ms later, does not.
+    assert epoch(10) == 11
+    assert epoch(10) == 11
     clock.advance(accounting.FLUSH_EVERY_S * 1e3)
-    assert epoch(10) == 40
+    assert epoch(10) == 31
     record_steps(recorder, clock, [(1.0, 2.0, 0.5)] * 10)
     recorder.end_session()
-    assert read_back(tmp_path / "run", str(tmp_path))["run"].aggregate["steps"] == 50
+    aggregate = read_back(tmp_path / "run", str(tmp_path))["run"].aggregate
+    assert aggregate["steps"] == 50 and aggregate["closed"] is True
+
+
+def test_the_first_aggregate_comes_within_the_first_second_of_a_fit(tmp_path):
+    """A fit that dies in its first epoch (kill -9, before any epoch end)
+    leaves an aggregate that says it was not closed: written by the first
+    step that ends `FIRST_WRITE_S` into the session, then every
+    `FLUSH_EVERY_S`; the identity of the fit is in it and in the run info."""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    recorder.begin_session({"backend": "test"})
+    # 300 steps of 3.5 ms: past the first second at step 286.
+    record_steps(recorder, clock, [(1.0, 2.0, 0.5)] * 300)
+    found = read_back(tmp_path / "run", str(tmp_path))["run"]
+    assert found.aggregate is not None
+    assert found.aggregate["status"] == "running" and found.aggregate["closed"] is False
+    assert 280 <= found.aggregate["steps"] <= 300
+    assert found.aggregate["fit_id"] == found.info["fit_id"]
+    assert found.aggregate["recording_id"] == found.info["recording_id"]
+    assert len(found.info["fit_id"]) == 16 and found.info["fit_first_step"] == 0
+    # The write's time is measurement, kept out of the steps: each still
+    # reads its 3.5 ms.
+    assert found.series["host_overhead_ms"].max() == pytest.approx(0.5)
+    recorder.begin_session()
+    assert read_back(tmp_path / "run", str(tmp_path))["run"].info["fit_id"] != found.info["fit_id"]
 
 
 def test_spikes_are_counted_against_the_running_median(tmp_path):

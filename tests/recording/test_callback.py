@@ -226,6 +226,16 @@ def test_validation_steps_are_recorded_apart(tmp_path):
     validation = records["val/validation"].aggregate
     assert validation["steps"] == 6
     assert validation["warmup"]["steps"] == [0, 1]
+    # Issue 35, item 10: the validation run shows its device (the train
+    # run's placement, said to be measured there).
+    placement = records["val/validation"].placement
+    assert placement is not None and placement["measured_in"] == "train"
+    from tb_devicecost import analysis
+
+    runs = {run["run"]: run for run in analysis.build_report(list(records.values()))["runs"]}
+    assert runs["val/validation"]["device"] == runs["val/train"]["device"] is not None
+    # Both runs' fits are closed, whole.
+    assert runs["val/validation"]["status"] == runs["val/train"]["status"] == "complete"
 
 
 def test_steps_per_execution_records_each_step_of_an_execution(tmp_path):

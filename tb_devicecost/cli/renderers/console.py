@@ -9,6 +9,7 @@ import textwrap
 
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.analysis.formatting import fmt_share
@@ -35,7 +36,13 @@ def _wall_text(run):
     wall = run.get("wall_ms") or {}
     shares = run.get("wall_shares") or {}
     if not wall.get("total"):
-        return "wall: not recorded (older data); time between steps unknown"
+        if run.get("fit_end"):
+            # Data with a fit identity: the aggregate that holds it is missing.
+            return ("wall: not recorded (no aggregate of this fit was read); "
+                    "time between steps unknown")
+        if run.get("source") == "aggregate":
+            return "wall: not recorded (older data); time between steps unknown"
+        return "wall: not recorded (no aggregate was read); time between steps unknown"
     return (
         f"wall {fmt_ms_unit(wall['total'])}: steps "
         f"{fmt_share(shares.get('steps'))}, "
@@ -139,7 +146,7 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
                 f"{cell:<{_RUN_WIDTH}} {(run['device'] or MISSING):<7} "
                 f"{fmt_count(run['batch_size']):>6} "
                 f"{fmt_ms_unit(run['step_ms']['p50']):>10} "
-                f"{fmt_count(run['samples_per_s']):>10} {run['verdict'] or MISSING}"
+                f"{fmt_rate(run['samples_per_s']):>10} {run['verdict'] or MISSING}"
             )
         )
         shares = run["shares"]
@@ -334,13 +341,17 @@ def _prediction_lines(pairs):
     )
     for pair in pairs:
         lines.append(_wrap(f"{pair['run']} → {pair['counterpart']}", "  "))
-        lines.append(_fit(
-            f"  {_cut(common.predicted_by_text(pair), 20):<20} "
-            f"{_cut(common.change_text(pair), 28):<28} "
+        # The figures are never cut: the words before them give way.
+        figures = (
             f"{common.predicted_text(pair):>9} "
             f"{fmt_speedup(pair['achieved_speedup']):>9} "
             f"{fmt_speedup(pair['achieved_over_predicted']):>6}"
-        ))
+        )
+        change = max(8, min(28, WIDTH - 24 - len(figures)))
+        lines.append(
+            f"  {_cut(common.predicted_by_text(pair), 20):<20} "
+            f"{_cut(common.change_text(pair), change):<{change}} " + figures
+        )
     lines.append(_wrap(
         common.PREDICTIONS_TEXT + "; ratio: achieved over predicted. --json gives "
         "each pair's basis", "  "))

@@ -11,6 +11,7 @@ import re
 from tb_devicecost import analysis
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.analysis.formatting import fmt_share
@@ -76,7 +77,7 @@ def render(report, verbose=False):
                     _md_cell(run["device"] or MISSING),
                     fmt_count(run["batch_size"]),
                     fmt_ms_unit(run["step_ms"]["p50"]),
-                    fmt_count(run["samples_per_s"]),
+                    fmt_rate(run["samples_per_s"]),
                     _wait_cell(run),
                     fmt_share(shares["compute"]),
                     fmt_share(shares["host_overhead"]),
