@@ -311,6 +311,12 @@ class RunData:
     process: object = None
     distribution: object = None
     steps: object = None
+    # What `try_fixes` tried in this run (`tried.TriedMark`), or `None`.
+    tried: object = None
+    # `{framework: bool}`: what the recorded process could import (the run
+    # info's `importable`), or `None` in older runs; the host's CPUs.
+    importable: dict = None
+    cpu_count: int = None
 
 
 @dataclasses.dataclass(frozen=True)
