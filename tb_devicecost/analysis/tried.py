@@ -162,6 +162,10 @@ def _predicted(change, run, baseline, base_object, ceiling):
             return None, (
                 f"on a CPU-only host of {fmt_count(cores)} cores the workers take the "
                 "model's own cores, so what they buy cannot be told from the run")
+        if ceiling is not None and ceiling <= 1.0:
+            return None, (
+                f"input_free, the same model with the input removed, measured "
+                f"{fmt_speedup(ceiling)}: no input fix can buy a gain here")
         if ceiling is not None and speedup > ceiling:
             return ceiling, (
                 f"the {finding['id']} estimate ({fmt_speedup(speedup)}) capped by what "
