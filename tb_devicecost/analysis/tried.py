@@ -23,8 +23,8 @@ Pure functions over `RunData`s and the report's run objects.
 """
 
 import dataclasses
-import os
-import statistics
+
+import numpy as np
 
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_share
@@ -49,6 +49,10 @@ class TriedMark:
     tf_data: bool
     # `(round, samples_per_s)` of each fit with figures.
     fits: tuple
+
+
+def _median(values):
+    return float(np.median(values))
 
 
 def _rate(value):
@@ -113,7 +117,7 @@ def noise(baseline):
     rates = _measured_rates(baseline.tried)
     if len(rates) < 2:
         return None
-    middle = statistics.median(rates)
+    middle = _median(rates)
     return max(NOISE_FLOOR, max(abs(rate / middle - 1.0) for rate in rates))
 
 
@@ -122,7 +126,7 @@ def measured(run, baseline):
     rates, base = _measured_rates(run.tried), _measured_rates(baseline.tried)
     if not rates or not base:
         return None
-    return statistics.median(rates) / statistics.median(base)
+    return _median(rates) / _median(base)
 
 
 def input_free_gain(session):
@@ -287,6 +291,6 @@ def fixes_tried(run_data, runs):
         if base_object is not None:
             annotate(entries, advised, base_object)
         for entry in entries:
-            entry["session"] = key or os.curdir
+            entry["session"] = key or "."
         found.extend(entries)
     return found
