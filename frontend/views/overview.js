@@ -10,6 +10,7 @@ import {
   WARMUP_TEXT,
 } from './common.js';
 import {buildSweeps} from './sweeps.js';
+import {buildFixesTried} from './fixes_tried.js';
 import {buildPredictions} from './predictions.js';
 
 /**
@@ -140,6 +141,9 @@ export function buildOverview(data, app) {
   // Batch-size sweeps: where each device wins (views/sweeps.js).
   const sweeps = buildSweeps(data.sweeps, app);
   if (sweeps) root.appendChild(sweeps);
+  // What `try_fixes` measured of each change (views/fixes_tried.js).
+  const fixes = buildFixesTried(data.fixes_tried);
+  if (fixes) root.appendChild(fixes);
   // Runs with a fixed counterpart: each prediction beside what it bought.
   const checked = buildPredictions(data.predictions);
   if (checked) root.appendChild(checked);

@@ -120,8 +120,9 @@ def try_fixes(build_model, data, *, log_dir, batch_size=None, steps=None, budget
     baseline_dir = trials.run_baseline()
     wanted = list(changes) if changes is not None else _advised_changes(
         os.fspath(log_dir), baseline_dir)
-    # The ceilings always, then the changes; one never tried automatically.
-    order = [c for c in vocabulary.CEILINGS if changes is None or c in changes]
+    # The ceilings always (measured, they bound every input fix's
+    # prediction), then the changes; one is never tried automatically.
+    order = list(vocabulary.CEILINGS)
     order += [c for c in wanted if c not in order and c != "move_augmentation_into_model"]
     ran = trials.run(order)
     report, _ = _report(os.fspath(log_dir))
