@@ -49,6 +49,7 @@ from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.report import json_ready
 from tb_devicecost.analysis.report import mark_waiting
+from tb_devicecost.analysis.report import with_fixes_tried
 from tb_devicecost.analysis.report import worker_groups
 from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.sweeps import find_sweeps
@@ -78,6 +79,7 @@ __all__ = [
     "fmt_ms",
     "fmt_share",
     "json_ready",
+    "with_fixes_tried",
     "mark_waiting",
     "worker_groups",
 ]

@@ -153,6 +153,31 @@ def run_object(run, input_free_gain=None):
     return _json_ready(result)
 
 
+def with_fixes_tried(result, record, records):
+    """The run object `result` of `record` as the report has it where it is
+    a `try_fixes` baseline: judged with its `input_free` replay and its
+    findings annotated with what their changes measured (`tried`), from
+    its session's runs among `records`; any other run unchanged (the
+    plugin's `run` route)."""
+    data = record_module.read_run(record)
+    if data.tried is None or data.tried.change != "baseline":
+        return result
+    key = tried.session_key(data.run)
+    prefix = (key + "/" if key else "") + "tried/"
+    run_data = [data] + [
+        record_module.read_run(other) for other in records
+        if names.run_name(other) != data.run and names.run_name(other).startswith(prefix)
+    ]
+    session = tried.find_sessions(run_data).get(key)
+    if session is None or session["baseline"] is not data:
+        return result
+    gain = tried.input_free_gain(session)
+    if gain is not None:
+        result = dict(result, **run_object(data, input_free_gain=gain))
+    tried.fixes_tried(run_data, [result])
+    return result
+
+
 def finding_object(finding, run, figures, retraced_spikes=0):
     """A finding of the run object (docs/CLI.md): a `verdicts.Finding`'s id
     and severity, its words (`finding_text.words`: headline, message, fix)

@@ -84,7 +84,7 @@ def read_mark(value):
     )
 
 
-def _session_key(run_name):
+def session_key(run_name):
     """`logs/try` for `logs/try/tried/workers/train`: the trials' directory."""
     parts = run_name.split("/")
     if "tried" not in parts:
@@ -101,7 +101,7 @@ def find_sessions(run_data):
         mark = run.tried
         if mark is None or not run.run.endswith("/train"):
             continue
-        key = _session_key(run.run)
+        key = session_key(run.run)
         if key is None:
             continue
         sessions.setdefault(key, {})[mark.change] = run
