@@ -144,7 +144,7 @@ def test_workers_on_a_small_cpu_only_host_get_no_prediction_and_say_why():
     )
     entry = _entries(report)["use_multiprocessing"]
     assert entry["predicted"] is None
-    assert "2 cores" in entry["predicted_basis"]
+    assert "2 CPU cores" in entry["predicted_basis"]
 
 
 def _run_data(pipeline, backend="jax", importable=None, jit=True):
