@@ -45,8 +45,10 @@ def _scenario(name):
     raise ValueError(f"Unknown scenario {name!r}; the scenarios are {', '.join(SCENARIOS)}")
 
 
-def run(logdir, names=SCENARIOS, budget_s=20.0, out=sys.stdout):
-    """Runs `try_fixes` on each scenario; returns `{scenario: summary}`."""
+def run(logdir, names=SCENARIOS, budget_s=20.0, out=None, detail=True):
+    """Runs `try_fixes` on each scenario; returns `{scenario: summary}`.
+    Prints a line per scenario, and with `detail` one per change tried."""
+    out = out or sys.stdout
     import tb_devicecost  # pylint: disable=import-outside-toplevel
 
     summaries = {}
@@ -65,15 +67,18 @@ def run(logdir, names=SCENARIOS, budget_s=20.0, out=sys.stdout):
                 "change", "predicted", "measured", "noise", "kept", "slower", "advised",
                 "predicted_basis")} for entry in result["fixes_tried"]],
         }
-        print(f"{name}: {summary['verdict']}; advised: {summary['advised'] or 'nothing beat the noise'}",
+        advised = next((e for e in summary["tried"] if e["advised"]), None)
+        print(f"{name}: {summary['verdict']}; advised: "
+              + (f"{advised['change']} (tried: {advised['measured']:.2f}x, noise "
+                 f"±{100 * advised['noise']:.0f}%)" if advised else "nothing beat the noise"),
               file=out, flush=True)
-        for entry in summary["tried"]:
+        for entry in summary["tried"] if detail else ():
             predicted = f"{entry['predicted']:.2f}x" if entry["predicted"] else "-"
             measured = f"{entry['measured']:.2f}x" if entry["measured"] else "-"
             noise = f"±{100 * entry['noise']:.0f}%" if entry["noise"] is not None else "-"
             print(f"  {entry['change']:<22} predicted {predicted:>7}  measured {measured:>7}  "
                   f"noise {noise}", file=out, flush=True)
-        for change, why in result["failed"].items():
+        for change, why in result["failed"].items() if detail else ():
             print(f"  {change}: could not be tried ({why[:120]})", file=out, flush=True)
     return summaries
 

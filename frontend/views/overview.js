@@ -2,7 +2,7 @@
 // and a plain-words summary of the run that needs attention most.
 
 import {el, hashLink, appendRunName, isolated} from './dom.js';
-import {fmtMs, fmtCount, isNum} from '../format.js';
+import {fmtMs, fmtCount, fmtShare, fmtSpeedup, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
@@ -201,6 +201,25 @@ function tracedMarker(windows) {
 }
 
 /**
+ * The fix in one sentence, with its gain: the change `try_fixes` measured
+ * best where it ran ("Tried: steps_per_execution, 1.60x (noise ±14%)."),
+ * else the finding's change and its expected gain.
+ * @return {?string}
+ */
+function fixSentence(run, finding) {
+  const advised = run.advised && typeof run.advised === 'object' ? run.advised : null;
+  if (advised && isNum(advised.measured)) {
+    return 'Tried: ' + String(advised.change) + ', ' + fmtSpeedup(advised.measured) + ' the samples/s' +
+      (isNum(advised.noise) ? ' (noise \u00b1' + fmtShare(advised.noise) + ').' : '.');
+  }
+  const expected = finding.expected && typeof finding.expected === 'object' ? finding.expected : null;
+  if (finding.change && finding.change !== 'none' && expected && isNum(expected.speedup)) {
+    return 'Fix (' + String(finding.change) + '): expected ' + String(expected.text) + '.';
+  }
+  return null;
+}
+
+/**
  * The "what this means" paragraph: the worst run, its top finding in plain
  * words and the fix; or a word that all runs are healthy.
  */
@@ -255,6 +274,8 @@ function summary(runs, app) {
     // Headlines only: the evidence and the fix are one click away.
     const headline = worst.finding.headline || worst.finding.message;
     if (headline) p.append(el('span', {class: 'dc-summary-headline', text: String(headline) + ' '}));
+    const fix = fixSentence(run, worst.finding);
+    if (fix) p.append(el('span', {class: 'dc-summary-fix', text: fix + ' '}));
   } else {
     p.append('Open the run for its per-step chart and findings. ');
   }

@@ -52,6 +52,14 @@ def test_fixes_tried_are_shown_as_the_report_gives_them(browser, tmp_path, scree
             elif entry["slower"]:
                 expect(result).to_have_text("slower")
         page.screenshot(path=os.path.join(screenshots, "fixes_tried.png"), full_page=True)
+        # "What this means" names the fix and its gain: the tried one where
+        # the run it names is the baseline with a change advised.
+        base = next(run for run in report["runs"] if run["run"] == "tried/baseline/train")
+        named = frame.locator(".dc-summary-run")
+        if named.count() and named.text_content() == base["run"] and base["advised"]:
+            expect(frame.locator(".dc-summary-fix")).to_contain_text(
+                "Tried: " + base["advised"]["change"] + ", "
+                + formatting.fmt_speedup(base["advised"]["measured"]))
 
         # The baseline's findings: the tried gain beside the prediction.
         base = next(run for run in report["runs"] if run["run"] == "tried/baseline/train")
