@@ -12,7 +12,8 @@ Scenarios (the demo's own models and data, `demo/scenarios.py`):
 - `mlp_b10`, `mlp_b32`: the seeds' MLP (100 -> 128 -> 10) fed from NumPy
   arrays in memory at batch 10 and 32, trying `data_on_device`,
   `steps_per_execution` (not on PyTorch), `workers`, `use_multiprocessing`
-  and `batch_size`;
+  (not on JAX, whose process Keras's forked workers can deadlock) and
+  `batch_size`;
 - `python_input`: the small CNN fed by a `keras.utils.PyDataset` that
   augments each image in Python (`input_pipeline/naive` without TensorFlow),
   trying what its findings advise (worker threads and processes).

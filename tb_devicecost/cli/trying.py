@@ -123,7 +123,7 @@ def try_fixes(build_model, data, *, log_dir, batch_size=None, steps=None, budget
     # The ceilings always (measured, they bound every input fix's
     # prediction), then the changes; one is never tried automatically.
     order = list(vocabulary.CEILINGS)
-    order += [c for c in wanted if c not in order and c != "move_augmentation_into_model"]
+    order += [c for c in wanted if c not in order]
     ran = trials.run(order)
     report, _ = _report(os.fspath(log_dir))
     entries = [entry for entry in report["fixes_tried"] if entry["run"].split("/")[-2] in ran]

@@ -191,8 +191,11 @@ class FixTrials:
         the budget lasts (at least one). Returns `{change: run_dir}` of the
         changes that ran; a change whose fit raised is left out, said in
         `failed`."""
+        self.failed = {
+            change: trial_inputs.not_tried(change, self.kind, self.backend)
+            for change in changes if change not in self.available
+        }
         changes = [change for change in changes if change in self.available]
-        self.failed = {}
         started = time.perf_counter()
         round_index, round_s = 0, None
         while True:
@@ -218,6 +221,8 @@ class FixTrials:
             if spent + round_s > self.budget_s:
                 break
         return {change: self.run_dir(change) for change in changes if change not in self.failed}
+
+    failed = {}
 
     def _fit(self, change, what, round_index):
         callback = self._callback(change, what)

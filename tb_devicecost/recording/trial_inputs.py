@@ -128,6 +128,11 @@ def applicable(kind, data, backend, on_accelerator, importable):
         found["workers"] = f"DataLoader(num_workers={max(workers, 2 * has)})"
         if getattr(data, "batch_size", None):
             found["batch_size"] = f"batch size x{BATCH_GROWTH}"
+    if backend == "jax":
+        # Keras's worker processes are forked: a fork of a process running
+        # JAX's threads can deadlock (keras #20619), and a trial must never
+        # hang. Advised, not tried (`NOT_TRIED`).
+        found.pop("use_multiprocessing", None)
     if backend != "torch":
         # Keras 3.15 has no steps_per_execution on PyTorch.
         found["steps_per_execution"] = f"compile(..., steps_per_execution={STEPS_PER_EXECUTION})"
@@ -138,6 +143,20 @@ def applicable(kind, data, backend, on_accelerator, importable):
         found["device"] = "the same fit on the CPU"
     del importable  # tf.data is tried only on TensorFlow: never imported here.
     return found
+
+
+def not_tried(change, kind, backend):
+    """Why `change` is not tried for `kind` data on `backend`."""
+    if change == "use_multiprocessing" and backend == "jax":
+        return ("not tried on JAX: Keras forks its worker processes, and a fork of a "
+                "process running JAX can deadlock (keras #20619); advised only")
+    if change == "steps_per_execution" and backend == "torch":
+        return "Keras 3.15 has no steps_per_execution on PyTorch"
+    if change == "jit_compile" and backend == "torch":
+        return "jit_compile on PyTorch is torch.compile: minutes, not a short fit"
+    if change == "move_augmentation_into_model":
+        return "it rewrites the model: advised, never tried automatically"
+    return f"no way to try {change} on {kind} data on {backend} without rewriting it"
 
 
 def _single(value):
