@@ -257,7 +257,9 @@ def annotate(entries, advised, base_object):
     finding whose change was tried (a change measured no better than the
     noise is never advised first: its fix says so), and `advised`."""
     by_change = {entry["change"]: entry for entry in entries}
+    ceiling = (by_change.get("input_free") or {}).get("measured")
     for finding in base_object.get("findings") or ():
+        _cap(finding, ceiling)
         entry = by_change.get(finding.get("change"))
         if entry is None:
             continue
@@ -278,6 +280,22 @@ def annotate(entries, advised, base_object):
         "noise": advised["noise"],
         "predicted": advised["predicted"],
     }
+
+
+def _cap(finding, ceiling):
+    """An input finding's expected gain held at what `input_free` measured:
+    no input fix buys more than removing the input."""
+    expected = finding.get("expected") or {}
+    speedup = _rate(expected.get("speedup"))
+    if (ceiling is None or speedup is None or speedup <= ceiling
+            or finding.get("change") not in vocabulary.INPUT_CHANGES
+            or expected.get("of") != "samples_per_s"):
+        return
+    text = f"at most {fmt_speedup(ceiling)} the samples/s"
+    finding["expected"] = dict(
+        expected, speedup=ceiling, bound="at_most", text=text,
+        basis=f"{expected.get('basis')}; capped at the {fmt_speedup(ceiling)} that input_free "
+              "measured (the same model with the input removed): no input fix buys more")
 
 
 def fixes_tried(run_data, runs):

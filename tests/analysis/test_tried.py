@@ -115,6 +115,11 @@ def test_input_free_is_the_ceiling_of_every_input_fix_prediction():
     assert entries["input_free"]["predicted"] == pytest.approx(10.0 / 4.1, rel=0.01)
     assert entries["use_multiprocessing"]["predicted"] == pytest.approx(1.6)
     assert "capped by what input_free measured" in entries["use_multiprocessing"]["predicted_basis"]
+    # The finding's own expected gain is held there too.
+    base = next(run for run in report["runs"] if run["run"].endswith("baseline/train"))
+    expected = next(f for f in base["findings"] if f["id"] == "input_bound")["expected"]
+    assert expected["speedup"] == pytest.approx(1.6) and expected["bound"] == "at_most"
+    assert "input_free" in expected["basis"] and expected["text"] == "at most 1.60x the samples/s"
     # Without the replay the finding's own estimate stands.
     alone = _entries(_report(_run("baseline", (1000, 1000, 1000, 1000), steps=_INPUT_BOUND),
                              _run("use_multiprocessing", (1500, 1500, 1500, 1500))))
