@@ -155,6 +155,10 @@ def _predicted(change, run, baseline, base_object, ceiling):
             f"no finding of the baseline estimates what {change} buys"
             if finding is None else f"its {finding['id']} finding has no estimate: "
             + str(expected.get("basis") or "none was given"))
+    if expected.get("bound") != "about":
+        return None, (
+            f"its {finding['id']} finding gives a bound ({expected.get('text')}), "
+            "not a prediction of what this change buys")
     if change == "batch_size":
         return None, (
             "the finding's estimate is at another batch than the one tried; the "
