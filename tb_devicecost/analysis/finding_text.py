@@ -321,6 +321,8 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
         "with tensor cores, a larger batch for better device utilisation."
     )
+    if not is_accelerator(run.placement.device) and run.backend == "tensorflow":
+        fix += wording.shared_map_threads(run.input_pipeline, run.cpu_count)
     if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "

@@ -344,6 +344,20 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
     )
 
 
+def shared_map_threads(pipeline, cpu_count):
+    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores:
+    their CPU is booked as the step's compute, so a `compute_bound` verdict
+    may be the input's; `""` otherwise."""
+    pipeline = pipeline or {}
+    if pipeline.get("kind") != "tf.data" or not pipeline.get("maps") or not cpu_count or cpu_count > 4:
+        return ""
+    return (
+        f" Its tf.data maps run on TensorFlow's own threads on the same {fmt_count(cpu_count)} "
+        "cores, so part of this compute may be the input's: .cache() after the maps "
+        "(where the data fits in memory) would tell, and tb_devicecost.try_fixes measures it."
+    )
+
+
 def ready_batches(tf_data=True):
     """How a pipeline hands over ready batches (no `tf.data` without it)."""
     if tf_data:

@@ -218,3 +218,17 @@ def test_advice_never_repeats_what_the_run_already_has():
     fix = wording.input_fix({"kind": "tf.data", "maps": 1, "parallel_map": True,
                              "prefetch": True, "cache": False, "python_function": False})
     assert "num_parallel_calls" not in fix and "end the pipeline with .prefetch" not in fix
+
+
+def test_a_cpu_tf_data_run_on_few_cores_says_its_maps_share_the_compute():
+    """Issue 34: a tf.data map on TensorFlow's threads is booked as compute
+    on a 2-core host; the compute_bound fix says so, with the cores."""
+    pipeline = {"kind": "tf.data", "maps": 1, "parallel_map": True, "prefetch": True,
+                "cache": False, "python_function": False}
+    def compute_fix(cpu_count):
+        result = analysis.analyze_run(make_record(
+            "t/train", aggregate=make_aggregate(0.05, 30.0, 0.2, fetch_floor_ms=0.1),
+            info={"backend": "tensorflow", "input_pipeline": pipeline, "cpu_count": cpu_count}))
+        return next(f for f in result["findings"] if f["id"] == "compute_bound")["fix"]
+    assert "on the same 2 cores" in compute_fix(2) and ".cache() after the maps" in compute_fix(2)
+    assert "TensorFlow's own threads" not in compute_fix(16)
