@@ -34,6 +34,9 @@ only those before it):
   it in `waiting`, the words of both findings in `job_text`.
 - `predictions`: each finding's predicted gain beside what a fixed
   counterpart of its run (the same model with the fix applied) achieved.
+- `tried`: what `tb_devicecost.try_fixes` measured of each change against
+  the noise of the baseline's fits, the `input_free` ceiling and the change
+  advised; `interventions`: the change each finding's fix names.
 - `report`: the only builder of the JSON-ready documents: the run object
   (`analyze_run`, `run_object`: figures, verdict, each finding's words and
   estimate), each job's group object (`worker_groups`, with
