@@ -17,6 +17,7 @@ analysis's (`analysis/tried.py`); which changes to try, the caller's.
 
 import os
 import time
+import weakref
 
 import keras
 
@@ -152,6 +153,9 @@ class FixTrials:
         self._sample = sample
         self._callbacks = {}
         self._cached = None
+        # Every model built: a change sets its own settings on a model, so
+        # one `build_model` returned twice (the user's) is refused.
+        self._models = weakref.WeakSet()
         self.on_accelerator = False
         self.available = {}
 
@@ -239,6 +243,12 @@ class FixTrials:
                 raise TrialArgumentError(
                     "`build_model` must return a compiled keras.Model (call "
                     f"`model.compile(...)` before returning it). Received: {model!r}")
+            if model in self._models:
+                raise TrialArgumentError(
+                    "`build_model` must return a new compiled keras.Model each call: "
+                    "the trials change settings of the model they fit, never yours. "
+                    f"Received the same model twice: {model.name!r}")
+            self._models.add(model)
             if change == "empty_step":
                 model = trial_inputs.empty_model(self._cached) or model
             elif change == "steps_per_execution":

@@ -108,3 +108,20 @@ def test_a_taken_log_dir_and_bad_arguments_are_refused(tmp_path):
         tb_devicecost.try_fixes(lambda: None, lambda: None, log_dir=str(tmp_path / "y"),
                                 budget_s=0)
     assert json.dumps(vocabulary.CHANGES)
+
+
+def test_a_build_model_returning_one_model_twice_is_refused(tmp_path):
+    """The trials set a change's settings on the model they fit: the user's
+    own model, returned again by `build_model`, is never changed."""
+    import keras
+    import numpy as np
+
+    import tb_devicecost
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x = np.zeros((64, 4), dtype=np.float32)
+    with pytest.raises(ValueError, match="must return a new compiled keras.Model each call"):
+        tb_devicecost.try_fixes(lambda: model, lambda: (x, x[:, :1]), log_dir=str(tmp_path),
+                                steps=8, budget_s=1, changes=["steps_per_execution"])
+    assert model.steps_per_execution == 1
