@@ -213,8 +213,9 @@ function fixSentence(run, finding) {
       (isNum(advised.noise) ? ' (noise \u00b1' + fmtShare(advised.noise) + ').' : '.');
   }
   const expected = finding.expected && typeof finding.expected === 'object' ? finding.expected : null;
-  if (finding.change && finding.change !== 'none' && expected && isNum(expected.speedup)) {
-    return 'Fix (' + String(finding.change) + '): expected ' + String(expected.text) + '.';
+  if (expected && isNum(expected.speedup)) {
+    const change = finding.change && finding.change !== 'none' ? ' (' + String(finding.change) + ')' : '';
+    return 'Fix' + change + ': expected ' + String(expected.text) + '.';
   }
   return null;
 }
