@@ -150,6 +150,12 @@ def _predicted(change, run, baseline, base_object, ceiling):
     finding = _finding_for(change, base_object.get("findings") or ())
     expected = (finding or {}).get("expected") or {}
     speedup = _rate(expected.get("speedup")) if expected.get("of") == "samples_per_s" else None
+    if change in vocabulary.CEILINGS:
+        # Measured, not a fix: it bounds the input finding's estimate
+        # (`_cap`), which the basis quotes.
+        return None, "a ceiling, measured, not a fix" + (
+            f"; the {finding['id']} finding estimated {fmt_speedup(speedup)} for the "
+            "step without its wait" if finding is not None and speedup is not None else "")
     if speedup is None:
         return None, (
             f"no finding of the baseline estimates what {change} buys"
