@@ -7,10 +7,15 @@
 #
 #   bash benchmarks/record_gpu.sh "$OUT" truth distributed2
 #   bash benchmarks/record_gpu.sh "$OUT" distributed4
+#   bash benchmarks/record_gpu.sh "$OUT" tried
 #
 # truth: tests/support/truth_fits.py on JAX and PyTorch, on the GPU (-> h100_truth/);
 # demo: `python -m demo` on JAX (full) and PyTorch (--quick), every scenario
 # on the CPU and the GPU, with what it printed (-> h100_demo/);
+# tried: `python -m demo.tried` (tb_devicecost.try_fixes) on JAX and PyTorch,
+# each scenario (the MLP from arrays at batch 10 and 32, the Python-input
+# PyDataset) in a process of its own with a 15 s budget, at most 70 s each:
+# about 6 minutes in all (-> h100_tried/<backend>/<scenario>/tried/...);
 # distributedN: benchmarks/gpu_distributed.py with N processes, one GPU
 # each, the MLP (-> h100xN/mlp). Each part lands in OUT as one archive
 # (the device tool brings files back at most two folders down); unpack
@@ -43,6 +48,19 @@ for part in "$@"; do
                     > "$root/h100_demo/${backend}_report.txt" 2> "$out/demo_$backend.log" \
                     || echo "demo $backend failed"
                 tail -3 "$root/h100_demo/${backend}_report.txt"
+            done
+            ;;
+        tried)
+            for backend in jax torch; do
+                mkdir -p "$root/h100_tried/$backend"
+                for scenario in mlp_b10 mlp_b32 python_input; do
+                    KERAS_BACKEND=$backend CUDA_VISIBLE_DEVICES=0 timeout "${TRIED_LIMIT:-70}" \
+                        python3 -m demo.tried "$root/h100_tried/$backend" --budget "${TRIED_BUDGET:-15}" \
+                        --scenarios "$scenario" --json "$root/h100_tried/$backend/$scenario.json" \
+                        >> "$root/h100_tried/$backend/summary.txt" 2>> "$out/tried_$backend.log" \
+                        || echo "tried $backend $scenario failed"
+                done
+                cat "$root/h100_tried/$backend/summary.txt"
             done
             ;;
         distributed*)

@@ -60,7 +60,7 @@ def stop_children():
 
 def parse_args(argv):
     # Names only: importing the scenarios would start TensorFlow.
-    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord", "sweep"]
+    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord", "sweep", "fixes"]
     parser = argparse.ArgumentParser(
         prog="python -m demo",
         description="Train small models for each reason commonly given for a GPU "
@@ -186,6 +186,15 @@ def _main(args):
     for index, name in enumerate(args.scenarios, start=1):
         # Re-running replaces this scenario's runs instead of mixing with them.
         shutil.rmtree(os.path.join(args.logdir, name), ignore_errors=True)
+        if name == "fixes":
+            # The scenarios' fixes tried on their own models (demo/tried.py).
+            from demo import tried
+
+            chosen = ("mlp_b32",) if args.quick else ("mlp_b10", "python_input")
+            print(f"\n[{index}/{len(args.scenarios)}] fixes: {_summary(tried)}", flush=True)
+            tried.run(os.path.join(args.logdir, name), chosen, budget_s=2 if args.quick else 5,
+                      detail=False)
+            continue
         if name in scenarios.ALL_DEVICE_SCENARIOS:
             scenario = scenarios.ALL_DEVICE_SCENARIOS[name]
             print(f"\n[{index}/{len(args.scenarios)}] {name} on {', '.join(devices)}: {_summary(scenario)}", flush=True)

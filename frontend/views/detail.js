@@ -181,7 +181,7 @@ function findingsPanel(findings) {
       ]),
       headline,
       f.fix ? el('p', {class: 'dc-finding-fix'}, [el('strong', {text: 'Fix: '}), el('span', {text: String(f.fix)})]) : null,
-      f.fix ? expectedLine(f.expected) : null,
+      f.fix ? expectedLine(f.expected, f.tried) : null,
       details,
     ]));
   }
@@ -191,10 +191,13 @@ function findingsPanel(findings) {
 /**
  * What a finding's fix would buy, beside the fix: the analysis's own words
  * (`expected.text`, `expected.basis`), so the tab and the report agree.
+ * Where `try_fixes` tried the fix, what it measured follows ("tried: 1.3x
+ * (noise ±4%)").
  * @param {?Object} expected a finding's `expected`.
+ * @param {?Object} tried a finding's `tried`, or undefined.
  * @return {?HTMLElement}
  */
-function expectedLine(expected) {
+function expectedLine(expected, tried) {
   if (!expected || typeof expected !== 'object') return null;
   const estimated = isNum(expected.speedup);
   const basis = expected.basis != null ? String(expected.basis) : '';
@@ -204,6 +207,10 @@ function expectedLine(expected) {
   }, [
     el('strong', {text: 'Expected: '}),
     el('span', {class: 'dc-expected-text', text: estimated ? String(expected.text) : 'no estimate'}),
+    tried && typeof tried === 'object' && tried.text != null
+      ? el('span', {class: 'dc-finding-tried' + (tried.slower ? ' dc-tried-slower' : ''),
+        text: ' (' + String(tried.text) + ')'})
+      : null,
     basis ? el('span', {class: 'dc-expected-basis', text: (estimated ? '. How: ' : ': ') + basis + '.'}) : null,
   ]);
 }

@@ -2,7 +2,7 @@
 // and a plain-words summary of the run that needs attention most.
 
 import {el, hashLink, appendRunName, isolated} from './dom.js';
-import {fmtMs, fmtCount, fmtRate, isNum} from '../format.js';
+import {fmtMs, fmtCount, fmtRate, fmtShare, fmtSpeedup, isNum} from '../format.js';
 import {shareBar, warmupBar, componentLegend, WARMUP_COLOR} from './charts.js';
 import {
   VERDICTS, SEVERITY_RANK, verdictBadge, verdictLabel, topFinding, emptyState,
@@ -10,6 +10,7 @@ import {
   WARMUP_TEXT,
 } from './common.js';
 import {buildSweeps} from './sweeps.js';
+import {buildFixesTried} from './fixes_tried.js';
 import {buildPredictions} from './predictions.js';
 
 /**
@@ -141,6 +142,9 @@ export function buildOverview(data, app) {
   // Batch-size sweeps: where each device wins (views/sweeps.js).
   const sweeps = buildSweeps(data.sweeps, app);
   if (sweeps) root.appendChild(sweeps);
+  // What `try_fixes` measured of each change (views/fixes_tried.js).
+  const fixes = buildFixesTried(data.fixes_tried);
+  if (fixes) root.appendChild(fixes);
   // Runs with a fixed counterpart: each prediction beside what it bought.
   const checked = buildPredictions(data.predictions);
   if (checked) root.appendChild(checked);
@@ -195,6 +199,26 @@ function tracedMarker(windows) {
     title: 'Profiler trace' + (list.length === 1 ? ' of ' : 's of ') + ranges.join(', ') +
       ': open the run for the trace\u2019s breakdown of those steps',
   });
+}
+
+/**
+ * The fix in one sentence, with its gain: the change `try_fixes` measured
+ * best where it ran ("Tried: steps_per_execution, 1.60x (noise ±14%)."),
+ * else the finding's change and its expected gain.
+ * @return {?string}
+ */
+function fixSentence(run, finding) {
+  const advised = run.advised && typeof run.advised === 'object' ? run.advised : null;
+  if (advised && isNum(advised.measured)) {
+    return 'Tried: ' + String(advised.change) + ', ' + fmtSpeedup(advised.measured) + ' the samples/s' +
+      (isNum(advised.noise) ? ' (noise \u00b1' + fmtShare(advised.noise) + ').' : '.');
+  }
+  const expected = finding.expected && typeof finding.expected === 'object' ? finding.expected : null;
+  if (expected && isNum(expected.speedup)) {
+    const change = finding.change && finding.change !== 'none' ? ' (' + String(finding.change) + ')' : '';
+    return 'Fix' + change + ': expected ' + String(expected.text) + '.';
+  }
+  return null;
 }
 
 /**
@@ -254,6 +278,8 @@ function summary(runs, app) {
     // Headlines only: the evidence and the fix are one click away.
     const headline = worst.finding.headline || worst.finding.message;
     if (headline) p.append(el('span', {class: 'dc-summary-headline', text: String(headline) + ' '}));
+    const fix = fixSentence(run, worst.finding);
+    if (fix) p.append(el('span', {class: 'dc-summary-fix', text: fix + ' '}));
   } else {
     p.append('Open the run for its per-step chart and findings. ');
   }

@@ -34,6 +34,9 @@ only those before it):
   it in `waiting`, the words of both findings in `job_text`.
 - `predictions`: each finding's predicted gain beside what a fixed
   counterpart of its run (the same model with the fix applied) achieved.
+- `tried`: what `tb_devicecost.try_fixes` measured of each change against
+  the noise of the baseline's fits, the `input_free` ceiling and the change
+  advised; `interventions`: the change each finding's fix names.
 - `report`: the only builder of the JSON-ready documents: the run object
   (`analyze_run`, `run_object`: figures, verdict, each finding's words and
   estimate), each job's group object (`worker_groups`, with
@@ -49,6 +52,7 @@ from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
 from tb_devicecost.analysis.report import json_ready
 from tb_devicecost.analysis.report import mark_waiting
+from tb_devicecost.analysis.report import with_fixes_tried
 from tb_devicecost.analysis.report import worker_groups
 from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.sweeps import find_sweeps
@@ -78,6 +82,7 @@ __all__ = [
     "fmt_ms",
     "fmt_share",
     "json_ready",
+    "with_fixes_tried",
     "mark_waiting",
     "worker_groups",
 ]

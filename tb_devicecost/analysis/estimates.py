@@ -12,6 +12,7 @@ are missing it says so and claims nothing (`no_estimate`). Its words
 import math
 
 from tb_devicecost.analysis.device_side import run_device_trace
+from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
@@ -168,11 +169,31 @@ def _wall_estimate(run, figures, bound, saved_ms, basis):
     return expected
 
 
+# A CPU-only host with at most this many cores has none to spare for input
+# workers: they take the model's own (issue 34: worker processes as advised
+# gave 0.59x on 2 cores, the model's compute per step rising 9.7 -> 16.5 ms).
+SHARED_CORES = 4
+
+
 def input_estimate(run, figures):
-    """The mean step without the wait above the cost of a ready batch."""
+    """The mean step without the wait above the cost of a ready batch; none
+    where the fix is input workers on a CPU-only host of few cores."""
     step_ms, starved_ms = figures.step.mean, figures.starved_data_wait_ms
     if step_ms is None or starved_ms is None:
         return no_estimate("the run's mean step or data wait was not recorded")
+    kind = (run.input_pipeline or {}).get("kind")
+    if (
+        kind in ("PyDataset", "generator", "torch DataLoader")
+        and not is_accelerator(run.placement.device)
+        and run.cpu_count is not None
+        and run.cpu_count <= SHARED_CORES
+    ):
+        return no_estimate(
+            f"the model trains on this host's {fmt_count(run.cpu_count)} CPU cores, and "
+            "input workers would share them: what they buy depends on how much "
+            "of the model's compute they take, which this run cannot tell "
+            "(tb_devicecost.try_fixes measures it)"
+        )
     after_ms = step_ms - min(starved_ms, step_ms)
     wait = (
         "wait above the cost of a ready batch"

@@ -14,6 +14,7 @@ this module and `wording.py` only.
 
 from tb_devicecost.analysis import fit_end
 from tb_devicecost.analysis import wording
+from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import MISSING
@@ -120,7 +121,8 @@ def input_bound(run, figures, severity):
         f"{_wait_clause(run, figures)}."
     )
     pipeline = run.input_pipeline
-    fix = wording.input_fix(pipeline, run.backend, is_accelerator(run.placement.device))
+    fix = wording.input_fix(pipeline, run.backend, is_accelerator(run.placement.device),
+                            tf_data_advisable(run))
     if _is_training(run):
         fix += (
             " If the pipeline augments the data (random flips, crops, "
@@ -158,9 +160,8 @@ def no_fetch_floor(run, figures):
         "Judged conservatively, that is no evidence of a slow pipeline: "
         + " and ".join(reasons)
         + ".",
-        "Nothing to fix unless the wait grows. A pipeline that ends with "
-        ".cache() (when it fits in memory) and .prefetch(tf.data.AUTOTUNE) hands "
-        "over ready batches; training runs recorded by DeviceCostCallback get a "
+        "Nothing to fix unless the wait grows. " + wording.ready_batches(tf_data_advisable(run))
+        + "; training runs recorded by DeviceCostCallback get a "
         "fetch floor to judge the wait against.",
     )
 
@@ -176,9 +177,7 @@ def input_stalls(run, figures):
         f"{fmt_ms(figures.starved_data_wait_ms)} ms per step as a mean, "
         f"{fmt_share(figures.input_share)} of the mean step. The pipeline keeps up; "
         "these are occasional stalls, not starvation.",
-        "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
-        "that is not yet filled: a smaller shuffle buffer, .cache() before "
-        ".shuffle(), and .prefetch(tf.data.AUTOTUNE) at the end smooth them.",
+        wording.stalls_fix(tf_data_advisable(run)),
     )
 
 
@@ -243,7 +242,7 @@ def latency_bound(run, figures, input_severity=None):
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " " + wording.input_out_of_process(run.input_pipeline)
+            " " + wording.input_out_of_process(run.input_pipeline, tf_data_advisable(run))
             if input_severity and wording.input_out_of_process(run.input_pipeline)
             else ""
         ),
@@ -323,6 +322,8 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
         "with tensor cores, a larger batch for better device utilisation."
     )
+    if not is_accelerator(run.placement.device) and run.backend == "tensorflow":
+        fix += wording.shared_map_threads(run.input_pipeline, run.cpu_count)
     if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "

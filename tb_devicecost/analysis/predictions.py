@@ -15,12 +15,14 @@ each other"): two runs are of the same model when they have the same role
 - **a faster input pipeline**: runs in the same directory (`naive-gpu0` and
   `tf_ops-gpu0` under `input_pipeline/`) on the same device at the same
   batch size, where the run has an input finding (`input_bound`,
-  `input_stalls`) with an estimate, the counterpart's mean wait above a
-  ready batch is at most `FASTER_INPUT_WAIT` of the run's, and the
-  counterpart was fed by another pipeline (the run info's
-  `input_pipeline` differs: `workers=4` against one, arrays against a
-  `PyDataset`; `tf.data` pipelines, whose settings are not recorded, all
-  count as different), so a longer fit of one pipeline is not its fix;
+  `input_stalls`) with an estimate and the counterpart is the run's
+  pipeline with a fix applied, by its recorded settings (`workers=4`
+  against one, `use_multiprocessing`, a parallel map), whether it was
+  faster or slower, so regressions show; where the settings cannot tell
+  (arrays against a `PyDataset`, settings not recorded) the counterpart's
+  mean wait above a ready batch is at most `FASTER_INPUT_WAIT` of the
+  run's. Runs with identical settings are never a fix, and repeats of one
+  set-up give one pair per two set-ups;
 - **a larger batch**: runs whose names differ only in batch-size words
   (`pairing.same_model`: `batch10-gpu0`, `batch1024-gpu0`), on the same
   device, where the run has a finding that estimates a larger batch
@@ -139,12 +141,20 @@ def _same_model(run, other, signatures):
 
 
 def _input_pairs(run, runs, signatures):
-    """The run against each faster input pipeline of the same set-up."""
+    """The run against each input pipeline of the same set-up that is the
+    run's with a fix applied: judged by which run is the change (its
+    recorded settings), never by which is faster, so a fix that made
+    things worse is listed too; where the settings cannot tell (other
+    kinds, settings not recorded), a counterpart that waits at most
+    `FASTER_INPUT_WAIT` as long. Runs with identical settings are repeats:
+    one pair per two set-ups, from the first of each by name."""
     finding = _finding(run, INPUT_FINDINGS)
     starved_ms = _number(run.get("starved_data_wait_ms"))
     if finding is None or starved_ms is None or not run.get("device"):
         return []
     directory, _, _ = _directory(run["run"])
+    if _repeat_of_earlier(run, runs, directory):
+        return []
     pairs = []
     for other in runs:
         other_starved_ms = other.get("starved_data_wait_ms")
@@ -154,9 +164,13 @@ def _input_pairs(run, runs, signatures):
             or other.get("device") != run["device"]
             or other.get("batch_size") != run.get("batch_size")
             or not isinstance(other_starved_ms, (int, float))
-            or other_starved_ms > FASTER_INPUT_WAIT * starved_ms
             or not _other_pipeline(run, other)
+            or _repeat_of_earlier(other, runs, directory)
         ):
+            continue
+        direction = _is_change(run.get("input_pipeline"), other.get("input_pipeline"))
+        if direction is False or (
+                direction is None and other_starved_ms > FASTER_INPUT_WAIT * starved_ms):
             continue
         expected = finding["expected"]
         pairs.append(_pair(
@@ -166,11 +180,66 @@ def _input_pairs(run, runs, signatures):
     return pairs
 
 
+def _setup(run):
+    return (run.get("device"), run.get("batch_size"), repr(run.get("input_pipeline")))
+
+
+def _repeat_of_earlier(run, runs, directory):
+    """Whether a run of the same set-up (device, batch, recorded pipeline)
+    in the directory comes before it by name: a repeat, not another fix."""
+    if not isinstance(run.get("input_pipeline"), dict):
+        return False
+    return any(
+        other["run"] < run["run"] and _directory(other["run"])[0] == directory
+        and names.role(other["run"])[1] == names.role(run["run"])[1]
+        and _setup(other) == _setup(run)
+        for other in runs
+    )
+
+
+# The settings a fix turns on or raises, per pipeline kind.
+_MORE = {
+    "PyDataset": ("workers", "use_multiprocessing"),
+    "torch DataLoader": ("num_workers", "pin_memory", "persistent_workers"),
+    "tf.data": ("parallel_map", "prefetch", "cache"),
+}
+
+
+def _is_change(first, second):
+    """`True` when pipeline `second` is `first` with a fix applied (more
+    workers, processes, a parallel map...), `False` when it is the reverse,
+    `None` when the settings cannot tell (other kinds, unknown settings)."""
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        return None
+    kind = first.get("kind")
+    if kind != second.get("kind") or kind not in _MORE:
+        return None
+    ups = downs = 0
+    for key in _MORE[kind]:
+        a, b = first.get(key), second.get(key)
+        if a is None or b is None:
+            continue
+        a, b = float(a or 0), float(b or 0)
+        ups += b > a
+        downs += b < a
+    if kind == "tf.data" and first.get("python_function") is not None \
+            and second.get("python_function") is not None:
+        ups += bool(first["python_function"]) and not second["python_function"]
+        downs += not first["python_function"] and bool(second["python_function"])
+    if ups and not downs:
+        return True
+    if downs and not ups:
+        return False
+    return None
+
+
 def _other_pipeline(run, other):
+    """Whether the two runs were fed differently: identical recorded
+    settings are two fits of one pipeline, never a fix."""
     first, second = run.get("input_pipeline"), other.get("input_pipeline")
     if not isinstance(first, dict) or not isinstance(second, dict):
         return True  # Not recorded: the waits alone decide.
-    return first != second or first.get("kind") == "tf.data"
+    return first != second
 
 
 def _batch_pairs(run, runs, signatures):

@@ -25,6 +25,7 @@ import dataclasses
 from tb_devicecost.analysis import device_split
 from tb_devicecost.analysis import fit_end
 from tb_devicecost.analysis import process_steps
+from tb_devicecost.analysis import tried
 from tb_devicecost.analysis.guards import MAX_TRACE_WINDOWS
 from tb_devicecost.analysis.guards import as_count
 from tb_devicecost.analysis.guards import as_dict
@@ -120,7 +121,18 @@ def read_run(record):
         # process never pays for its series as arrays.
         steps=process_steps.read_steps(record_field(record, "series")) if claim else None,
         fit_end=end,
+        tried=tried.read_mark(info.get("tried")),
+        importable=_importable(info.get("importable")),
+        cpu_count=as_count(info.get("cpu_count")),
     )
+
+
+def _importable(value):
+    """`{framework: bool}` of the run info's `importable`, or `None`."""
+    if not isinstance(value, dict):
+        return None
+    return {str(name): value[name] for name in list(value)[:16]
+            if isinstance(value[name], bool)}
 
 
 def model_signature(info):

@@ -18,12 +18,14 @@ import numpy as np
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import finding_text
+from tb_devicecost.analysis import interventions
 from tb_devicecost.analysis import job_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import process_steps
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
+from tb_devicecost.analysis import tried
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
@@ -62,10 +64,11 @@ def analyze_run(record):
     return run_object(record_module.read_run(record))
 
 
-def run_object(run):
+def run_object(run, input_free_gain=None):
     """The run object of one `RunData` (`analyze_run`): its figures
     (`run_figures`), its verdict (`verdicts.judge`) and each finding's
-    words (`finding_text.words`) and estimate (`estimates.expected`)."""
+    words (`finding_text.words`) and estimate (`estimates.expected`);
+    `input_free_gain`: what `try_fixes`'s replay measured (`verdicts.judge`)."""
     figures = run_figures(run)
     numbers = run.numbers
     wall = numbers.wall
@@ -145,7 +148,7 @@ def run_object(run):
         "problems": run.problems,
         "sweep": run.sweep.as_dict() if run.sweep is not None else None,
     }
-    verdict = verdicts.judge(run, figures)
+    verdict = verdicts.judge(run, figures, input_free_gain)
     result["verdict"] = verdict.verdict
     result["steady_verdict"] = verdict.steady_verdict
     # Set by the job's analysis on a process `waiting_for_others` (`waiting`).
@@ -158,17 +161,46 @@ def run_object(run):
     return _json_ready(result)
 
 
+def with_fixes_tried(result, record, records):
+    """The run object `result` of `record` as the report has it where it is
+    a `try_fixes` baseline: judged with its `input_free` replay and its
+    findings annotated with what their changes measured (`tried`), from
+    its session's runs among `records`; any other run unchanged (the
+    plugin's `run` route)."""
+    data = record_module.read_run(record)
+    if data.tried is None or data.tried.change != "baseline":
+        return result
+    key = tried.session_key(data.run)
+    prefix = (key + "/" if key else "") + "tried/"
+    run_data = [data] + [
+        record_module.read_run(other) for other in records
+        if names.run_name(other) != data.run and names.run_name(other).startswith(prefix)
+    ]
+    session = tried.find_sessions(run_data).get(key)
+    if session is None or session["baseline"] is not data:
+        return result
+    gain = tried.input_free_gain(session)
+    if gain is not None:
+        result = dict(result, **run_object(data, input_free_gain=gain))
+    tried.fixes_tried(run_data, [result])
+    return result
+
+
 def finding_object(finding, run, figures, retraced_spikes=0):
     """A finding of the run object (docs/CLI.md): a `verdicts.Finding`'s id
     and severity, its words (`finding_text.words`: headline, message, fix)
     and what its fix would buy (`estimates.expected`)."""
     headline, message, fix = finding_text.words(finding, run, figures)
+    if finding.input_free_gain is not None:
+        message += " " + tried.ceiling_evidence(finding.input_free_gain)
     return {
         "id": finding.id,
         "severity": finding.severity,
         "headline": headline,
         "message": message,
         "fix": fix,
+        # What the fix changes, one word (`interventions.change_of`).
+        "change": interventions.change_of(finding.id, run),
         "expected": estimates.expected(finding, run, figures, retraced_spikes),
     }
 
@@ -531,6 +563,14 @@ def build_report(records, baseline=None, unread=None):
         else:
             runs.append(result)
             run_data.append(data)
+    # A baseline of `try_fixes` whose `input_free` replay gained under 10%
+    # is judged again with that evidence (`verdicts.judge`).
+    for key, session in tried.find_sessions(run_data).items():
+        gain = tried.input_free_gain(session)
+        index = next((i for i, data in enumerate(run_data) if data is session["baseline"]), None)
+        if gain is not None and index is not None:
+            runs[index] = run_object(session["baseline"], input_free_gain=gain)
+    fixes = tried.fixes_tried(run_data, runs)
     # The processes of a distributed fit side by side; the straggler's
     # finding joins each of its processes' findings, and a process mostly
     # waiting for it is `waiting_for_others`.
@@ -562,5 +602,7 @@ def build_report(records, baseline=None, unread=None):
         # Each finding's predicted gain beside what a fixed counterpart of
         # its run achieved (`predictions`).
         "predictions": json_ready(predictions_module.check_predictions(runs, run_data, sweeps)),
+        # What `try_fixes` measured of each change (`tried`).
+        "fixes_tried": json_ready(fixes),
         "skipped": skipped,
     }

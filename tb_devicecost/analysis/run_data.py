@@ -316,6 +316,12 @@ class RunData:
     # How the newest fit ended (`fit_end.FitEnd`), `None` for data recorded
     # without a fit identity.
     fit_end: object = None
+    # What `try_fixes` tried in this run (`tried.TriedMark`), or `None`.
+    tried: object = None
+    # `{framework: bool}`: what the recorded process could import (the run
+    # info's `importable`), or `None` in older runs; the host's CPUs.
+    importable: dict = None
+    cpu_count: int = None
 
 
 @dataclasses.dataclass(frozen=True)

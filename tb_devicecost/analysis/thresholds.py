@@ -73,3 +73,12 @@ EPSILON = 1e-9
 # mean, so its input and host findings are judged by the typical (p50) step,
 # and it is never the overview's "worth a look" (issue 35, item 10).
 FEW_STEPS_TO_JUDGE = 100
+# Fixes tried (`tried.py`, docs/VERDICTS.md "Interventions"). A run whose
+# `input_free` replay (the same model on batches already cached) gains less
+# than this is not `input_bound`, whatever its data-wait share: removing the
+# input entirely would not buy 10%.
+INPUT_FREE_MIN_GAIN = 1.10
+# The noise of a trial is the largest deviation of a baseline fit's
+# samples/s from the baseline fits' median, and never less than this: two
+# fits that agree by chance do not make a 1% gain real.
+NOISE_FLOOR = 0.02

@@ -20,6 +20,7 @@ from tb_devicecost.analysis.thresholds import EPSILON
 from tb_devicecost.analysis.thresholds import FEW_STEPS_TO_JUDGE
 from tb_devicecost.analysis.thresholds import HOST_HIGH
 from tb_devicecost.analysis.thresholds import HOST_MODERATE
+from tb_devicecost.analysis.thresholds import INPUT_FREE_MIN_GAIN
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
@@ -85,6 +86,8 @@ class Finding:
     input_severity: str = None
     unjudged: str = None
     steady_verdict: str = None
+    # What `input_free` measured when it kept the input from the verdict.
+    input_free_gain: float = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +108,7 @@ class Verdict:
         return next((item for item in self.findings if item.id == finding_id), None)
 
 
-def judge(run, figures=None):
+def judge(run, figures=None, input_free_gain=None):
     """A run's `Verdict`: its verdict, steady-state verdict and findings.
 
     The verdict names the dominant bottleneck: only a HIGH input or host
@@ -117,6 +120,9 @@ def judge(run, figures=None):
     Args:
         run: A `RunData` (`record.read_run`).
         figures: Its `RunFigures`. Defaults to `run_figures(run)`.
+        input_free_gain: What `try_fixes`'s `input_free` replay measured
+            (the same model on batches already cached), or `None`: under
+            `INPUT_FREE_MIN_GAIN` the input is never the verdict.
     """
     figures = figures if figures is not None else run_figures(run)
     numbers = run.numbers
@@ -164,6 +170,11 @@ def judge(run, figures=None):
         long_waits = wait.p50 is not None and wait.p50 >= NO_FLOOR_MIN_P50_MS - EPSILON
         if input_severity != "high" or not long_waits:
             unjudged, input_severity = input_severity, None
+    ceiling = None
+    if (input_severity == "high" and input_free_gain is not None
+            and input_free_gain < INPUT_FREE_MIN_GAIN):
+        # Measured: removing the input entirely buys under 10%.
+        input_severity, ceiling = "moderate", input_free_gain
     stalls = None
     without_longest = figures.input_share_without_longest_wait
     if (
@@ -203,7 +214,8 @@ def judge(run, figures=None):
 
     findings = {}
     if input_severity:
-        findings["input_bound"] = Finding("input_bound", input_severity, share=input_share)
+        findings["input_bound"] = Finding(
+            "input_bound", input_severity, share=input_share, input_free_gain=ceiling)
     if unjudged:
         findings["no_fetch_floor"] = Finding(
             "no_fetch_floor", "info", share=input_share, unjudged=unjudged)

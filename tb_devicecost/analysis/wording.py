@@ -249,7 +249,7 @@ def tf_data_eval_fix(pipeline):
     return " A validation or evaluation pipeline only loads and batches: " + _join(missing) + "."
 
 
-def input_fix(pipeline, backend=None, on_accelerator=False):
+def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
     """How to make this run's pipeline keep ahead of the step.
 
     Args:
@@ -259,6 +259,8 @@ def input_fix(pipeline, backend=None, on_accelerator=False):
             uses).
         on_accelerator: Whether the step ran on an accelerator (pinned host
             memory then helps).
+        tf_data: Whether TensorFlow was importable in the recorded process
+            (`interventions.tf_data_advisable`): without it no `tf.data`.
     """
     kind = (pipeline or {}).get("kind")
     if kind == "tf.data":
@@ -291,19 +293,28 @@ def input_fix(pipeline, backend=None, on_accelerator=False):
         fix = (
             "A Python generator yields one batch at a time on the training "
             "thread: turn it into a keras.utils.PyDataset with workers=N and "
-            "use_multiprocessing=True, or a tf.data pipeline "
-            "(tf.data.Dataset.from_generator(...).prefetch(tf.data.AUTOTUNE))"
+            "use_multiprocessing=True"
         )
+        if tf_data:
+            fix += (", or a tf.data pipeline (tf.data.Dataset.from_generator(...)"
+                    ".prefetch(tf.data.AUTOTUNE))")
         if backend == "jax":
             fix += ", or a grain DataLoader with worker_count=N"
         return fix + "."
     if kind == "arrays":
+        ahead = (
+            "a tf.data.Dataset.from_tensor_slices(...).batch(B)"
+            ".prefetch(tf.data.AUTOTUNE) (or a PyDataset with workers)"
+            if tf_data else
+            "a keras.utils.PyDataset of ready batches (workers=N, "
+            "use_multiprocessing=True where slicing is the cost)"
+            + (" or a grain DataLoader" if backend == "jax" else "")
+        )
         return (
             "Arrays in memory are sliced and converted on the training thread "
-            "every step: feed a tf.data.Dataset.from_tensor_slices(...)"
-            ".batch(B).prefetch(tf.data.AUTOTUNE) (or a PyDataset with workers) "
-            "so the next batch is ready before the step, and use a larger batch "
-            "to spread the per-step cost."
+            f"every step: feed {ahead} so the next batch is ready before the "
+            "step, keep the arrays on the device, and use a larger batch or "
+            "steps_per_execution to spread the per-step cost."
         )
     if kind == "torch DataLoader":
         missing = []
@@ -335,16 +346,53 @@ def input_fix(pipeline, backend=None, on_accelerator=False):
         )
     # Not recorded (older runs, custom loops): the usual fixes of each kind.
     return (
-        "Make the pipeline parallel and ahead of the model. With tf.data: "
-        + _TF_DATA_FIX
-        + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True;"
-        " with a torch DataLoader: num_workers=N and pin_memory=True."
+        "Make the pipeline parallel and ahead of the model."
+        + (" With tf.data: " + _TF_DATA_FIX if tf_data else "")
+        + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True"
+        + ("; with a torch DataLoader: num_workers=N and pin_memory=True."
+           if backend in (None, "torch") else ".")
     )
 
 
-def input_out_of_process(pipeline):
+def shared_map_threads(pipeline, cpu_count):
+    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores:
+    their CPU is booked as the step's compute, so a `compute_bound` verdict
+    may be the input's; `""` otherwise."""
+    pipeline = pipeline or {}
+    if pipeline.get("kind") != "tf.data" or not pipeline.get("maps") or not cpu_count or cpu_count > 4:
+        return ""
+    return (
+        f" Its tf.data maps run on TensorFlow's own threads on the same {fmt_count(cpu_count)} "
+        "cores, so part of this compute may be the input's: .cache() after the maps "
+        "(where the data fits in memory) would tell, and tb_devicecost.try_fixes measures it."
+    )
+
+
+def ready_batches(tf_data=True):
+    """How a pipeline hands over ready batches (no `tf.data` without it)."""
+    if tf_data:
+        return ("A pipeline that ends with .cache() (when it fits in memory) and "
+                ".prefetch(tf.data.AUTOTUNE) hands over ready batches")
+    return ("A pipeline that prepares batches ahead (PyDataset workers, a "
+            "DataLoader's num_workers) hands over ready batches")
+
+
+def stalls_fix(tf_data=True):
+    """The `input_stalls` fix (no `tf.data` without it)."""
+    return (
+        "Stalls at epoch starts come from refilling a shuffle buffer or a cache "
+        "that is not yet filled: "
+        + ("a smaller shuffle buffer, .cache() before .shuffle(), and "
+           ".prefetch(tf.data.AUTOTUNE) at the end smooth them." if tf_data else
+           "a smaller shuffle buffer, and batches prepared ahead (PyDataset "
+           "workers, a DataLoader's num_workers, persistent workers) smooth them.")
+    )
+
+
+def input_out_of_process(pipeline, tf_data=True):
     """The latency finding's advice to move the input's Python out of the
-    training process, or `None` when the run already does."""
+    training process, or `None` when the run already does (`tf_data`: as
+    for `input_fix`)."""
     pipeline = pipeline or {}
     kind = pipeline.get("kind")
     if kind == "PyDataset" and (pipeline.get("workers") or 1) > 1 and pipeline.get("use_multiprocessing"):
@@ -359,10 +407,13 @@ def input_out_of_process(pipeline):
         # No user Python: Keras slices the arrays on the training thread.
         return (
             "Have the batches sliced ahead of the step instead of by Keras's "
-            "loop: tf.data.Dataset.from_tensor_slices((x, y)).batch(N)"
-            ".prefetch(tf.data.AUTOTUNE)."
+            "loop: "
+            + ("tf.data.Dataset.from_tensor_slices((x, y)).batch(N)"
+               ".prefetch(tf.data.AUTOTUNE)." if tf_data else
+               "a keras.utils.PyDataset of ready batches with workers=N.")
         )
     return (
         "Move the input's Python out of the training process "
-        "(PyDataset(workers=N, use_multiprocessing=True), or tf.data)."
+        "(PyDataset(workers=N, use_multiprocessing=True)"
+        + (", or tf.data)." if tf_data else ").")
     )

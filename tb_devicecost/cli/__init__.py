@@ -1,5 +1,7 @@
-"""The `tb-devicecost` command: `tb-devicecost report LOGDIR`, and
-`tb-devicecost sweep MODULE:BUILDER --data MODULE:FUNC` (`sweep.sweep`).
+"""The `tb-devicecost` command: `tb-devicecost report LOGDIR`,
+`tb-devicecost sweep MODULE:BUILDER --data MODULE:FUNC` (`sweep.sweep`) and
+`tb-devicecost try MODULE:BUILDER --data MODULE:FUNC --log-dir DIR`
+(`trying.try_fixes`).
 
 Prints, for every run under LOGDIR that holds tb-devicecost summaries, where
 each step's time went, the verdict with its fixes, and how the runs compare:
@@ -33,6 +35,10 @@ from tb_devicecost.cli.renderers import markdown
 
 PROG = "tb-devicecost"
 _USAGE = "tb-devicecost report LOGDIR [--baseline RUN] [--json | --markdown]"
+_TRY_USAGE = (
+    "tb-devicecost try MODULE:BUILDER --data MODULE:FUNC --log-dir DIR [--budget S] "
+    "[--batch-size N] [--steps N] [--json]"
+)
 _SWEEP_USAGE = (
     "tb-devicecost sweep MODULE:BUILDER --data MODULE:FUNC [--batch-sizes 16,64,...] "
     "[--devices cpu,gpu] [--log-dir DIR] [--steps N] [--your-batch-size N]"
@@ -47,7 +53,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors that `main` turns into exit 2."""
 
     def error(self, message):
-        usage = _SWEEP_USAGE if self.prog.endswith(" sweep") else _USAGE
+        usage = (_SWEEP_USAGE if self.prog.endswith(" sweep")
+                 else _TRY_USAGE if self.prog.endswith(" try") else _USAGE)
         raise UsageError(f"{message} (usage: {usage})")
 
 
@@ -102,7 +109,34 @@ def _build_parser():
         ),
     )
     _add_sweep_parser(commands)
+    _add_try_parser(commands)
     return parser
+
+
+def _add_try_parser(commands):
+    tried = commands.add_parser(
+        "try",
+        help="try the fixes a diagnosis advises on your own model, and measure them",
+        description=(
+            "Fit a model built by MODULE:BUILDER on the input MODULE:FUNC returns "
+            "(what you pass to fit), read the findings, try each change they "
+            "advise in short interleaved fits, and print what each measured "
+            "against the noise between baseline fits (runs under DIR/tried)."
+        ),
+    )
+    tried.add_argument("builder", metavar="MODULE:BUILDER", help="e.g. train:build_model")
+    tried.add_argument("--data", metavar="MODULE:FUNC", required=True,
+                       help="a function of no arguments returning what you pass to fit")
+    tried.add_argument("--log-dir", metavar="DIR", required=True,
+                       help="directory for the runs (DIR/tried/<change>)")
+    tried.add_argument("--budget", metavar="S", type=float, default=120.0,
+                       help="seconds the trials may take after the first fit (default: 120)")
+    tried.add_argument("--batch-size", metavar="N", type=int, default=None,
+                       help="batch size of arrays data (default: 32)")
+    tried.add_argument("--steps", metavar="N", type=int, default=None,
+                       help="steps of each fit (default: 100)")
+    tried.add_argument("--json", action="store_true",
+                       help="print the fixes tried as JSON (docs/CLI.md)")
 
 
 def _add_sweep_parser(commands):
@@ -165,6 +199,8 @@ def main(argv=None):
             )
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "try":
+            return _try(args)
         return _report(args)
     except UsageError as error:
         print(f"{PROG}: error: {common.neutral(common.one_line(error))}", file=sys.stderr)
@@ -341,12 +377,44 @@ def _sweep(args):
     return 0
 
 
-def _check_log_dir(log_dir):
+def _try(args):
+    build_model = _callable(args.builder, "MODULE:BUILDER")
+    make_data = _callable(args.data, "--data")
+    _check_log_dir(args.log_dir, "runs of the trials, e.g. logs/try")
+    from tb_devicecost.cli import trying  # pylint: disable=import-outside-toplevel
+    from tb_devicecost.recording import fix_trials  # Imports Keras.
+
+    try:
+        result = trying.try_fixes(
+            build_model, make_data, log_dir=args.log_dir, batch_size=args.batch_size,
+            steps=args.steps, budget_s=args.budget)
+    except (fix_trials.TrialArgumentError, ValueError) as error:
+        raise UsageError(common.one_line(error)) from None
+    except Exception as error:  # pylint: disable=broad-except
+        print(f"{PROG}: error: the trials failed: {common.neutral(_brief_error(error))}",
+              file=sys.stderr)
+        return 1
+    report = result["report"]
+    for change, why in sorted(result["failed"].items()):
+        print(f"{PROG}: {change} could not be tried: {common.neutral(common.one_line(why))}",
+              file=sys.stderr)
+    if args.json:
+        import json  # pylint: disable=import-outside-toplevel
+
+        _write(json.dumps({"log_dir": result["log_dir"], "advised": result["advised"],
+                           "failed": result["failed"], "fixes_tried": report["fixes_tried"]},
+                          indent=2, sort_keys=True, allow_nan=False))
+    else:
+        _write(console.render_fixes_tried(report["fixes_tried"], ascii_only=not _shows(console.BARS)))
+    return 0
+
+
+def _check_log_dir(log_dir, what="the sweep's runs, e.g. logs/sweep"):
     """Before the first fit: `log_dir` is, or can be made, a directory we
     can write into. Otherwise every fit would run with recording off."""
     if os.path.exists(log_dir) and not os.path.isdir(log_dir):
         raise UsageError(f"--log-dir {log_dir!r} is a file, not a directory; pass a "
-                         "directory for the sweep's runs, e.g. logs/sweep")
+                         f"directory for {what}")
     try:
         os.makedirs(log_dir, exist_ok=True)
     except OSError as error:

@@ -45,3 +45,34 @@ SPIKE_RATIO = 10.0
 def component_column(component):
     """`"data_wait"` -> `"data_wait_ms"`."""
     return f"{component}_{UNIT}"
+
+
+# The changes a finding's fix names (`change` on every finding) and that
+# `tb_devicecost.try_fixes` tries (docs/VERDICTS.md, "Interventions"), one
+# machine-readable word each. `input_free` and `empty_step` are no fixes but
+# measured ceilings (the same model on batches already cached; a step with
+# no model work); `move_augmentation_into_model` is advised, never tried
+# automatically (it rewrites the model); `none` is the healthy case.
+CHANGES = (
+    "workers",
+    "use_multiprocessing",
+    "prefetch",
+    "parallel_map",
+    "steps_per_execution",
+    "batch_size",
+    "device",
+    "jit_compile",
+    "move_augmentation_into_model",
+    "data_on_device",
+    "none",
+)
+CEILINGS = ("input_free", "empty_step")
+# Changes that change the training's arithmetic (what a step computes), so
+# they are never the one advised over those that keep it.
+CHANGES_ARITHMETIC = ("batch_size",)
+# Changes that make the input pipeline faster: their gain is never predicted
+# above `input_free`'s measured gain.
+INPUT_CHANGES = ("workers", "use_multiprocessing", "prefetch", "parallel_map", "data_on_device")
+# The frameworks whose importability the run info records (`importable`):
+# no finding advises the API of one the recorded process could not import.
+FRAMEWORKS = ("tensorflow", "jax", "torch", "grain")

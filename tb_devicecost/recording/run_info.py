@@ -6,12 +6,14 @@ differed between them (device, `jit_compile`, batch size, library versions).
 
 import datetime
 import functools
+import importlib.util
 import os
 import platform
 import socket
 import sys
 
 from tb_devicecost import version
+from tb_devicecost.format import vocabulary
 
 
 def _cpu_model():
@@ -37,6 +39,9 @@ def machine_info():
         start_time=datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"
         ),
+        # Which frameworks the process could import (without importing
+        # them): no finding advises the API of one it cannot.
+        importable=importable(),
         # Read each time: a framework may be imported after the first fit.
         versions={
             "tb_devicecost": version.__version__,
@@ -48,6 +53,19 @@ def machine_info():
             "torch": _module_version("torch"),
         },
     )
+
+
+@functools.lru_cache(maxsize=None)
+def importable():
+    """`{framework: bool}`: whether this process can import each of
+    `vocabulary.FRAMEWORKS` (found on its path, or imported already)."""
+    found = {}
+    for name in vocabulary.FRAMEWORKS:
+        try:
+            found[name] = name in sys.modules or importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found[name] = False
+    return found
 
 
 @functools.lru_cache(maxsize=None)

@@ -286,6 +286,8 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         result, reason = analysis.analyze_record(record)
         if reason:
             raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
+        # A `try_fixes` baseline: what its findings' changes measured.
+        result = analysis.with_fixes_tried(result, record, snapshot.records)
         group, result["job"], finding = self._job(snapshot, record)
         if finding is not None:
             result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]

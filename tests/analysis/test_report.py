@@ -47,7 +47,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
         "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
-        "process_steps", "run_figures", "job_text", "fit_end"}
+        "process_steps", "run_figures", "job_text", "fit_end", "tried", "interventions"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -67,8 +67,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
-             "placement_summary", "trace_windows", "sweep_marks", "process_steps", "fit_end", "record", "sweeps",
-             "thresholds", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "placement_summary", "trace_windows", "sweep_marks", "process_steps", "thresholds", "fit_end",
+             "tried", "record", "sweeps", "interventions", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
              "comparison_text", "compare", "waiting", "jobs", "workers", "job_text", "predictions",
              "report"]
     for index, name in enumerate(order):

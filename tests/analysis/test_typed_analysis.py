@@ -136,7 +136,7 @@ def test_the_run_object_words_the_typed_findings(run_data):
         finding.severity for finding in verdict.findings]
     assert result["verdict"] == "input_bound"
     assert list(result["findings"][0]) == [
-        "id", "severity", "headline", "message", "fix", "expected"]
+        "id", "severity", "headline", "message", "fix", "change", "expected"]
     assert result["distribution"]["global_batch"] == 64
     assert result["parameters"] == 14218
 

@@ -16,6 +16,7 @@ from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.format import metadata
+from tb_devicecost.format import vocabulary
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
 
@@ -372,7 +373,8 @@ def test_every_finding_has_numbers_and_a_fix(fit_records):
     for result in results:
         assert result["findings"], result["run"]
         for item in result["findings"]:
-            assert set(item) == {"id", "severity", "headline", "message", "fix", "expected"}
+            assert set(item) == {"id", "severity", "headline", "message", "fix", "change", "expected"}
+            assert item["change"] in vocabulary.CHANGES
             assert item["severity"] in verdicts.SEVERITIES
             assert re.search(r"\d", item["headline"]), item
             assert re.search(r"\d", item["message"]), item

@@ -14,6 +14,7 @@ from tb_devicecost import cli
 from tb_devicecost import version
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.format import metadata
+from tb_devicecost.format import vocabulary
 
 from tests.support import paths
 from tests.support.documents import cpu_placement, gpu_placement, make_aggregate
@@ -164,7 +165,8 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
                                            "measurement"}
         assert set(run["retraces"]) == {"count", "steps", "source"}
         for finding in run["findings"]:
-            assert set(finding) == {"id", "severity", "headline", "message", "fix", "expected"}
+            assert set(finding) == {"id", "severity", "headline", "message", "fix", "change", "expected"}
+            assert finding["change"] in vocabulary.CHANGES
             assert all(isinstance(finding[key], str)
                        for key in ("id", "severity", "headline", "message", "fix"))
             assert set(finding["expected"]) == {

@@ -8,14 +8,14 @@ import sys
 from tb_devicecost.reading import reader
 
 
-def run_backend_script(script, backend, logdir):
+def run_backend_script(script, backend, logdir, *arguments):
     """Runs `tests/support/<script> BACKEND LOGDIR` in a process of its own
     (Keras fixes its backend at import); returns its facts (the JSON object
     it printed last) and the runs it recorded, by name."""
     completed = subprocess.run(
         # `-X faulthandler`: a crash in native code leaves its stack in stderr.
         [sys.executable, "-X", "faulthandler",
-         os.path.join(os.path.dirname(__file__), script), backend, str(logdir)],
+         os.path.join(os.path.dirname(__file__), script), backend, str(logdir), *arguments],
         capture_output=True,
         text=True,
         timeout=600,

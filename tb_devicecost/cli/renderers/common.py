@@ -4,6 +4,7 @@ and the neutralising of strings that came from the recorded data."""
 import re
 
 from tb_devicecost.analysis import formatting
+from tb_devicecost.analysis.formatting import fmt_speedup
 
 # Characters a terminal acts on rather than shows, or that show as nothing:
 # C0 and C1 controls, DEL, Unicode's format characters (category Cf: the
@@ -119,9 +120,37 @@ def expected_text(finding):
     expected = finding.get("expected")
     if not isinstance(expected, dict):
         return None
+    tried = (finding.get("tried") or {}).get("text")
+    tried = f" ({tried})" if tried else ""
     if expected.get("speedup") is None:
-        return f"no estimate: {expected.get('basis')}."
-    return f"{expected.get('text')}. How: {expected.get('basis')}."
+        return f"no estimate{tried}: {expected.get('basis')}."
+    return f"{expected.get('text')}{tried}. How: {expected.get('basis')}."
+
+
+FIXES_TRIED_TEXT = (
+    "measured: a change's median samples/s over the baseline's, its fits "
+    "interleaved with the baseline's; noise: the largest deviation of a "
+    "baseline fit from their median; kept: above 1 + noise. input_free and "
+    "empty_step are ceilings, not fixes"
+)
+
+
+def fix_gain_text(value):
+    """`1.3x`, or `-` for none."""
+    return fmt_speedup(value) if isinstance(value, (int, float)) else "-"
+
+
+def fix_verdict_text(entry):
+    """`advised`, `kept`, `slower`, `noise`, `ceiling`: what came of a change."""
+    if entry.get("ceiling"):
+        return "ceiling"
+    if entry.get("advised"):
+        return "ADVISED"
+    if entry.get("slower"):
+        return "slower"
+    if entry.get("kept"):
+        return "kept" if entry.get("keeps_arithmetic") else "kept (new arithmetic)"
+    return "in noise" if entry.get("measured") is not None else "no measure"
 
 
 def no_comparison_text(report):

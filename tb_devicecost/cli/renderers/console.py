@@ -258,6 +258,7 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
 
     lines.extend(_sweep_lines(report.get("sweeps") or []))
 
+    lines.extend(_fixes_tried_lines(report.get("fixes_tried") or []))
     lines.extend(_prediction_lines(report.get("predictions") or []))
 
     if report["skipped"]:
@@ -327,6 +328,36 @@ def _sweep_lines(sweeps):
             lines.append(_wrap(sweep["message"], "  "))
         for problem in sweep["problems"]:
             lines.append(_wrap("note: " + problem, "  "))
+    return lines
+
+
+def render_fixes_tried(entries, ascii_only=False):
+    """`tb-devicecost try`'s output: the FIXES TRIED section alone."""
+    lines = _fixes_tried_lines(entries) or ["No fix could be tried."]
+    text = "\n".join(line for line in lines).lstrip("\n")
+    return _ascii(text) if ascii_only else text
+
+
+def _fixes_tried_lines(entries):
+    """What `try_fixes` measured of each change, best first."""
+    if not entries:
+        return []
+    lines = ["", "FIXES TRIED: each change measured on this model against the baseline"]
+    lines.append(f"  {'CHANGE':<22} {'PREDICTED':>9} {'MEASURED':>9} {'NOISE':>7}  RESULT")
+    session = None
+    for entry in entries:
+        if entry.get("baseline") != session:
+            session = entry.get("baseline")
+            lines.append(_wrap(f"against {session}", "  "))
+        noise = entry.get("noise")
+        lines.append(_fit(
+            f"  {_cut(str(entry['change']), 22):<22} "
+            f"{common.fix_gain_text(entry.get('predicted')):>9} "
+            f"{common.fix_gain_text(entry.get('measured')):>9} "
+            f"{('±' + fmt_share(noise)) if isinstance(noise, (int, float)) else '-':>7}  "
+            f"{common.fix_verdict_text(entry)}"
+        ))
+    lines.append(_wrap(common.FIXES_TRIED_TEXT, "  "))
     return lines
 
 

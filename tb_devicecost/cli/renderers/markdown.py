@@ -162,6 +162,7 @@ def render(report, verbose=False):
                 lines.append(f"- {_md_cell(row['explanation'])}")
     lines.extend(_workers_table(report.get("workers") or []))
     lines.extend(_sweep_tables(report.get("sweeps") or []))
+    lines.extend(_fixes_tried_table(report.get("fixes_tried") or []))
     lines.extend(_predictions_table(report.get("predictions") or []))
     if report["skipped"]:
         lines.append("")
@@ -218,6 +219,30 @@ def _workers_table(groups):
             if group["straggler"]
             else common.balance_text(group)
         )
+    return lines
+
+
+def _fixes_tried_table(entries):
+    """What `try_fixes` measured of each change (Markdown lines)."""
+    if not entries:
+        return []
+    lines = [
+        "",
+        "### Fixes tried",
+        "",
+        "| Baseline | Change | Predicted | Measured | Noise | Result |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for entry in entries:
+        noise = entry.get("noise")
+        lines.append(
+            f"| {_md_code(entry.get('baseline'))} | {_md_cell(entry['change'])} "
+            f"| {common.fix_gain_text(entry.get('predicted'))} "
+            f"| {common.fix_gain_text(entry.get('measured'))} "
+            f"| {('±' + fmt_share(noise)) if isinstance(noise, (int, float)) else '-'} "
+            f"| {_md_cell(common.fix_verdict_text(entry))} |"
+        )
+    lines += ["", _md_cell(common.FIXES_TRIED_TEXT[0].upper() + common.FIXES_TRIED_TEXT[1:] + ".")]
     return lines
 
 

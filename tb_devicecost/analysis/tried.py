@@ -1,0 +1,332 @@
+"""Fixes tried: what each change measured on the user's own model.
+
+`tb_devicecost.try_fixes` records a baseline and each change as runs
+`<dir>/tried/<change>` whose run info says what was tried (`tried`) and
+each fit's steady samples/s (`fits`; the baseline's first fit, round 0,
+read the findings and is left out). The fits were interleaved (baseline,
+changes, changes reversed, baseline), so:
+
+- **measured**: the median samples/s of a change's fits over the median of
+  the baseline's fits (rounds 1 and on);
+- **noise**: the largest deviation of a baseline fit from that median, as
+  a share of it, at least `NOISE_FLOOR`; `None` with fewer than two;
+- **kept**: measured above 1 + noise; **slower**: below 1 - noise;
+- **predicted**: the estimate of the baseline's finding whose `change` it
+  is; an input change's never above what `input_free` measured (a
+  ceiling: removing the input entirely), and none where the input and the
+  model would share too few cores;
+- **advised**: the best measured of the changes that keep the training's
+  arithmetic (`batch_size` does not) and were kept; none when nothing beat
+  the noise.
+
+Pure functions over `RunData`s and the report's run objects.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.analysis.thresholds import INPUT_FREE_MIN_GAIN
+from tb_devicecost.analysis.thresholds import NOISE_FLOOR
+from tb_devicecost.format import vocabulary
+
+_KNOWN = frozenset(vocabulary.CHANGES + vocabulary.CEILINGS + ("baseline",))
+_MAX_FITS = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class TriedMark:
+    """A run's `tried` entry of its run info: what was tried and each fit."""
+
+    name: str
+    change: str
+    what: str
+    keeps_arithmetic: bool
+    ceiling: bool
+    tf_data: bool
+    # `(round, samples_per_s)` of each fit with figures.
+    fits: tuple
+
+
+def _median(values):
+    return float(np.median(values))
+
+
+def _rate(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if value > 0 and value == value and value != float("inf") else None
+
+
+def read_mark(value):
+    """The `TriedMark` of a run info's `tried`, or `None`."""
+    if not isinstance(value, dict) or value.get("change") not in _KNOWN:
+        return None
+    fits = []
+    for fit in value.get("fits") if isinstance(value.get("fits"), list) else ():
+        if not isinstance(fit, dict):
+            continue
+        round_index = fit.get("round")
+        rate = _rate(fit.get("samples_per_s"))
+        if isinstance(round_index, int) and not isinstance(round_index, bool) and rate:
+            fits.append((round_index, rate))
+    return TriedMark(
+        name=str(value.get("name") or ""),
+        change=value["change"],
+        what=str(value.get("what") or "")[:300],
+        keeps_arithmetic=value.get("keeps_arithmetic") is not False,
+        ceiling=value["change"] in vocabulary.CEILINGS,
+        tf_data=value.get("tf_data") is True,
+        fits=tuple(fits[:_MAX_FITS]),
+    )
+
+
+def session_key(run_name):
+    """`logs/try` for `logs/try/tried/workers/train`: the trials' directory."""
+    parts = run_name.split("/")
+    if "tried" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index("tried")
+    return "/".join(parts[:index])
+
+
+def find_sessions(run_data):
+    """`{session: {change: RunData}}` of the training runs `try_fixes`
+    recorded, each session holding its baseline."""
+    sessions = {}
+    for run in run_data:
+        mark = run.tried
+        if mark is None or not run.run.endswith("/train"):
+            continue
+        key = session_key(run.run)
+        if key is None:
+            continue
+        sessions.setdefault(key, {})[mark.change] = run
+    return {key: runs for key, runs in sessions.items() if "baseline" in runs}
+
+
+def _measured_rates(mark):
+    return [rate for round_index, rate in mark.fits if round_index >= 1]
+
+
+def noise(baseline):
+    """The baseline's noise (a share), or `None` with fewer than two fits."""
+    rates = _measured_rates(baseline.tried)
+    if len(rates) < 2:
+        return None
+    middle = _median(rates)
+    return max(NOISE_FLOOR, max(abs(rate / middle - 1.0) for rate in rates))
+
+
+def measured(run, baseline):
+    """A change's median samples/s over the baseline's, or `None`."""
+    rates, base = _measured_rates(run.tried), _measured_rates(baseline.tried)
+    if not rates or not base:
+        return None
+    return _median(rates) / _median(base)
+
+
+def input_free_gain(session):
+    """What `input_free` measured in a session, or `None`."""
+    run = session.get("input_free")
+    return measured(run, session["baseline"]) if run is not None else None
+
+
+def _finding_for(change, findings):
+    """The baseline's first finding whose `change` this is, with an estimate."""
+    for finding in findings:
+        if finding.get("change") == change:
+            return finding
+    if change == "input_free":
+        return next((f for f in findings if f.get("id") in ("input_bound", "input_stalls")), None)
+    return None
+
+
+def _predicted(change, run, baseline, base_object, ceiling):
+    """`(speedup or None, why)`: what the baseline's findings predicted."""
+    finding = _finding_for(change, base_object.get("findings") or ())
+    expected = (finding or {}).get("expected") or {}
+    speedup = _rate(expected.get("speedup")) if expected.get("of") == "samples_per_s" else None
+    if change in vocabulary.CEILINGS:
+        # Measured, not a fix: it bounds the input finding's estimate
+        # (`_cap`), which the basis quotes.
+        return None, "a ceiling, measured, not a fix" + (
+            f"; the {finding['id']} finding estimated {fmt_speedup(speedup)} for the "
+            "step without its wait" if finding is not None and speedup is not None else "")
+    if speedup is None:
+        return None, (
+            f"no finding of the baseline estimates what {change} buys"
+            if finding is None else f"its {finding['id']} finding has no estimate: "
+            + str(expected.get("basis") or "none was given"))
+    if expected.get("bound") != "about":
+        return None, (
+            f"its {finding['id']} finding gives a bound ({expected.get('text')}), "
+            "not a prediction of what this change buys")
+    if change == "batch_size":
+        return None, (
+            "the finding's estimate is at another batch than the one tried; the "
+            "measured gain is of samples/s at the larger batch")
+    if change in vocabulary.INPUT_CHANGES:
+        workers = change in ("workers", "use_multiprocessing")
+        pipeline = baseline.input_pipeline or {}
+        if change == "workers" and pipeline.get("kind") != "torch DataLoader" and not (
+                pipeline.get("kind") == "PyDataset" and pipeline.get("use_multiprocessing")):
+            # Issue 34: worker threads achieved 0.05-0.28 of what the wait
+            # predicted: they share the GIL with the training loop.
+            return None, (
+                "worker threads share the Python lock (the GIL) with the training loop, "
+                "so what they buy cannot be told from the data wait")
+        cores = baseline.cpu_count
+        if workers and not _on_accelerator(base_object) and cores is not None and cores <= 4:
+            return None, (
+                f"on a CPU-only host of {fmt_count(cores)} cores the workers take the "
+                "model's own cores, so what they buy cannot be told from the run")
+        if ceiling is not None and ceiling <= 1.0:
+            return None, (
+                f"input_free, the same model with the input removed, measured "
+                f"{fmt_speedup(ceiling)}: no input fix can buy a gain here")
+        if ceiling is not None and speedup > ceiling:
+            return None, (
+                f"the {finding['id']} estimate ({fmt_speedup(speedup)}) is above what "
+                f"input_free measured ({fmt_speedup(ceiling)}), which no input fix can "
+                "beat: at most that, a ceiling, not a prediction")
+    return speedup, f"the {finding['id']} finding's estimate"
+
+
+def _on_accelerator(run_object):
+    device = str(run_object.get("device") or "").lower()
+    return device.startswith(("gpu", "tpu", "cuda")) or "gpu" in device
+
+
+def judge_session(session, by_name):
+    """The `fixes_tried` entries of one session (docs/CLI.md), best
+    measured first, and the change advised.
+
+    Args:
+        session: `{change: RunData}` of `find_sessions`.
+        by_name: The report's run objects by run name.
+    """
+    baseline = session["baseline"]
+    base_object = by_name.get(baseline.run) or {}
+    spread = noise(baseline)
+    ceiling = input_free_gain(session)
+    entries = []
+    for change, run in session.items():
+        if change == "baseline":
+            continue
+        gain = measured(run, baseline)
+        predicted, why = _predicted(change, run, baseline, base_object, ceiling)
+        kept = gain is not None and spread is not None and gain > 1.0 + spread
+        slower = gain is not None and spread is not None and gain < 1.0 - spread
+        entries.append({
+            "run": run.run,
+            "baseline": baseline.run,
+            "change": change,
+            "what": run.tried.what,
+            "ceiling": run.tried.ceiling,
+            "keeps_arithmetic": run.tried.keeps_arithmetic,
+            "predicted": predicted,
+            "predicted_basis": why,
+            "measured": gain,
+            "noise": spread,
+            "kept": kept,
+            "slower": slower,
+            "fits": len(_measured_rates(run.tried)),
+            "baseline_fits": len(_measured_rates(baseline.tried)),
+            "text": tried_text(gain, spread),
+        })
+    entries.sort(key=lambda entry: (-(entry["measured"] or 0.0), entry["change"]))
+    advised = next((
+        entry for entry in entries
+        if entry["kept"] and entry["keeps_arithmetic"] and not entry["ceiling"]
+    ), None)
+    for entry in entries:
+        entry["advised"] = entry is advised
+    return entries, advised
+
+
+def tried_text(gain, spread):
+    """`tried: 1.3x (noise ±4%)`, `tried: 0.61x, slower (noise ±3%)`."""
+    if gain is None:
+        return "tried: no measurement (no fit of it or of the baseline completed)"
+    noise_words = f"noise ±{fmt_share(spread)}" if spread is not None else "noise unknown"
+    if spread is not None and gain < 1.0 - spread:
+        return f"tried: {fmt_speedup(gain)}, slower ({noise_words})"
+    if spread is not None and gain <= 1.0 + spread:
+        return f"tried: {fmt_speedup(gain)}, within the noise ({noise_words})"
+    return f"tried: {fmt_speedup(gain)} ({noise_words})"
+
+
+def ceiling_evidence(gain):
+    """Why a run whose `input_free` gained under 10% is not input-bound."""
+    return (
+        f"Tried: the same model stepping on batches already converted ran "
+        f"{fmt_speedup(gain)} as fast (under {fmt_share(INPUT_FREE_MIN_GAIN - 1.0)} "
+        "more), so no input fix can buy much: the input is not what limits "
+        "this run, whatever its data-wait share."
+    )
+
+
+def annotate(entries, advised, base_object):
+    """Sets what was tried on the baseline's run object: `tried` on each
+    finding whose change was tried (a change measured no better than the
+    noise is never advised first: its fix says so), and `advised`."""
+    by_change = {entry["change"]: entry for entry in entries}
+    ceiling = (by_change.get("input_free") or {}).get("measured")
+    for finding in base_object.get("findings") or ():
+        _cap(finding, ceiling)
+        entry = by_change.get(finding.get("change"))
+        if entry is None:
+            continue
+        finding["tried"] = {key: entry[key] for key in (
+            "run", "change", "measured", "noise", "kept", "slower", "text")}
+        if not entry["kept"] and entry["measured"] is not None:
+            lead = (
+                f"Tried on this model, {entry['what'] or entry['change']} measured "
+                f"{entry['text'].split(': ', 1)[1]}: not advised."
+            )
+            if advised is not None:
+                lead += f" Measured best: {advised['change']} ({fmt_speedup(advised['measured'])})."
+            finding["fix"] = lead + " " + str(finding.get("fix") or "")
+    base_object["advised"] = None if advised is None else {
+        "change": advised["change"],
+        "what": advised["what"],
+        "measured": advised["measured"],
+        "noise": advised["noise"],
+        "predicted": advised["predicted"],
+    }
+
+
+def _cap(finding, ceiling):
+    """An input finding's expected gain held at what `input_free` measured:
+    no input fix buys more than removing the input."""
+    expected = finding.get("expected") or {}
+    speedup = _rate(expected.get("speedup"))
+    if (ceiling is None or speedup is None or speedup <= ceiling
+            or finding.get("change") not in vocabulary.INPUT_CHANGES
+            or expected.get("of") != "samples_per_s"):
+        return
+    text = f"at most {fmt_speedup(ceiling)} the samples/s"
+    finding["expected"] = dict(
+        expected, speedup=ceiling, bound="at_most", text=text,
+        basis=f"{expected.get('basis')}; capped at the {fmt_speedup(ceiling)} that input_free "
+              "measured (the same model with the input removed): no input fix buys more")
+
+
+def fixes_tried(run_data, runs):
+    """The report's `fixes_tried`: every session's entries, and each
+    baseline's run object annotated (`annotate`)."""
+    by_name = {run["run"]: run for run in runs}
+    found = []
+    for key, session in sorted(find_sessions(run_data).items()):
+        entries, advised = judge_session(session, by_name)
+        base_object = by_name.get(session["baseline"].run)
+        if base_object is not None:
+            annotate(entries, advised, base_object)
+        for entry in entries:
+            entry["session"] = key or "."
+        found.extend(entries)
+    return found
