@@ -50,7 +50,7 @@ from tb_devicecost.analysis.report import REPORT_SCHEMA
 from tb_devicecost.analysis.report import analyze_record
 from tb_devicecost.analysis.report import analyze_run
 from tb_devicecost.analysis.report import build_report
-from tb_devicecost.analysis.report import json_ready
+from tb_devicecost.analysis.formatting import json_ready
 from tb_devicecost.analysis.report import mark_waiting
 from tb_devicecost.analysis.report import with_fixes_tried
 from tb_devicecost.analysis.report import worker_groups

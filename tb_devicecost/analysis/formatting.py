@@ -169,3 +169,35 @@ def confined(text):
     CLI prints it: set inside a sentence, it can no longer reverse the
     words after it. The analysis writes user strings into its messages so."""
     return _BIDI_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", str(text))
+
+
+# Keys whose strings are sentences that may quote the recorded data (a run
+# name, a device): their bidirectional controls are written as escapes.
+_SENTENCES = frozenset({
+    "headline", "message", "fix", "reason", "explanation", "problems", "text", "basis",
+    "baseline_reason",
+})
+
+
+def json_ready(value, key=None):
+    """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`.
+
+    Whatever a run's documents held, what leaves the analysis is JSON that
+    `json.dumps(..., allow_nan=False)` writes; in its sentences (a finding's
+    `message`, a `reason`, ...) a bidirectional control quoted from a run
+    name is an escape (`formatting.confined`), so it cannot reverse the
+    words after it wherever the sentence is shown.
+    """
+    if isinstance(value, dict):
+        return {str(name): json_ready(item, name) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item, key) for item in value]
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()  # A NumPy scalar (this module imports no NumPy).
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str) and key in _SENTENCES:
+        return confined(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -11,9 +11,7 @@ Everything returned is plain JSON-ready data: no NaN, `None` where a number
 is unknown.
 """
 
-import math
 
-import numpy as np
 
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import estimates
@@ -29,7 +27,7 @@ from tb_devicecost.analysis import tried
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
-from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.formatting import json_ready
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
@@ -444,38 +442,6 @@ def mark_waiting(groups, runs):
             if run:
                 _set_waiting(run, finding)
                 entry["verdict"] = run["verdict"]
-
-
-# Keys whose strings are sentences that may quote the recorded data (a run
-# name, a device): their bidirectional controls are written as escapes.
-_SENTENCES = frozenset({
-    "headline", "message", "fix", "reason", "explanation", "problems", "text", "basis",
-    "baseline_reason",
-})
-
-
-def json_ready(value, key=None):
-    """Plain JSON types only: numpy scalars unwrapped, NaN and inf as `None`.
-
-    Whatever a run's documents held, what leaves the analysis is JSON that
-    `json.dumps(..., allow_nan=False)` writes; in its sentences (a finding's
-    `message`, a `reason`, ...) a bidirectional control quoted from a run
-    name is an escape (`formatting.confined`), so it cannot reverse the
-    words after it wherever the sentence is shown.
-    """
-    if isinstance(value, dict):
-        return {str(name): json_ready(item, name) for name, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(item, key) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, str) and key in _SENTENCES:
-        return confined(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 _json_ready = json_ready

@@ -458,11 +458,11 @@ class StepAccounting:
         """Ends the session (`end_session(status, error)`) and records
         nothing more."""
         self.end_session(status=status, error=error)
+        self._record_nothing()
+
+    def _record_nothing(self):
         self.enabled = False
-        self._rows = []
-        self._blocks = []
-        self._block_rows = 0
-        self._open = None
+        self._rows, self._blocks, self._block_rows, self._open = [], [], 0, None
 
     def _interrupted(self):
         """SIGTERM: the steps so far and an `"interrupted"` aggregate, on disk.
@@ -475,13 +475,8 @@ class StepAccounting:
             self.flush(status="interrupted")
 
     def _forget_in_child(self):
-        """A forked child of the fit (a `PyDataset`'s worker, a
-        `DataLoader`'s) records nothing and writes nothing of the parent's."""
-        self.enabled = False
-        self._rows = []
-        self._blocks = []
-        self._block_rows = 0
-        self._open = None
+        """A forked child of the fit writes nothing of the parent's."""
+        self._record_nothing()
         self._writer.forget_in_child()
 
     def _close_writer(self):
