@@ -73,6 +73,11 @@ EPSILON = 1e-9
 # mean, so its input and host findings are judged by the typical (p50) step,
 # and it is never the overview's "worth a look" (issue 35, item 10).
 FEW_STEPS_TO_JUDGE = 100
+# ... where its mean rests on those few long steps: a mean step above this
+# many typical steps. Input threads that fall behind every other batch make
+# half the steps long (an H200 validation: mean 16.7 ms, p50 24.1 ms): its
+# mean is the pipeline's, and decides.
+FEW_STEPS_MEAN_FACTOR = 1.5
 # Fixes tried (`tried.py`, docs/VERDICTS.md "Interventions"). A run whose
 # `input_free` replay (the same model on batches already cached) gains less
 # than this is not `input_bound`, whatever its data-wait share: removing the

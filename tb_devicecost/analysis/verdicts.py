@@ -17,6 +17,7 @@ from tb_devicecost.analysis.names import role
 from tb_devicecost.analysis.run_figures import run_figures
 from tb_devicecost.analysis.thresholds import BORDERLINE
 from tb_devicecost.analysis.thresholds import EPSILON
+from tb_devicecost.analysis.thresholds import FEW_STEPS_MEAN_FACTOR
 from tb_devicecost.analysis.thresholds import FEW_STEPS_TO_JUDGE
 from tb_devicecost.analysis.thresholds import HOST_HIGH
 from tb_devicecost.analysis.thresholds import HOST_MODERATE
@@ -189,7 +190,8 @@ def judge(run, figures=None, input_free_gain=None):
         # Nine steps in ten got a ready batch, or the share rests on one
         # wait: a few long waits, not a slow pipeline.
         stalls, input_severity = input_severity, None
-    if short_evaluation(run, figures) and figures.step.p50:
+    if (short_evaluation(run, figures) and figures.step.p50 and figures.step.mean
+            and figures.step.mean > FEW_STEPS_MEAN_FACTOR * figures.step.p50):
         # A short validation's mean rests on a few long steps (each pass's
         # first): the typical step decides, so identical fits agree.
         typical_wait = max(0.0, (wait.p50 or 0.0) - (ready_ms or 0.0))
