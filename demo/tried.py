@@ -9,7 +9,7 @@ noise. `python -m demo` calls `run` with a small budget; the H100 recording
 
 Scenarios (the demo's own models and data, `demo/scenarios.py`):
 
-- `mlp_b10`, `mlp_b32`: the seeds' MLP (100 -> 128 -> 10) fed from NumPy
+- `mlp_b10`, `mlp_b32`: the small MLP (100 -> 128 -> 10) fed from NumPy
   arrays in memory at batch 10 and 32, trying `data_on_device`,
   `steps_per_execution` (not on PyTorch), `workers`, `use_multiprocessing`
   (not on JAX, whose process Keras's forked workers can deadlock) and
