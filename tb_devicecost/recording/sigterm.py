@@ -240,12 +240,7 @@ class _StuckMainWatch:
     def stop(self):
         """Puts the wakeup fd back (unless someone replaced ours) and ends
         the thread (main thread only)."""
-        try:
-            current = signal.set_wakeup_fd(-1)
-            if current not in (-1, self._write_fd):
-                signal.set_wakeup_fd(current)
-        except (ValueError, OSError):
-            pass
+        self._release_wakeup_fd()
         # Closing the write end ends the thread's read.
         _close(self._write_fd)
         self._thread.join(timeout=1.0)
@@ -254,14 +249,18 @@ class _StuckMainWatch:
     def forget_in_child(self):
         """In a forked child, which has no such thread: the child's signals
         must not reach the parent's watch through the shared pipe."""
+        self._release_wakeup_fd()
+        _close(self._write_fd)
+        _close(self._read_fd)
+
+    def _release_wakeup_fd(self):
+        """No wakeup fd, unless someone replaced ours: theirs stays."""
         try:
             current = signal.set_wakeup_fd(-1)
             if current not in (-1, self._write_fd):
                 signal.set_wakeup_fd(current)
         except (ValueError, OSError):
             pass
-        _close(self._write_fd)
-        _close(self._read_fd)
 
 
 def _close(fd):
