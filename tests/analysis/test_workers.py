@@ -292,9 +292,12 @@ def test_jax_the_slowed_process_is_the_straggler_and_input_bound(jax_job):
             > runs["slow/process_1/train"]["compute_ms"]["mean"])
     assert runs["slow/process_0/train"]["data_wait_ms"]["mean"] < 0.1 * DELAY_MS
     # Both processes run at the straggler's pace. The typical step: on a
-    # busy machine one process's mean takes a descheduled step or two more.
+    # busy machine one process's mean takes a descheduled step or two more,
+    # and its p50 can sit a few ms off the other's (44.5 against 40.3 ms once
+    # in a whole-suite run); a process not held to the straggler's pace would
+    # step in a few ms.
     steps = [runs[f"slow/process_{i}/train"]["step_ms"]["p50"] for i in (0, 1)]
-    assert steps[0] == pytest.approx(steps[1], rel=0.1)
+    assert steps[0] == pytest.approx(steps[1], rel=0.2)
     assert min(steps) >= 0.9 * DELAY_MS
     # The straggler finding is said once, on the straggler's run; the
     # process that waits for it is waiting_for_others.
