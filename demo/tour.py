@@ -213,8 +213,10 @@ def render(report, device="cpu0", images="docs/images"):
 _PREDICTIONS_NOTE = (
     "Predicted: the gain a finding's estimate (or the sweep's fits, for the "
     "other device) gives at the fixed run's batch size; achieved: the fixed "
-    "run's samples/s over the run's; \\* where that batch is beyond the "
-    "estimate's own (docs/READING.md says how runs are paired)."
+    "run's samples/s over the run's; \\* where a batch is beyond those the "
+    "estimate was made from; ≥ a bound from below, and whether it held; none "
+    "where no honest figure exists, and why (docs/READING.md says how runs "
+    "are paired and when a figure is given)."
 )
 # The comparison's sentence on how the two devices scale with the batch:
 # the sweep's fits and crossover, which the section already gives once, so
@@ -237,6 +239,7 @@ def predictions_table(pairs):
         "| run | with the fix | change | predicted by | predicted | achieved | achieved ÷ predicted |",
         "|---|---|---|---|---:|---:|---:|",
     ]
+    unpredicted = []
     for pair in pairs:
         by = pair["predicted_by"]
         lines.append(
@@ -244,8 +247,13 @@ def predictions_table(pairs):
             f"{'`' + by + '`' if by != 'sweep' else 'sweep `' + pair['sweep'] + '`'} | "
             f"{common.predicted_text(pair).replace('*', chr(92) + '*')} | "
             f"{formatting.fmt_speedup(pair['achieved_speedup'])} | "
-            f"{formatting.fmt_speedup(pair['achieved_over_predicted'])} |"
+            f"{common.ratio_text(pair)} |"
         )
+        if pair.get("unpredicted"):
+            unpredicted.append(
+                f"- `{pair['run']}` → `{pair['counterpart']}`: {pair['unpredicted']}.")
+    if unpredicted:
+        lines += ["", "No prediction:", ""] + unpredicted
     return "\n".join(lines)
 
 

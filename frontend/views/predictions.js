@@ -17,7 +17,8 @@ const BOUND_SIGNS = {at_most: '\u2264 ', at_least: '\u2265 '};
 /** The same words as the report's (tb_devicecost/cli/renderers/common.py). */
 export const PREDICTIONS_TEXT = 'Predicted: the gain a finding\u2019s estimate (or a sweep\u2019s fits, ' +
     'for the other device) gives at the counterpart\u2019s batch size; achieved: the counterpart\u2019s ' +
-    'samples/s over the run\u2019s; * where that batch is beyond the estimate\u2019s own.';
+    'samples/s over the run\u2019s; * where a batch is beyond those the estimate was made from; ' +
+    'none where no honest figure exists, with the reason.';
 
 /**
  * `larger batch (10 → 1,024)`: what differs between the two runs, as
@@ -37,8 +38,16 @@ function changeText(pair) {
 
 /** `≤ 3.10x`, `34.89x*`: the predicted speedup, its bound, a star beyond it. */
 function predictedText(pair) {
+  if (!isNum(pair.predicted_speedup)) return 'none';
   const bound = pair.predicted && typeof pair.predicted === 'object' ? pair.predicted.bound : null;
   return (BOUND_SIGNS[bound] || '') + fmtSpeedup(pair.predicted_speedup) + (pair.extrapolated ? '*' : '');
+}
+
+/** `1.18x`, `held` or `broken` (a bound), or a dash (no prediction). */
+function ratioText(pair) {
+  if (pair.within_bound === true) return 'held';
+  if (pair.within_bound === false) return 'broken';
+  return isNum(pair.achieved_over_predicted) ? fmtSpeedup(pair.achieved_over_predicted) : '\u2014';
 }
 
 /**
@@ -87,14 +96,13 @@ export function buildPredictions(pairs) {
     predictedBy(pair),
     el('td', {
       class: 'dc-num dc-predicted', text: predictedText(pair),
-      title: typeof pair.basis === 'string' ? pair.basis : '',
+      title: typeof pair.unpredicted === 'string' ? 'No prediction: ' + pair.unpredicted
+        : typeof pair.basis === 'string' ? pair.basis : '',
     }),
     el('td', {class: 'dc-num dc-achieved', text: fmtSpeedup(pair.achieved_speedup)}),
-    el('td', {
-      class: 'dc-num dc-achieved-over-predicted',
-      text: isNum(pair.achieved_over_predicted) ? fmtSpeedup(pair.achieved_over_predicted) : '\u2014',
-    }),
+    el('td', {class: 'dc-num dc-achieved-over-predicted', text: ratioText(pair)}),
   ])));
+  const unpredicted = list.filter((pair) => typeof pair.unpredicted === 'string');
   return panel('Predictions checked', [
     el('p', {
       class: 'dc-muted',
@@ -105,5 +113,9 @@ export function buildPredictions(pairs) {
       el('table', {class: 'dc-table dc-predictions-table'}, [el('thead', {}, [head]), body]),
     ]),
     el('p', {class: 'dc-footnote', text: PREDICTIONS_TEXT}),
+    ...(unpredicted.length ? [el('ul', {class: 'dc-unpredicted'}, unpredicted.map((pair) => el('li', {}, [
+      runName(String(pair.run)), ' \u2192 ', runName(String(pair.counterpart)),
+      ': no prediction: ', isolated(pair.unpredicted),
+    ])))] : []),
   ], 'dc-predictions');
 }

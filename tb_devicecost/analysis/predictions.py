@@ -73,17 +73,15 @@ def _directory(run_name):
     return directory, leaf, role
 
 
-def _finding(run, ids, of="samples_per_s"):
+def _finding(run, ids, of="samples_per_s", estimated=True):
     """The run's first finding among `ids` (in that order) whose `expected`
-    estimates a gain in `of`, or `None`."""
+    estimates a gain in `of` (any, where not `estimated`), or `None`."""
     for finding_id in ids:
         for finding in run.get("findings") or ():
             expected = finding.get("expected") or {}
-            if (
-                finding.get("id") == finding_id
-                and _number(expected.get("speedup")) is not None
-                and expected.get("of") == of
-            ):
+            if finding.get("id") == finding_id and (not estimated or (
+                    _number(expected.get("speedup")) is not None
+                    and expected.get("of") == of)):
                 return finding
     return None
 
@@ -108,7 +106,8 @@ def check_predictions(runs, run_data=(), sweeps=()):
         fix), `counterpart` (the fix applied), `change`, `predicted_by` (a
         finding id, or `"sweep"`), `sweep`, `predicted` (the estimate as
         stated: `speedup`, `bound`, `text`, `batch_size`),
-        `predicted_speedup` (at the counterpart's batch size),
+        `predicted_speedup` (at the counterpart's batch size; `None` where
+        no honest figure exists), `unpredicted` (why, then),
         `achieved_speedup` (the counterpart's samples/s over the run's),
         `achieved_over_predicted`, `within_bound` (for an `at_most` or
         `at_least` estimate, else `None`), `extrapolated`,
@@ -124,7 +123,7 @@ def check_predictions(runs, run_data=(), sweeps=()):
     pairs = []
     for run in usable:
         pairs.extend(_input_pairs(run, usable, signatures))
-        pairs.extend(_batch_pairs(run, usable, signatures))
+        pairs.extend(_batch_pairs(run, usable, signatures, sweeps or (), in_sweeps))
     pairs.extend(_device_pairs(
         [run for run in usable if run["run"] not in in_sweeps], signatures, sweeps or (),
     ))
@@ -148,7 +147,7 @@ def _input_pairs(run, runs, signatures):
     kinds, settings not recorded), a counterpart that waits at most
     `FASTER_INPUT_WAIT` as long. Runs with identical settings are repeats:
     one pair per two set-ups, from the first of each by name."""
-    finding = _finding(run, INPUT_FINDINGS)
+    finding = _finding(run, INPUT_FINDINGS, estimated=False)
     starved_ms = _number(run.get("starved_data_wait_ms"))
     if finding is None or starved_ms is None or not run.get("device"):
         return []
@@ -172,12 +171,57 @@ def _input_pairs(run, runs, signatures):
         if direction is False or (
                 direction is None and other_starved_ms > FASTER_INPUT_WAIT * starved_ms):
             continue
-        expected = finding["expected"]
+        predicted, unpredicted = _input_prediction(run, other, finding)
         pairs.append(_pair(
-            run, other, "input_pipeline", finding["id"], finding, expected["speedup"],
+            run, other, "input_pipeline", finding["id"], finding, predicted,
             f"the {finding['id']} finding's estimate, at the same batch size and device",
+            unpredicted=unpredicted,
         ))
     return pairs
+
+
+def _input_prediction(run, other, finding):
+    """`(speedup or None, why none)`: what the input finding of `run`
+    predicts for the pipeline of `other`, by what `other` changed.
+
+    The estimate is the step without its wait: a pipeline that keeps ahead
+    of the step. Worker threads and worker processes are not that pipeline
+    (issue 34, on an H100: threads achieved 0.01-0.14 of the estimate,
+    processes 0.63 of it), so they get no prediction, and say why."""
+    expected = finding.get("expected") or {}
+    speedup = _number(expected.get("speedup"))
+    if speedup is None or expected.get("of") != "samples_per_s":
+        return None, f"the {finding['id']} finding has no estimate: {expected.get('basis')}"
+    change = _input_change(run.get("input_pipeline"), other.get("input_pipeline"))
+    if change == "threads":
+        return None, (
+            "worker threads share the Python lock (the GIL) with the training loop, "
+            "so what they buy cannot be told from the data wait")
+    if change == "processes":
+        return None, (
+            "worker processes send every batch to the training process (pickled, "
+            "through a pipe), a cost the run never paid, so what they buy cannot be "
+            f"told from the data wait; the estimate ({expected.get('text')}) is the "
+            "step without its wait")
+    return speedup, None
+
+
+def _input_change(first, second):
+    """`"threads"`, `"processes"` or `None`: the kind of workers pipeline
+    `second` adds to pipeline `first`, where that is what changed."""
+    if not isinstance(first, dict) or not isinstance(second, dict) \
+            or first.get("kind") != second.get("kind"):
+        return None
+    kind = first.get("kind")
+    if kind == "PyDataset":
+        if second.get("use_multiprocessing") and not first.get("use_multiprocessing"):
+            return "processes"
+        if (second.get("workers") or 1) > (first.get("workers") or 1):
+            return "processes" if second.get("use_multiprocessing") else "threads"
+    if kind == "torch DataLoader" and (second.get("num_workers") or 0) > (
+            first.get("num_workers") or 0):
+        return "processes"
+    return None
 
 
 def _setup(run):
@@ -242,14 +286,17 @@ def _other_pipeline(run, other):
     return first != second
 
 
-def _batch_pairs(run, runs, signatures):
+def _batch_pairs(run, runs, signatures, sweeps=(), in_sweeps=()):
     """The run against the same model at the larger batch nearest the one
-    its finding chose."""
-    finding = _finding(run, BATCH_FINDINGS)
+    its finding chose (the largest, where it chose none). Predicted by a
+    sweep of the model on the run's device where the log directory has
+    one (its fitted step at both batches), else by the finding's own line,
+    never beyond the batch the finding chose."""
+    finding = _finding(run, BATCH_FINDINGS, estimated=False)
     batch = run.get("batch_size")
-    if finding is None or not batch or not run.get("device"):
+    if finding is None or not batch or not run.get("device") or run["run"] in in_sweeps:
         return []
-    expected = finding["expected"]
+    expected = finding.get("expected") or {}
     target = expected.get("batch_size")
     candidates = [
         other for other in runs
@@ -257,16 +304,49 @@ def _batch_pairs(run, runs, signatures):
         and pairing.same_model(run["run"], other["run"])
         and other.get("device") == run["device"]
         and (other.get("batch_size") or 0) > batch
+        and other["run"] not in in_sweeps
     ]
-    if not target or not candidates:
+    if not candidates:
         return []
     other = min(
         candidates,
-        key=lambda o: (abs(math.log(o["batch_size"] / target)), o["batch_size"], o["run"]),
+        key=lambda o: (abs(math.log(o["batch_size"] / (target or 1e12))), o["batch_size"], o["run"]),
     )
     size = other["batch_size"]
+    sweep = _sweep_of(signatures[run["run"]], (run["device"],), sweeps, signatures)
+    if sweep is not None:
+        fit = sweep["devices"][run["device"]]
+
+        def fitted_ms(samples):
+            return fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * samples
+
+        predicted = size / batch * fitted_ms(batch) / fitted_ms(size)
+        measured = [point["batch_size"] for point in fit.get("points") or ()]
+        extrapolated = bool(measured) and not all(
+            min(measured) <= b <= max(measured) for b in (batch, size))
+        basis = (
+            f"the sweep {sweep['name']}'s fit of this model's step on {run['device']} (a "
+            f"fixed cost plus a cost per sample): {fmt_ms(fitted_ms(batch))} ms at batch "
+            f"{fmt_count(batch)}, {fmt_ms(fitted_ms(size))} ms at batch {fmt_count(size)}"
+        )
+        stated = {"speedup": predicted, "bound": "about", "batch_size": size,
+                  "text": f"about {fmt_speedup(predicted)} the samples/s at batch {fmt_count(size)}"}
+        return [_pair(run, other, "batch_size", "sweep", stated, predicted, basis,
+                      extrapolated=extrapolated, sweep=sweep["name"])]
+    speedup = _number(expected.get("speedup"))
+    if speedup is None or expected.get("of") != "samples_per_s" or not target:
+        return [_pair(run, other, "batch_size", finding["id"], finding, None, None,
+                      unpredicted=f"the {finding['id']} finding has no estimate: "
+                      f"{expected.get('basis')}")]
+    if size > target:
+        return [_pair(
+            run, other, "batch_size", finding["id"], finding, None, None,
+            unpredicted=(
+                f"batch {fmt_count(size)} is beyond the {fmt_count(target)} the "
+                f"{finding['id']} finding's estimate reaches from one traced batch; "
+                "a sweep of this model's batch sizes (tb_devicecost.sweep) predicts it"))]
     if size == target:
-        return [_pair(run, other, "batch_size", finding["id"], finding, expected["speedup"],
+        return [_pair(run, other, "batch_size", finding["id"], finding, speedup,
                       f"the {finding['id']} finding's estimate at batch {fmt_count(size)}")]
     # The finding's own line through the run's mean step and the step it
     # predicts at its batch, read at the counterpart's batch.
@@ -286,8 +366,7 @@ def _batch_pairs(run, runs, signatures):
         f"line (the step as a fixed cost plus a cost per sample, through this "
         f"run's mean step and the step it predicts there) at batch {fmt_count(size)}"
     )
-    return [_pair(run, other, "batch_size", finding["id"], finding, predicted, basis,
-                  extrapolated=size > target)]
+    return [_pair(run, other, "batch_size", finding["id"], finding, predicted, basis)]
 
 
 def _device_pairs(runs, signatures, sweeps):
@@ -358,24 +437,45 @@ def _device_pair(first, second, sweep):
     )
     predicted_by = {"speedup": predicted, "bound": "about", "batch_size": batch,
                     "text": f"about {fmt_speedup(predicted)} the samples/s on {fast['device']}"}
+    warming = [run["run"] for run in (slow, fast) if run.get("verdict") == "warmup_dominated"]
+    if warming:
+        # Issue 34: a short fit's steps after its warm-up are not yet
+        # steady (JAX's CPU steps of warmup/short took 3.6 ms, of
+        # warmup/long 1.5 ms); the sweep's fits are of steady steps.
+        return _pair(slow, fast, "device", "sweep", predicted_by, None, basis,
+                     extrapolated=extrapolated, sweep=sweep["name"], unpredicted=(
+                         f"{warming[0]} is mostly warm-up, its steps not yet steady, and "
+                         "the sweep predicts the steps of a warmed-up fit"))
     return _pair(slow, fast, "device", "sweep", predicted_by, predicted, basis,
                  extrapolated=extrapolated, sweep=sweep["name"])
 
 
 def _pair(run, other, change, predicted_by, stated, predicted, basis,
-          extrapolated=False, sweep=None):
-    """One pair object (see `check_predictions`)."""
+          extrapolated=False, sweep=None, unpredicted=None):
+    """One pair object (see `check_predictions`); `predicted` `None`, with
+    `unpredicted` saying why, where no honest figure exists."""
     expected = stated.get("expected") if "expected" in stated else stated
     achieved = _rate(other) / _rate(run)
-    ratio = achieved / predicted if predicted else None
     bound = expected.get("bound")
     within = None
-    if bound == "at_most":
-        within = achieved <= predicted
+    if predicted is None:
+        ratio = None
+    elif bound == "at_most":
+        within, ratio = achieved <= predicted, None
     elif bound == "at_least":
-        within = achieved >= predicted
+        within, ratio = achieved >= predicted, None
+    else:
+        ratio = achieved / predicted if predicted else None
     words = _BOUND_WORDS.get(bound, "about")
-    if predicted_by == "sweep":
+    if predicted is None:
+        claim = f"no prediction for {other['run']}: {unpredicted}"
+    elif predicted_by == "sweep" and change == "batch_size":
+        claim = (
+            f"the sweep {sweep} (this model's step fitted on {run['device']}) predicted "
+            f"about {fmt_speedup(predicted)} the samples/s at batch "
+            f"{fmt_count(other['batch_size'])}"
+        )
+    elif predicted_by == "sweep":
         claim = (
             f"the sweep {sweep} (this model's step fitted on each device) predicted "
             f"{words} {fmt_speedup(predicted)} the samples/s on {other['device']} at "
@@ -388,10 +488,13 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
                 f", so {words} {fmt_speedup(predicted)} at batch "
                 f"{fmt_count(other['batch_size'])} by its own line"
             )
+    if within is not None:
+        verdict = ": the bound held." if within else ": the bound did not hold."
+    else:
+        verdict = f": {fmt_speedup(ratio)} the prediction." if ratio is not None else "."
     text = (
         f"{claim}; {other['run']} achieved {fmt_speedup(achieved)} "
-        f"({fmt_count(_rate(run))} to {fmt_count(_rate(other))} samples/s)"
-        + (f": {fmt_speedup(ratio)} the prediction." if ratio is not None else ".")
+        f"({fmt_count(_rate(run))} to {fmt_count(_rate(other))} samples/s)" + verdict
     )
     return {
         "run": run["run"],
@@ -406,6 +509,7 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
             "batch_size": expected.get("batch_size"),
         },
         "predicted_speedup": predicted,
+        "unpredicted": unpredicted if predicted is None else None,
         "achieved_speedup": achieved,
         "achieved_over_predicted": ratio,
         "within_bound": within,

@@ -49,6 +49,8 @@ PAIRS = {
         ("input_pipeline/naive-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
         ("input_pipeline/naive-gpu0/train", "input_pipeline/parallel_workers-gpu0/train"),
         ("input_pipeline/parallel_workers-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        # The larger batch on each device, from the sweep of the model on it.
+        ("small_work/batch10-cpu0/train", "small_work/batch1024-cpu0/train"),
         ("small_work/batch10-gpu0/train", "small_work/batch1024-gpu0/train"),
         ("small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"),
         ("small_work/batch1024-gpu0/train", "small_work/batch1024-cpu0/train"),
@@ -65,6 +67,7 @@ PAIRS = {
         ("input_pipeline/naive-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
         ("input_pipeline/naive-gpu0/train", "input_pipeline/parallel_workers-gpu0/train"),
         ("input_pipeline/parallel_workers-gpu0/train", "input_pipeline/augment_in_model-gpu0/train"),
+        ("small_work/batch10-cpu0/train", "small_work/batch1024-cpu0/train"),
         ("small_work/batch10-gpu0/train", "small_work/batch1024-gpu0/train"),
         ("small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"),
         ("small_work/batch1024-gpu0/train", "small_work/batch1024-cpu0/train"),
@@ -121,26 +124,60 @@ def test_each_achieved_gain_is_the_ratio_of_samples_per_second(recorded):
         run, other = runs[pair["run"]], runs[pair["counterpart"]]
         achieved = _samples_per_s(other) / _samples_per_s(run)
         assert pair["achieved_speedup"] == pytest.approx(achieved, rel=1e-6), pair["run"]
-        assert pair["achieved_over_predicted"] == pytest.approx(
-            achieved / pair["predicted_speedup"], rel=1e-6)
+        if pair["predicted_speedup"] is None or pair["within_bound"] is not None:
+            assert pair["achieved_over_predicted"] is None
+        else:
+            assert pair["achieved_over_predicted"] == pytest.approx(
+                achieved / pair["predicted_speedup"], rel=1e-6)
         assert pair["batch_size"] == {"run": run["batch_size"], "counterpart": other["batch_size"]}
         assert pair["device"] == {"run": run["device"], "counterpart": other["device"]}
 
 
 def test_an_input_pipeline_fix_is_checked_against_the_input_finding(recorded):
     """A faster input pipeline: the run's input_bound estimate as stated (same
-    batch, same device), beside the counterpart's gain."""
+    batch, same device), beside the counterpart's gain; worker threads get
+    no prediction, and say why; a run whose input ran on four worker threads
+    gets a bound from below, which held."""
     _, report, runs = recorded
     checked = [pair for pair in report["predictions"] if pair["change"] == "input_pipeline"]
-    assert checked
+    assert len(checked) == 6
     for pair in checked:
         finding = _finding(runs[pair["run"]], predictions.INPUT_FINDINGS)
         assert pair["predicted_by"] == finding["id"] == "input_bound"
-        assert pair["predicted_speedup"] == finding["expected"]["speedup"]
         assert pair["predicted"]["text"] == finding["expected"]["text"]
         assert pair["extrapolated"] is False
-        assert pair["within_bound"] is None  # an "about" estimate
-        assert finding["expected"]["text"] in pair["text"]
+        counterpart = pair["counterpart"].split("/")[1]
+        if counterpart.startswith("parallel_workers"):
+            # One worker against four threads.
+            assert pair["predicted_speedup"] is None
+            assert pair["achieved_over_predicted"] is None and pair["within_bound"] is None
+            assert "GIL" in pair["unpredicted"] and "No prediction" in pair["text"]
+        elif pair["run"].split("/")[1].startswith("parallel_workers"):
+            assert pair["predicted"]["bound"] == "at_least"
+            assert pair["predicted_speedup"] == finding["expected"]["speedup"]
+            # The threads' GIL cost, booked as compute, went with them.
+            assert pair["within_bound"] is True and pair["achieved_over_predicted"] is None
+            assert pair["achieved_speedup"] > 2 * pair["predicted_speedup"]
+        else:
+            assert pair["predicted"]["bound"] == "about" and pair["within_bound"] is None
+            assert pair["predicted_speedup"] == finding["expected"]["speedup"]
+            assert pair["unpredicted"] is None
+            assert finding["expected"]["text"] in pair["text"]
+
+
+def test_every_prediction_on_the_h100_demo_is_within_the_bar(recorded):
+    """Issue 34's bar: each figure predicted is within 0.67-1.5x of what was
+    achieved; a bound holds; otherwise there is no figure, and a reason."""
+    _, report, _ = recorded
+    for pair in report["predictions"]:
+        ratio = pair["achieved_speedup"] / pair["predicted_speedup"] \
+            if pair["predicted_speedup"] else None
+        if pair["predicted_speedup"] is None:
+            assert pair["unpredicted"], pair
+        elif pair["predicted"]["bound"] in ("at_most", "at_least"):
+            assert pair["within_bound"] is True, pair
+        else:
+            assert 0.67 <= ratio <= 1.5, pair
 
 
 def test_the_naive_gpu_pipeline_prediction_is_checked_on_jax():
@@ -160,25 +197,43 @@ def test_the_naive_gpu_pipeline_prediction_is_checked_on_jax():
     assert 1.0 < pair["achieved_over_predicted"] < 1.5
 
 
-def test_a_larger_batch_is_read_on_the_findings_own_line(recorded):
-    """batch10-gpu0's batch finding chose a batch (256 on JAX, 128 on
-    PyTorch); the counterpart ran at 1,024. The prediction there is the
-    finding's own straight line through the run's mean step at batch 10 and
-    the step it predicts at its batch, and is marked as beyond it."""
+def test_a_larger_batch_is_predicted_by_the_sweep_of_the_model(recorded):
+    """batch10 against batch1024 on each device: the sweep of the same model
+    on that device (its step fitted as a fixed cost plus a cost per sample)
+    gives both steps; batch 10 lies below the sweep's smallest batch (16),
+    so the pair is marked as beyond it."""
     _, report, runs = recorded
-    [pair] = [p for p in report["predictions"] if p["change"] == "batch_size"]
+    [sweep] = report["sweeps"]
+    checked = [p for p in report["predictions"] if p["change"] == "batch_size"]
+    assert {p["device"]["run"] for p in checked} == {"CPU:0", "GPU:0"}
+    for pair in checked:
+        fit = sweep["devices"][pair["device"]["run"]]
+        step_10 = fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * 10
+        step_1024 = fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * 1024
+        assert pair["predicted_by"] == "sweep" and pair["sweep"] == sweep["name"]
+        assert pair["predicted_speedup"] == pytest.approx(
+            (1024 / step_1024) / (10 / step_10), rel=1e-6)
+        assert pair["extrapolated"] is True
+        assert 0.67 <= pair["achieved_over_predicted"] <= 1.5
+
+
+def test_without_a_sweep_the_batch_finding_is_not_read_beyond_its_batch(recorded):
+    """With the sweep's runs gone, the GPU run's batch finding (from one
+    traced batch of 10, a bound from below) chose a batch under 1,024: no
+    figure at 1,024, and the reason."""
+    _, report, runs = recorded
+    kept = [run for run in report["runs"] if not run["run"].startswith("sweep/")]
     run = runs["small_work/batch10-gpu0/train"]
     finding = _finding(run, predictions.BATCH_FINDINGS)
-    expected = finding["expected"]
-    assert pair["predicted_by"] == finding["id"]
-    assert pair["predicted"]["batch_size"] == expected["batch_size"] < 1024
-    step = run["step_ms"]["mean"]
-    slope = (expected["step_ms"] - step) / (expected["batch_size"] - 10)
-    step_1024 = step + slope * (1024 - 10)
-    predicted = (1024 / step_1024) / (10 / step)
-    assert pair["predicted_speedup"] == pytest.approx(predicted, rel=1e-6)
-    assert pair["extrapolated"] is True
-    assert f"at batch {expected['batch_size']}" in pair["text"]
+    assert finding["expected"]["bound"] == "at_least"
+    assert finding["expected"]["batch_size"] < 1024
+    signature = ModelSignature("x", 1, "float32")
+    data = [type("RunData", (), {"run": r["run"], "model": signature})() for r in kept]
+    pairs = [p for p in predictions.check_predictions(kept, data, sweeps=())
+             if p["change"] == "batch_size" and p["run"] == run["run"]]
+    [pair] = pairs
+    assert pair["predicted_speedup"] is None
+    assert "beyond" in pair["unpredicted"] and "sweep" in pair["unpredicted"]
 
 
 def test_the_other_device_is_checked_against_the_sweep(recorded):
@@ -199,14 +254,21 @@ def test_the_other_device_is_checked_against_the_sweep(recorded):
         assert pair["predicted_by"] == "sweep" and pair["sweep"] == sweep["name"]
         assert pair["device"] == {"run": "GPU:0", "counterpart": "CPU:0"}
         assert fitted["GPU:0"] > fitted["CPU:0"]
-        assert pair["predicted_speedup"] == pytest.approx(fitted["GPU:0"] / fitted["CPU:0"], rel=1e-6)
+        if pair["predicted_speedup"] is not None:
+            assert pair["predicted_speedup"] == pytest.approx(
+                fitted["GPU:0"] / fitted["CPU:0"], rel=1e-6)
         assert pair["extrapolated"] is (batch < 16)
+        if pair["run"].startswith("warmup/short") and pair["predicted_speedup"] is None:
+            # JAX: the short fits are mostly warm-up, their steps not steady.
+            assert "warm-up" in pair["unpredicted"]
+            continue
         # The sweep's own runs are never checked against it.
         assert not {pair["run"], pair["counterpart"]} & set(sweep["runs"])
     # At the user's batch of 32 the prediction is the sweep's own sentence's.
     at_32 = [pair for pair in checked if pair["batch_size"]["run"] == 32]
     for pair in at_32:
-        assert pair["predicted_speedup"] == pytest.approx(sweep["faster_at"]["times"], rel=1e-6)
+        if pair["predicted_speedup"] is not None:
+            assert pair["predicted_speedup"] == pytest.approx(sweep["faster_at"]["times"], rel=1e-6)
 
 
 def test_the_report_renders_the_pairs(recorded):
@@ -309,6 +371,23 @@ def test_pairs_are_judged_by_which_run_is_the_change_so_regressions_show():
     # 10.2 ms against 16.7 ms a step (host 0.1 ms each): slower, shown as such.
     assert pairs[0]["achieved_speedup"] == pytest.approx(10.2 / 16.7, rel=1e-6)
     assert pairs[0]["achieved_speedup"] < 1
+    # Threads: no figure from the wait (issue 34: 0.01-0.14 of it on an H100).
+    assert pairs[0]["predicted_speedup"] is None and "GIL" in pairs[0]["unpredicted"]
+
+
+def test_worker_processes_get_no_prediction_and_say_why():
+    """One worker against four processes: each batch crosses a pipe, a cost
+    the run never paid (issue 34, on an H100: 0.63 of the wait's estimate)."""
+    one = {"kind": "PyDataset", "workers": 1, "use_multiprocessing": False}
+    four = {"kind": "PyDataset", "workers": 4, "use_multiprocessing": True}
+    records = _piped(_records([
+        ("pipe/before-cpu0/train", 6.1, 4.0, 32, MLP),
+        ("pipe/processes-cpu0/train", 0.6, 4.0, 32, MLP),
+    ]), {"before": one, "processes": four})
+    [pair] = analysis.build_report(records)["predictions"]
+    assert pair["counterpart"] == "pipe/processes-cpu0/train"
+    assert pair["predicted_speedup"] is None and pair["achieved_speedup"] > 1
+    assert "pickled" in pair["unpredicted"]
 
 
 def test_no_device_prediction_without_a_sweep():
@@ -343,8 +422,13 @@ def test_an_upper_bound_says_whether_it_held():
     pair = predictions._pair(run, other, "input_pipeline", "host_overhead_bound", stated,
                              2.0, "basis")
     assert pair["within_bound"] is True
-    assert pair["achieved_over_predicted"] == pytest.approx(0.75)
+    # A bound is no prediction to set a ratio against: it held or it broke.
+    assert pair["achieved_over_predicted"] is None
+    assert "the bound held" in pair["text"]
     assert not math.isnan(pair["achieved_speedup"])
+    broken = predictions._pair(run, dict(other, samples_per_s=300.0), "input_pipeline",
+                               "host_overhead_bound", stated, 2.0, "basis")
+    assert broken["within_bound"] is False and "did not hold" in broken["text"]
 
 
 def test_docs_list_exactly_the_keys_of_a_pair():

@@ -707,7 +707,10 @@ def test_a_latency_bound_run_quotes_the_trace_and_expects_a_larger_batch(tmp_pat
     assert expected["step_ms"] == pytest.approx(1.75)
     assert expected["samples_per_s"] == pytest.approx(512 / 1.75e-3)
     assert expected["speedup"] == pytest.approx(512 / 1.75e-3 / 32000.0)
-    assert expected["text"] == "about 9.1x the samples/s at batch 512 (290,000 instead of 32,000)"
+    # A bound from below: one traced batch counts the device's cost per step
+    # as a cost per sample (issue 34).
+    assert expected["bound"] == "at_least"
+    assert expected["text"] == "at least 9.1x the samples/s at batch 512 (290,000 instead of 32,000)"
     assert "1.56 µs per sample" in expected["basis"]
     assert "up to 608" in expected["basis"]
     # The small_batch finding's fix is the same larger batch: the same figure.

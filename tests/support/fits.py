@@ -7,7 +7,10 @@ import numpy as np
 import tensorflow as tf
 
 # Seconds slept by the Python input pipeline of the input-bound run, per batch.
-INPUT_SLEEP_S = 0.003
+# 10 ms a batch of 32 (3,200 samples/s at most): the compute run, 16 steps of
+# batch 256, would need steps of 80 ms to fall below it, as a loaded machine
+# pushed 3 ms (10,667 samples/s) once.
+INPUT_SLEEP_S = 0.010
 
 
 def fit_runs(logdir):

@@ -189,8 +189,9 @@ _BOUND_SIGNS = {"at_most": "≤ ", "at_least": "≥ "}
 PREDICTIONS_TEXT = (
     "predicted: the gain a finding's estimate (or a sweep's fits, for the "
     "other device) gives at the counterpart's batch size; achieved: the "
-    "counterpart's samples/s over the run's; * where that batch is beyond "
-    "the estimate's own"
+    "counterpart's samples/s over the run's; * where a batch is beyond "
+    "those the estimate was made from; none where no honest figure exists, "
+    "with the reason"
 )
 
 
@@ -211,14 +212,25 @@ def change_text(pair):
 
 
 def predicted_text(pair):
-    """`≤ 3.10x`, `34.89x*`: a pair's predicted speedup, its bound, and a
-    star where the counterpart's batch is beyond the estimate's."""
+    """`≤ 3.10x`, `34.89x*`, `none`: a pair's predicted speedup, its bound,
+    and a star where the counterpart's batch is beyond the estimate's."""
+    if pair.get("predicted_speedup") is None:
+        return "none"
     bound = (pair.get("predicted") or {}).get("bound")
     return (
         _BOUND_SIGNS.get(bound, "")
         + formatting.fmt_speedup(pair.get("predicted_speedup"))
         + ("*" if pair.get("extrapolated") else "")
     )
+
+
+def ratio_text(pair):
+    """`1.18x`, `held`, `broken` (a bound), or `—` (no prediction)."""
+    if pair.get("within_bound") is not None:
+        return "held" if pair["within_bound"] else "broken"
+    if pair.get("achieved_over_predicted") is None:
+        return "—"
+    return formatting.fmt_speedup(pair["achieved_over_predicted"])
 
 
 def predicted_by_text(pair, quote='"'):

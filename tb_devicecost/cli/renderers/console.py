@@ -376,16 +376,18 @@ def _prediction_lines(pairs):
         figures = (
             f"{common.predicted_text(pair):>9} "
             f"{fmt_speedup(pair['achieved_speedup']):>9} "
-            f"{fmt_speedup(pair['achieved_over_predicted']):>6}"
+            f"{common.ratio_text(pair):>6}"
         )
         change = max(8, min(28, WIDTH - 24 - len(figures)))
         lines.append(
             f"  {_cut(common.predicted_by_text(pair), 20):<20} "
             f"{_cut(common.change_text(pair), change):<{change}} " + figures
         )
+        if pair.get("unpredicted"):
+            lines.append(_wrap("no prediction: " + common.neutral(pair["unpredicted"]), "    "))
     lines.append(_wrap(
-        common.PREDICTIONS_TEXT + "; ratio: achieved over predicted. --json gives "
-        "each pair's basis", "  "))
+        common.PREDICTIONS_TEXT + "; ratio: achieved over predicted, or whether a "
+        "bound held. --json gives each pair's basis", "  "))
     return lines
 
 

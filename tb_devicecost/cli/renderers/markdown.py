@@ -259,15 +259,20 @@ def _predictions_table(pairs):
         "| Achieved ÷ predicted |",
         "|---|---|---|---|---:|---:|---:|",
     ]
+    unpredicted = []
     for pair in pairs:
         lines.append(
             f"| {_md_code(pair['run'])} | {_md_code(pair['counterpart'])} "
             f"| {_md_cell(common.change_text(pair))} | {_predicted_by(pair)} "
             f"| {_md_cell(common.predicted_text(pair))} "
             f"| {fmt_speedup(pair['achieved_speedup'])} "
-            f"| {fmt_speedup(pair['achieved_over_predicted'])} |"
+            f"| {_md_cell(common.ratio_text(pair))} |"
         )
+        if pair.get("unpredicted"):
+            unpredicted.append(f"{pair['run']} → {pair['counterpart']}: {pair['unpredicted']}")
     lines += ["", _md_cell(common.PREDICTIONS_TEXT[0].upper() + common.PREDICTIONS_TEXT[1:] + ".")]
+    if unpredicted:
+        lines += ["", "No prediction:", ""] + [f"- {_md_cell(line)}" for line in unpredicted]
     return lines
 
 
