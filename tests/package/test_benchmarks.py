@@ -83,7 +83,7 @@ def test_the_recording_script_is_valid_bash():
 
 
 def _commands():
-    """Every `benchmarks/NAME.py --options` of the README's table and the
+    """Every script and its options in the README's table and the
     Makefile's list."""
     rows = re.findall(r"^\| `[^`]+` \|(.*)$", _readme(), flags=re.MULTILINE)
     text = "\n".join(row.split("|")[2] for row in rows)
