@@ -43,8 +43,21 @@ test: test-setup
 	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \
 	exit $$status
 
-benchmark: setup
-	$(VENV_PYTHON) benchmarks/overhead.py
+# The CPU benchmarks that hold targets (benchmarks/README.md), one after
+# another, each printing its figure against its target last; exits non-zero
+# if any script does. Tens of minutes: run it on a quiet machine.
+BENCHMARKS := "overhead.py --backend tensorflow --rounds 9 --short-fits 9" \
+	"overhead.py --trace-window 100 --rounds 2" \
+	"step_cpu.py --rounds 6" \
+	"truth_matrix.py --repeats 2" \
+	"scale.py --runs 200 --steps 10000 --extra-run-steps 1000000 --tab --reuse" \
+	"scale.py --processes 8,64,512 --steps 2000"
+
+benchmark: test-setup
+	@status=0; for command in $(BENCHMARKS); do \
+		echo "== benchmarks/$$command"; \
+		$(VENV_PYTHON) benchmarks/$$command || status=1; \
+	done; exit $$status
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

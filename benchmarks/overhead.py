@@ -1,28 +1,31 @@
-"""What DeviceCostCallback costs a training run.
+"""What DeviceCostCallback costs a fit's wall time on the CPU, and a trace window.
 
 The seeds' MLP (100 -> 128 -> 10), batch 32, about 2000 steps per fit on
 the CPU. Fits with and without the callback alternate in one process, for
 several rounds, so machine noise hits both alike; the figure is the median
 of the per-round ratios. For reference, the same is measured for
-`keras.callbacks.TensorBoard(update_freq="batch")`.
+`keras.callbacks.TensorBoard(update_freq="batch")` (`--keras-tensorboard`).
 
-A third variant isolates the cost of recording itself: a callback that
-changes the fetch the same way (an eager `next()` handed to the same compiled
-one-step function) and records nothing. With Keras 3.15.1 that fetch path is
-itself a little faster than Keras's in-graph fetch, which hides part of the
-recording cost in the first ratio.
+On TensorFlow a third variant isolates the cost of recording itself: a
+callback that changes the fetch the same way (an eager `next()` handed to
+the same step path, `BatchStep`) and records nothing. On `--backend jax` or
+`torch` the fits read NumPy arrays (Keras's own loop hands batches over)
+and there is no such variant.
 
-On `--backend jax` or `torch` the fits read NumPy arrays (Keras's own
-loop hands batches over) and there is no eager-fetch variant: the callback
-there times Keras's own fetch and dispatch.
+Targets (issue 15): fit with / without the callback and recording alone at
+most 1.02; with `--short-fits`, a fit's fixed cost at most 10 ms with a
+reused callback and 30 ms with a new one. The last line is the fit ratio.
 
-Targets (issue 15): recording alone (devicecost / the eager-fetch variant)
-and fit with / without each at most 1.02; with `--short-fits`, a fit's fixed
-cost at most 10 ms with a reused callback and 30 ms with a new one. The
-last lines (SUMMARY) give these figures.
+With `--trace-window N` (TensorFlow) it measures instead what a trace
+window costs: `DeviceCostCallback(profile_steps=(500, 500 + N))` on a
+cached and on an input-bound `tf.py_function` pipeline (2 ms a batch), the
+median recorded step inside the window against the 200 steps on each side,
+per fit. Targets: traced steps at most 2x the others, an N=100-step trace
+under 5 MiB; the last line gives the worst ratio and the largest trace.
 
 Usage: python benchmarks/overhead.py [--backend tensorflow|jax|torch]
-       [--rounds 7] [--steps 2000]
+       [--rounds 7] [--steps 2000] [--keras-tensorboard] [--short-fits N]
+       python benchmarks/overhead.py --trace-window 100 [--rounds 2]
 """
 
 import argparse
@@ -34,64 +37,52 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-
-def _backend_from_argv():
-    # The Keras backend is fixed at import, before argparse runs.
-    for index, argument in enumerate(sys.argv):
-        if argument == "--backend" and index + 1 < len(sys.argv):
-            return sys.argv[index + 1]
-        if argument.startswith("--backend="):
-            return argument.split("=", 1)[1]
-    return "tensorflow"
-
-
-os.environ["KERAS_BACKEND"] = _backend_from_argv()
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tb_devicecost  # noqa: E402
-
 # The repository's root, for the demo's models (benchmarks run as scripts).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from demo import scenarios  # noqa: E402
 
 TARGET = 1.02
+TRACE_TARGET_RATIO = 2.0
+TRACE_TARGET_BYTES = 5 * 1024 * 1024
 
 
 def build_model():
     """The common small MLP (100 -> 128 -> 10), as the demo builds it."""
+    from demo import scenarios
+
     return scenarios.mlp()
 
 
-class EagerFetchOnly(keras.callbacks.Callback):
+def eager_fetch_only():
     """The callback's fetch path without any recording (for the baseline):
-    Keras's own first call, then an eager `next()` handed to the trace Keras
-    chose (the callback's own `BatchStep`), the end of the data to Keras."""
+    Keras's own first call, then an eager `next()` handed to the callback's
+    own `BatchStep`, the end of the data to Keras."""
+    import keras
 
-    def on_train_begin(self, logs=None):
-        from tb_devicecost.backends.tensorflow import BatchStep  # the same step path
+    from tb_devicecost.backends.tensorflow import BatchStep  # the same step path
 
-        original = self.model.train_function
-        self._original = original
-        step = BatchStep(original)
-        first = [True]
+    class EagerFetchOnly(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            original = self.model.train_function
+            self._original = original
+            step = BatchStep(original)
+            first = [True]
 
-        def train_function(iterator):
-            if first[0]:
-                first[0] = False
-                return original(iterator)
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                return original(iterator)
-            return step(batch)
+            def train_function(iterator):
+                if first[0]:
+                    first[0] = False
+                    return original(iterator)
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    return original(iterator)
+                return step(batch)
 
-        self.model.train_function = train_function
+            self.model.train_function = train_function
 
-    def on_train_end(self, logs=None):
-        self.model.train_function = self._original
+        def on_train_end(self, logs=None):
+            self.model.train_function = self._original
+
+    return EagerFetchOnly()
 
 
 def timed_fit(model, data, callbacks):
@@ -115,7 +106,19 @@ def main():
     parser.add_argument("--short-fits", type=int, default=0, metavar="N",
                         help="also measure the fixed cost of a fit: N rounds of 20-step fits "
                              "without, with a reused and with a new callback")
+    parser.add_argument("--trace-window", type=int, default=0, metavar="N",
+                        help="measure instead what an N-step trace window costs (TensorFlow)")
     args = parser.parse_args()
+    if args.trace_window and args.backend != "tensorflow":
+        parser.error("--trace-window measures TensorFlow's profiler: leave --backend out")
+    # Keras fixes its backend at import.
+    os.environ["KERAS_BACKEND"] = args.backend
+    if args.trace_window:
+        return trace_cost(args.trace_window, args.rounds)
+    import keras
+    import numpy as np
+
+    import tb_devicecost
 
     rng = np.random.default_rng(0)
     x = rng.random((args.steps * 32, 100), dtype=np.float32)
@@ -137,11 +140,10 @@ def main():
             return os.path.join(args.keep_logs, f"round{next(kept)}")
         return tempfile.mkdtemp(dir=scratch)
 
-
     # One model per variant, warmed up once, so tracing is not measured.
     variants = {
         "without": (build_model(), lambda: []),
-        "eager_fetch_only": (build_model(), lambda: [EagerFetchOnly()]),
+        "eager_fetch_only": (build_model(), lambda: [eager_fetch_only()]),
         "devicecost": (
             build_model(),
             lambda: [tb_devicecost.DeviceCostCallback(devicecost_dir())],
@@ -197,10 +199,13 @@ def main():
               f"{fixed['reused']:+.1f} ms (target <= 10), new callback {fixed['new']:+.1f} ms "
               "(target <= 30), medians")
     print(f"overhead ratio with/without DeviceCostCallback ({args.backend}): {statistics.median(ratios):.3f}")
+    return 0
 
 
 def fixed_cost_per_fit(args, x, y, tensorflow, scratch):
     """What a fit costs beyond its steps: 20-step fits, alternating."""
+    import tb_devicecost
+
     if tensorflow:
         import tensorflow as tf
 
@@ -229,5 +234,68 @@ def fixed_cost_per_fit(args, x, y, tensorflow, scratch):
     return medians
 
 
+def trace_datasets(steps):
+    """A cached pipeline and an input-bound one (2 ms of Python a batch)."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = rng.random((steps * 32, 100), dtype=np.float32)
+    y = rng.integers(0, 10, steps * 32)
+
+    def sleep(a, b):
+        time.sleep(0.002)
+        return a, b
+
+    def slowed(a, b):
+        # Keras needs the shapes a `py_function` loses.
+        a2, b2 = tf.py_function(sleep, [a, b], [tf.float32, tf.int64])
+        return tf.ensure_shape(a2, [None, 100]), tf.ensure_shape(b2, [None])
+
+    return {
+        "cached": tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE),
+        "input_bound": tf.data.Dataset.from_tensor_slices((x, y)).batch(32).map(slowed),
+    }
+
+
+def trace_cost(window, rounds):
+    """Traced against untraced recorded steps, and the trace's size."""
+    import tb_devicecost
+    from tb_devicecost.reading import reader
+
+    start, stop = 500, 500 + window
+    scratch = tempfile.mkdtemp(prefix="devicecost-trace-")
+    worst_ratio, largest = 0.0, 0
+    for round_index in range(rounds):
+        for name, dataset in trace_datasets(stop + 500).items():
+            log_dir = os.path.join(scratch, f"{name}{round_index}")
+            build_model().fit(
+                dataset, epochs=1, verbose=0,
+                callbacks=[tb_devicecost.DeviceCostCallback(log_dir, profile_steps=(start, stop))],
+            )
+            [record] = reader.read_runs(reader.local_provider(log_dir), series_points=0)
+            [trace] = record.trace["windows"]
+            parts = ("data_wait_ms", "compute_ms", "host_overhead_ms")
+            traced = [sum(entry[k] for k in parts) for entry in trace["recorded_steps"]]
+            # Untraced neighbours, from the full series (read without sampling).
+            full = reader.read_runs(reader.local_provider(log_dir), series_points=100_000)[0].series
+            total = full["data_wait_ms"] + full["compute_ms"] + full["host_overhead_ms"]
+            neighbours = [t for s, t in zip(full["step"], total)
+                          if start - 200 <= s < start or stop <= s < stop + 200]
+            ratio = statistics.median(traced) / statistics.median(neighbours)
+            worst_ratio = max(worst_ratio, ratio)
+            largest = max(largest, trace["trace_bytes"])
+            print(f"round {round_index + 1} {name}: traced median {statistics.median(traced):.3f} ms, "
+                  f"untraced median {statistics.median(neighbours):.3f} ms, ratio {ratio:.2f}, "
+                  f"trace {trace['trace_bytes'] / 1024:.0f} KiB for {len(trace['steps'])} steps, "
+                  f"trace input-wait share {trace['summary'].get('input_wait_fraction', 0):.2f}")
+    shutil.rmtree(scratch, ignore_errors=True)
+    met = worst_ratio <= TRACE_TARGET_RATIO and largest <= TRACE_TARGET_BYTES
+    print(f"trace window cost: worst traced/untraced step ratio {worst_ratio:.2f} (target <= "
+          f"{TRACE_TARGET_RATIO}), largest trace {largest / 1024:.0f} KiB per {window} steps "
+          f"(target <= {TRACE_TARGET_BYTES // 2**20} MiB per 100): {'met' if met else 'not met'}")
+    return 0 if met else 1
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,7 +3,7 @@ look at it.
 
 One implementation for everything that opens the tab on this machine: the
 demo (`python -m demo` serves its runs; its tour screenshots them), the
-latency and scale benchmarks and the tests (`tests/browser/`, the
+scale benchmark (`benchmarks/scale.py`) and the tests (`tests/browser/`, the
 plugin and profiling tests). It lives in the demo rather than in `tests/`
 because the demo and the benchmarks are programs of their own, which must
 not import the test suite, and the tests and benchmarks import the demo

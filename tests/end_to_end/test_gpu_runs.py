@@ -113,7 +113,7 @@ TRACED = os.path.join(paths.DATA, "h100_traced")
 @pytest.fixture(scope="module")
 def traced():
     """Fits of the MLP on the H100 with `profile_steps=(20, 25)`, JAX and
-    PyTorch (`benchmarks/gpu_traces.py`): the callback's own trace windows,
+    PyTorch (`benchmarks/gpu_traces.py` at commit a39a1f6): the callback's own trace windows,
     xplane (JAX) and `torch.profiler` (PyTorch), digested on the machine."""
     records = reader.read_runs(reader.local_provider(TRACED))
     return {record.run: record for record in records}

@@ -2,7 +2,7 @@
 
 No GPU exists on the machines that run these tests, so the device-plane
 tests read two traces recorded on an NVIDIA H100 by
-`benchmarks/gpu_trace_jax.py` (the seeds' MLP in JAX at batch 32 and 8192,
+`benchmarks/gpu_trace_jax.py` at commit a39a1f6 (the seeds' MLP in JAX at batch 32 and 8192,
 steps 20-29 marked with `jax.profiler.StepTraceAnnotation("train", ...)`):
 real profiler output, not a mock, kept in `tests/data/`.
 """
