@@ -21,6 +21,9 @@
 # (the device tool brings files back at most two folders down); unpack
 # them under tests/data/.
 set -u
+case ${1:-} in
+  -h|--help|"") sed -n '2,22p' "$0"; exit 0;;
+esac
 out=$1; shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site .whl/*.whl || exit 1

@@ -9,6 +9,9 @@ part the cost went into is within 15% (or 1 ms) of it. The suite asserts
 only what holds on a loaded machine (`tests/end_to_end/test_timing_truth.py`); this is
 where the precision is measured, with the figure last.
 
+Target: every part within 15% (or 1 ms) of the cost injected into it, and
+the steady verdict naming it, on every backend.
+
 Usage:
     python benchmarks/truth_matrix.py [--backends tensorflow,jax,torch] [--repeats 5]
     python benchmarks/truth_matrix.py --recorded tests/data/h100_truth

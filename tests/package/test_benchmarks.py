@@ -12,6 +12,7 @@ import glob
 import os
 import re
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -76,10 +77,18 @@ def test_a_benchmark_says_what_it_measures_and_answers_help_without_a_framework(
     assert "IMPORTED []" in completed.stdout, completed.stdout[-300:]
 
 
-def test_the_recording_script_is_valid_bash():
-    completed = subprocess.run(["bash", "-n", os.path.join(BENCHMARKS, "record_gpu.sh")],
-                               capture_output=True, text=True, timeout=30)
+def test_the_recording_script_is_valid_bash_and_answers_help():
+    script = os.path.join(BENCHMARKS, "record_gpu.sh")
+    completed = subprocess.run(["bash", "-n", script], capture_output=True, text=True, timeout=30)
     assert completed.returncode == 0, completed.stderr
+    with tempfile.TemporaryDirectory() as scratch:
+        # Run where nothing can be installed or recorded: --help must do
+        # neither, and make no output folder of its name.
+        completed = subprocess.run(["bash", script, "--help"], capture_output=True,
+                                   text=True, timeout=30, cwd=scratch)
+        assert completed.returncode == 0, completed.stderr
+        assert "bash benchmarks/record_gpu.sh" in completed.stdout
+        assert os.listdir(scratch) == []
 
 
 def _commands():
