@@ -37,10 +37,14 @@ def _advised_changes(log_dir, baseline_dir):
     base = next((run for run in report["runs"] if run["run"] == run_name), None)
     if base is None:
         return []
-    changes = [finding.get("change") for finding in base.get("findings") or ()]
+    findings = base.get("findings") or ()
+    changes = [finding.get("change") for finding in findings]
     record = next((r for r in records if getattr(r, "run", None) == run_name), None)
     if record is not None:
-        changes += interventions.companions(record_module.read_run(record))
+        run = record_module.read_run(record)
+        if any(finding.get("id") in interventions.INPUT_FINDINGS for finding in findings):
+            changes += interventions.input_alternatives(run)
+        changes += interventions.companions(run)
     return list(dict.fromkeys(change for change in changes if change not in ("none", None)))
 
 

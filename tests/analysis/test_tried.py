@@ -264,3 +264,23 @@ def test_a_cpu_tf_data_run_on_few_cores_says_its_maps_share_the_compute():
         return next(f for f in result["findings"] if f["id"] == "compute_bound")["fix"]
     assert "on the same 2 cores" in compute_fix(2) and ".cache() after the maps" in compute_fix(2)
     assert "TensorFlow's own threads" not in compute_fix(16)
+
+
+@pytest.mark.parametrize("pipeline, tried", [
+    ({"kind": "PyDataset", "workers": 1, "use_multiprocessing": False},
+     ["workers", "use_multiprocessing"]),
+    ({"kind": "arrays"}, ["data_on_device", "workers", "use_multiprocessing"]),
+    ({"kind": "generator"}, ["workers"]),
+    ({"kind": "torch DataLoader", "num_workers": 0}, ["workers"]),
+    ({"kind": "tf.data", "maps": 1}, ["parallel_map", "prefetch"]),
+])
+def test_an_input_finding_has_every_input_change_of_its_pipeline_tried(pipeline, tried):
+    """Which input change buys most is measured, not told from the wait
+    (issue 34): the finding names one, and the others of its pipeline kind
+    are tried beside it."""
+    run = _run_data(pipeline)
+    assert interventions.input_alternatives(run) == tried
+    assert interventions.change_of("input_bound", run) in tried + ["none"]
+    without_tf = _run_data(pipeline, importable={"tensorflow": False, "jax": True})
+    if pipeline["kind"] == "tf.data":
+        assert interventions.input_alternatives(without_tf) == []

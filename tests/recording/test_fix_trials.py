@@ -58,6 +58,8 @@ def test_try_fixes_on_jax_with_a_slow_pydataset(tmp_path):
         # deadlock, and a trial must never hang; the result says why.
         assert "use_multiprocessing" not in tried
         assert "keras #20619" in facts["result"]["failed"]["use_multiprocessing"]
+        # Worker threads, the input change JAX can try, are tried beside it.
+        assert "workers" in tried
     # JAX gets steps_per_execution tried beside the findings' changes.
     assert "steps_per_execution" in tried
 
