@@ -260,7 +260,7 @@ class StepAccounting:
         if not self._next_is_warmup and steps == 1:
             # A synchronous step's fetch is all data wait (`AsyncSteps`
             # adds the full fetches of asynchronous ones).
-            self._aggregate.fetch.add(np.array([data_wait_s * 1e3]))
+            self._aggregate.add_fetch(data_wait_s * 1e3)
         self._aggregate.measurement_total += excluded_s
         wall_s = data_wait_s + compute_s + host_overhead_s
         for index in range(steps):

@@ -31,6 +31,10 @@ ROW_COMPONENTS = slice(
 ROW_BATCH = vocabulary.COLUMN[vocabulary.BATCH_SIZE]
 
 
+# Fetches gathered before they are added to the statistics as one array:
+# a few kilobytes, and one NumPy call instead of one a step.
+_FETCH_GROUP = 4096
+
 class RunAggregate:
     """The cumulative statistics of one run's rows.
 
@@ -49,6 +53,9 @@ class RunAggregate:
         # was busy meanwhile (the data wait is only the part it was not):
         # a process's own input work, compared across the processes of a job.
         self.fetch = stats.RunningStats()
+        # Synchronous steps' fetches (ms), one float each on the training
+        # thread, added to `fetch` as one array later (`add_fetch`).
+        self._fetches = []
         self._warmup_steps = collections.deque(maxlen=MAX_MARKED_STEPS)
         self._spike_steps = collections.deque(maxlen=MAX_MARKED_STEPS)
         self._num_spikes = 0
@@ -100,6 +107,23 @@ class RunAggregate:
         device = int(np.count_nonzero(device_paced))
         self._pace[0] += device
         self._pace[1] += int(np.size(device_paced)) - device
+
+    def add_fetch(self, fetch_ms):
+        """Adds one step's fetch (ms): a list append on the training thread;
+        the statistics take them as one array once a group is full, or at
+        the next document."""
+        self._fetches.append(fetch_ms)
+        if len(self._fetches) >= _FETCH_GROUP:
+            self._merge_fetches()
+
+    def _merge_fetches(self):
+        if self._fetches:
+            self.fetch.add(np.array(self._fetches, dtype=np.float64))
+            self._fetches = []
+
+    def _fetch_summary(self):
+        self._merge_fetches()
+        return self.fetch.summary() if self.fetch.count else None
 
     def add_rows(self, rows):
         """Adds written rows (a `[rows, len(ROW_COLUMNS)]` array, in step
@@ -176,7 +200,7 @@ class RunAggregate:
             "fetch_floor_ms": self.fetch_floor_ms,
             "wall_ms": self._wall_ms(),
             "retraces": self._retraces,
-            "fetch": self.fetch.summary() if self.fetch.count else None,
+            "fetch": self._fetch_summary(),
             "pace": (
                 {"device_steps": self._pace[0], "host_steps": self._pace[1]}
                 if any(self._pace)
