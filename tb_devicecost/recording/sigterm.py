@@ -171,9 +171,8 @@ class SigtermChain:
                 accounting._forget_in_child()  # pylint: disable=protected-access
             except Exception:  # pylint: disable=broad-except
                 pass
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.forget_in_child()
+        self._watch = None
+        _StuckMainWatch.forget_in_child()
         if self._installed:
             try:
                 if signal.getsignal(signal.SIGTERM) == self._handle:
@@ -191,34 +190,50 @@ class _StuckMainWatch:
     writes to `signal.set_wakeup_fd`, which it does whatever the main
     thread is doing. Not started where another wakeup fd is set (an
     asyncio loop's): that one is left alone, and a fit stuck in C then
-    needs SIGKILL, as before."""
+    needs SIGKILL, as before.
 
-    def __init__(self, read_fd, write_fd, on_signal_number):
+    One thread and pipe serve every fit of the process: a fit claims the
+    wakeup fd at its start and gives it back at its end, and starts no
+    thread (starting and joining one took about a millisecond a fit, a
+    share of a short fit's wall time on a slow host)."""
+
+    _shared = None
+
+    def __init__(self, read_fd, write_fd):
         self._read_fd, self._write_fd = read_fd, write_fd
-        self._on_signal_number = on_signal_number
+        self._pid = os.getpid()
+        self._on_signal_number = None
         self._thread = threading.Thread(
             target=self._run, name="tb_devicecost-sigterm", daemon=True
         )
 
     @classmethod
     def start(cls, on_signal_number):
+        """The process's watch, its pipe made the wakeup fd and
+        `on_signal_number` called for each signal; `None` where another
+        wakeup fd is set or none can be."""
         if os.name != "posix":
             return None
-        read_fd, write_fd = os.pipe()
+        watch = cls._shared
+        if watch is None or watch._pid != os.getpid() or not watch._thread.is_alive():
+            read_fd, write_fd = os.pipe()
+            try:
+                os.set_blocking(write_fd, False)
+            except OSError:
+                _close(read_fd)
+                _close(write_fd)
+                return None
+            watch = cls(read_fd, write_fd)
+            watch._thread.start()
+            cls._shared = watch
         try:
-            os.set_blocking(write_fd, False)
-            previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            previous = signal.set_wakeup_fd(watch._write_fd, warn_on_full_buffer=False)
         except (ValueError, OSError):
-            os.close(read_fd)
-            os.close(write_fd)
             return None
-        if previous != -1:
+        if previous not in (-1, watch._write_fd):
             signal.set_wakeup_fd(previous)
-            os.close(read_fd)
-            os.close(write_fd)
             return None
-        watch = cls(read_fd, write_fd, on_signal_number)
-        watch._thread.start()
+        watch._on_signal_number = on_signal_number
         return watch
 
     def _run(self):
@@ -233,25 +248,27 @@ class _StuckMainWatch:
                 return
             for signum in data:
                 try:
-                    self._on_signal_number(signum)
+                    if self._on_signal_number is not None:
+                        self._on_signal_number(signum)
                 except Exception:  # pylint: disable=broad-except
                     pass
 
     def stop(self):
-        """Puts the wakeup fd back (unless someone replaced ours) and ends
-        the thread (main thread only)."""
+        """Puts the wakeup fd back (unless someone replaced ours); the
+        thread stays, asleep on the pipe, for the next fit (main thread
+        only)."""
+        self._on_signal_number = None
         self._release_wakeup_fd()
-        # Closing the write end ends the thread's read.
-        _close(self._write_fd)
-        self._thread.join(timeout=1.0)
-        _close(self._read_fd)
 
-    def forget_in_child(self):
+    @classmethod
+    def forget_in_child(cls):
         """In a forked child, which has no such thread: the child's signals
         must not reach the parent's watch through the shared pipe."""
-        self._release_wakeup_fd()
-        _close(self._write_fd)
-        _close(self._read_fd)
+        watch, cls._shared = cls._shared, None
+        if watch is not None:
+            watch._release_wakeup_fd()
+            _close(watch._write_fd)
+            _close(watch._read_fd)
 
     def _release_wakeup_fd(self):
         """No wakeup fd, unless someone replaced ours: theirs stays."""

@@ -58,24 +58,29 @@ class RunningStats:
     def mean(self):
         return self.total / self.count if self.count else None
 
-    def percentile(self, q):
-        """Returns the `q`-th percentile (0-100), or `None` when empty."""
+    def percentile(self, q, cumulative=None):
+        """Returns the `q`-th percentile (0-100), or `None` when empty;
+        `cumulative`: the histogram's cumulative sum, where the caller
+        reads several percentiles of one state."""
         if not self.count:
             return None
+        if cumulative is None:
+            cumulative = np.cumsum(self._histogram)
         rank = max(1, int(math.ceil(q / 100.0 * self.count)))
-        index = int(np.searchsorted(np.cumsum(self._histogram), rank))
+        index = int(np.searchsorted(cumulative, rank))
         # The bin centre can stray outside the observed range; clamp to it.
         return min(max(_bin_value(index), self.minimum), self.maximum)
 
     def summary(self):
         """Returns the JSON-ready digest written into the aggregate."""
+        cumulative = np.cumsum(self._histogram) if self.count else None
         return {
             "count": self.count,
             "sum_ms": self.total,
             "mean_ms": self.mean,
             "min_ms": self.minimum if self.count else None,
             "max_ms": self.maximum if self.count else None,
-            "p50_ms": self.percentile(50),
-            "p90_ms": self.percentile(90),
-            "p99_ms": self.percentile(99),
+            "p50_ms": self.percentile(50, cumulative),
+            "p90_ms": self.percentile(90, cumulative),
+            "p99_ms": self.percentile(99, cumulative),
         }
