@@ -140,7 +140,9 @@ def _finding_for(change, findings):
     for finding in findings:
         if finding.get("change") == change:
             return finding
-    if change == "input_free":
+    if change == "input_free" or change in vocabulary.INPUT_CHANGES:
+        # An input change tried beside the one the input finding names:
+        # that finding's estimate is the one to judge it by.
         return next((f for f in findings if f.get("id") in ("input_bound", "input_stalls")), None)
     return None
 

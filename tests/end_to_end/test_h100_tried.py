@@ -91,3 +91,24 @@ def test_no_finding_advises_tf_data_without_tensorflow(backend):
         if importable[run["run"]].get("tensorflow") is False:
             for finding in run["findings"]:
                 assert "tf.data" not in finding["fix"], (run["run"], finding["id"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_python_input_pipeline_tried_worker_threads_and_processes_or_says_why(backend):
+    """Issue 34: the Python-input PyDataset has `workers` (threads) tried on
+    both backends, `use_multiprocessing` on PyTorch; on JAX worker
+    processes are advised, never tried (a fork of a process running JAX
+    can deadlock), and the summary `python -m demo.tried` wrote says so."""
+    import json
+
+    report = _report(backend)
+    tried = {entry["change"] for entry in report["fixes_tried"]
+             if entry["session"].startswith("python_input")}
+    assert "workers" in tried
+    with open(os.path.join(ROOT, backend, "python_input.json"), encoding="utf-8") as handle:
+        summary = json.load(handle)["python_input"]
+    if backend == "torch":
+        assert "use_multiprocessing" in tried
+    else:
+        assert "use_multiprocessing" not in tried
+        assert "keras #20619" in summary["failed"]["use_multiprocessing"]
