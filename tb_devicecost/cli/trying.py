@@ -121,21 +121,25 @@ def try_fixes(build_model, data, *, log_dir, batch_size=None, steps=None, budget
                 f"Received: changes={changes!r}")
     trials = fix_trials.FixTrials(build_model, data, log_dir, batch_size=batch_size,
                                   steps=steps, budget_s=budget_s)
-    baseline_dir = trials.run_baseline()
-    wanted = list(changes) if changes is not None else _advised_changes(
-        os.fspath(log_dir), baseline_dir)
-    # The ceilings always (measured, they bound every input fix's
-    # prediction), then the changes; one is never tried automatically.
-    order = list(vocabulary.CEILINGS)
-    order += [c for c in wanted if c not in order]
-    ran = trials.run(order)
+    try:
+        baseline_dir = trials.run_baseline()
+        wanted = list(changes) if changes is not None else _advised_changes(
+            os.fspath(log_dir), baseline_dir)
+        # The ceilings always (measured, they bound every input fix's
+        # prediction), then the changes; one is never tried automatically.
+        order = list(vocabulary.CEILINGS)
+        order += [c for c in wanted if c not in order]
+        ran = trials.run(order)
+    finally:
+        failed, root = dict(trials.failed), trials.root
+        trials.close()
     report, _ = _report(os.fspath(log_dir))
     entries = [entry for entry in report["fixes_tried"] if entry["run"].split("/")[-2] in ran]
     advised = next((entry for entry in entries if entry.get("advised")), None)
     return {
-        "log_dir": trials.root,
+        "log_dir": root,
         "fixes_tried": entries,
         "advised": advised["change"] if advised else None,
-        "failed": dict(trials.failed),
+        "failed": failed,
         "report": report,
     }

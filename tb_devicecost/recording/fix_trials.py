@@ -15,6 +15,7 @@ baseline's fits measure the noise. What the figures mean is the
 analysis's (`analysis/tried.py`); which changes to try, the caller's.
 """
 
+import gc
 import os
 import time
 import weakref
@@ -47,6 +48,10 @@ class _TrialCallback(DeviceCostCallback):
         self._round = 0
         self._totals = (0.0, 0, 0.0)
         self._started = None
+        # The baseline's samples a step, for a change that keeps the batch
+        # but whose steps carry no batch size (TensorFlow's executions of
+        # `steps_per_execution` steps).
+        self.batch_hint = None
 
     def _note_model(self):
         # Every fit of a trial is on a fresh model from `build_model`: not the
@@ -79,6 +84,8 @@ class _TrialCallback(DeviceCostCallback):
                   float(aggregate.get("samples") or 0.0))
         sum_ms, count, samples = (now - before for now, before in zip(totals, self._totals))
         self._totals = totals
+        if samples <= 0 and count and self.batch_hint and self.mark["keeps_arithmetic"]:
+            samples = count * self.batch_hint
         self.mark["fits"].append({
             "round": self._round,
             "steady_steps": count,
@@ -153,6 +160,7 @@ class FixTrials:
         self._sample = sample
         self._callbacks = {}
         self._cached = None
+        self._batch_hint = None
         # Every model built: a change sets its own settings on a model, so
         # one `build_model` returned twice (the user's) is refused.
         self._models = weakref.WeakSet()
@@ -262,6 +270,20 @@ class FixTrials:
             model.fit(x, y, epochs=1, verbose=0, callbacks=[callback], **arguments)
         if change == BASELINE and round_index == 0:
             self.on_accelerator = bool(getattr(callback, "_accelerated", False))
+            first = callback.mark["fits"][-1] if callback.mark["fits"] else {}
+            if first.get("samples_per_s") and first.get("mean_step_ms"):
+                self._batch_hint = first["samples_per_s"] * first["mean_step_ms"] / 1e3
+        callback.batch_hint = self._batch_hint
+
+    def close(self):
+        """Lets go of the trials' models, callbacks and data, and collects
+        the cycles among them now: a TensorFlow iterator freed only when
+        the interpreter ends (a `PyDataset`'s, through `from_generator`)
+        waits there forever for a Python thread that can no longer run."""
+        self._callbacks.clear()
+        self._cached = None
+        self._sample = None
+        gc.collect()
 
 
 class _Nothing:

@@ -127,3 +127,29 @@ def test_a_build_model_returning_one_model_twice_is_refused(tmp_path):
         tb_devicecost.try_fixes(lambda: model, lambda: (x, x[:, :1]), log_dir=str(tmp_path),
                                 steps=8, budget_s=1, changes=["steps_per_execution"])
     assert model.steps_per_execution == 1
+
+
+@pytest.mark.slow
+def test_the_process_exits_after_trials_of_a_python_pydataset_on_tensorflow(tmp_path):
+    """Keras feeds a `PyDataset` to TensorFlow through `from_generator`.
+    Trials left its iterators in reference cycles, freed only as the
+    interpreter ended, where their prefetch thread waits forever for a
+    Python call that can no longer run: the process printed its results
+    and never exited (before the fix: killed after 150 s; after: 38 s on
+    a loaded 2-core machine). `try_fixes` now collects them on return."""
+    import subprocess
+    import sys
+
+    from tests.support import paths
+
+    script = os.path.join(paths.REPO, "tests", "support", "trial_exit.py")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=paths.REPO)
+    try:
+        completed = subprocess.run([sys.executable, script, str(tmp_path / "logs")],
+                                   capture_output=True, text=True, timeout=400, env=env,
+                                   cwd=paths.REPO)
+    except subprocess.TimeoutExpired as expired:
+        out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        pytest.fail(f"the process did not exit (printed done: {'done' in out})")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "done" in completed.stdout
