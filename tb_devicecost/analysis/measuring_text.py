@@ -16,9 +16,9 @@ from tb_devicecost.analysis.thresholds import MEASURING_SHARE_MAX
 
 def self_cost_line(us_per_step, share):
     """`Measuring took 3.10 µs a step, 0.4% of the step.`, or that it was
-    not recorded (data recorded before it was)."""
+    not recorded (data recorded before it was, or a custom loop's)."""
     if us_per_step is None:
-        return "What measuring took of each step was not recorded (older data)."
+        return "What measuring took of each step was not recorded (older data, or a custom loop)."
     if share is None:
         return f"Measuring took {fmt_ms(us_per_step)} µs a step."
     return f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."

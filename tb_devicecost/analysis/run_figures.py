@@ -69,7 +69,7 @@ class RunFigures:
     device_compute_ms: float
     # Our own code's time inside a step (µs, over every step recorded) on
     # the training thread, its share of the mean step, and on Keras's
-    # worker thread; `None` where not recorded (older data).
+    # worker thread; `None` where not recorded (older data, custom loops).
     self_us_per_step: float = None
     self_share: float = None
     worker_self_us_per_step: float = None

@@ -55,17 +55,23 @@ class SelfTime:
     to each step, docs/FORMAT.md's `self_ms`): on the training thread, in
     the timed step function and our part of the loop's clock reads; and on
     Keras's worker thread, in our part of its batch-end call. A running sum
-    each, added to by the one thread it names (a `+=` needs no lock), read
-    when the aggregate is written."""
+    each, read when the aggregate is written, with no lock: Keras's worker
+    pool may run two batch-end calls at once, and an addition lost between
+    them reads the worker's figure low, never high. `measured`: whether
+    anything adds to it (the callback's timed step functions; a custom
+    loop's `StepRecorder` does not measure it)."""
 
-    __slots__ = ("training_thread_s", "worker_s")
+    __slots__ = ("training_thread_s", "worker_s", "measured")
 
     def __init__(self):
         self.training_thread_s = 0.0
         self.worker_s = 0.0
+        self.measured = False
 
     def document(self):
-        """`{"training_thread", "worker"}` in ms."""
+        """`{"training_thread", "worker"}` in ms, or `None` where not measured."""
+        if not self.measured:
+            return None
         return {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3}
 
 

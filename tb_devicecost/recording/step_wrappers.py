@@ -33,6 +33,8 @@ class StepRecording:
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
+        # The timed step function measures our own time (`self_ms`).
+        self._accounting_for(role).self_time.measured = True
         if self._backend.asynchronous and not self._backend.guards_step:
             wrapper = _guarded(
                 self, original, lambda call: self._backend.wrap_step(self, call, role))

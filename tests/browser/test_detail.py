@@ -216,7 +216,7 @@ def test_an_uncertain_verdict_is_marked_and_older_data_says_not_recorded(tab, lo
             body["self_share"] = 0.072
         if body.get("run") == "slow/train":
             body["self_us_per_step"] = None
-            body["self_cost_text"] = "What measuring took of each step was not recorded (older data)."
+            body["self_cost_text"] = "What measuring took of each step was not recorded (older data, or a custom loop)."
 
     rewrite_json(page, r".*/data/plugin/devicecost/run\?.*", rewritten)
     open_detail(frame, "cpu/train")
