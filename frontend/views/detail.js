@@ -36,6 +36,12 @@ export function buildDetail(data, app) {
   root.appendChild(el('div', {class: 'dc-detail-head'}, [
     el('h2', {class: 'dc-run-title'}, [runName(name)]),
     verdictBadge(run.verdict),
+    // Measuring took so much of a step that the split is uncertain
+    // (the `measuring_cost` finding says by how much).
+    run.verdict_uncertain === true
+      ? el('span', {class: 'dc-uncertain', attrs: {'data-uncertain': 'measuring_cost'},
+        text: 'uncertain: measuring took ' + fmtShare(run.self_share) + ' of the step'})
+      : null,
   ]));
   if (run.status === 'running') root.appendChild(runningNote(null));
 
@@ -105,11 +111,22 @@ function statStrip(run) {
     stat('Spikes', fmtCount(run.spikes), 'steps far above the median', 'spikes'),
     stat('Fetch floor', fmtMsUnit(run.fetch_floor_ms),
       'cost of handing over a batch that is already ready', 'fetch_floor'),
+    selfCostStat(run),
     stat('Device', stepDevicesNodes(run),
       [others.length ? 'the step used ' + (others.length + 1) + ' devices' : 'where the step ran',
         run.backend != null ? String(run.backend) : null].filter(Boolean).join(' \u00b7 '),
       'device'),
   ]);
+}
+
+/**
+ * What this tool's own measuring took of a step (`self_us_per_step`), with
+ * the analysis's sentence; "not recorded" for data written before it was.
+ */
+function selfCostStat(run) {
+  const recorded = isNum(run.self_us_per_step);
+  return stat('Measuring', recorded ? fmtMs(run.self_us_per_step) + ' \u00b5s a step' : 'not recorded',
+    run.self_cost_text != null ? String(run.self_cost_text) : null, 'self_cost');
 }
 
 /**

@@ -26,6 +26,7 @@ _NO_ESTIMATE = {
     "no_steps": "nothing was measured yet",
     "incomplete_run": "this finding is about the record, not the speed",
     "fetch_in_graph": "this finding is about what can be measured, not the speed",
+    "measuring_cost": "this finding is about what can be measured, not the speed",
     "no_fetch_floor": "nothing here is evidence of a slowdown to remove",
     "compute_bound": (
         "what a cheaper step buys depends on the change (XLA fusion, mixed "

@@ -13,6 +13,7 @@ this module and `wording.py` only.
 """
 
 from tb_devicecost.analysis import fit_end
+from tb_devicecost.analysis import measuring_text
 from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
@@ -577,5 +578,6 @@ def words(finding, run, figures):
             else cpu_ops_on_accelerator_run(run)),
         "cross_device_copies": lambda: cross_device_copies(run),
         "small_batch": lambda: small_batch(run, figures),
+        "measuring_cost": lambda: measuring_text.measuring_cost(figures),
     }
     return by_id[finding.id]()

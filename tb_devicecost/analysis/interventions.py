@@ -17,7 +17,7 @@ INPUT_FINDINGS = ("input_bound", "input_stalls")
 _NOTHING = (
     "no_steps", "incomplete_run", "fetch_in_graph", "no_fetch_floor", "warmup",
     "warmup_dominated", "retracing", "stalls", "cpu_ops_on_accelerator_run",
-    "cross_device_copies", "straggler", "waiting_for_others",
+    "cross_device_copies", "straggler", "waiting_for_others", "measuring_cost",
 )
 
 

@@ -18,6 +18,7 @@ from tb_devicecost.analysis import estimates
 from tb_devicecost.analysis import finding_text
 from tb_devicecost.analysis import interventions
 from tb_devicecost.analysis import job_text
+from tb_devicecost.analysis import measuring_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import process_steps
@@ -130,6 +131,12 @@ def run_object(run, input_free_gain=None):
         "samples_per_s": figures.samples_per_s,
         "device_busy_fraction": run.device_busy_fraction,
         "device_compute_ms": figures.device_compute_ms,
+        # What our own measuring took of a step (docs/CLI.md), in words too.
+        "self_us_per_step": figures.self_us_per_step,
+        "self_share": figures.self_share,
+        "worker_self_us_per_step": figures.worker_self_us_per_step,
+        "self_cost_text": measuring_text.self_cost_line(
+            figures.self_us_per_step, figures.self_share),
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,
@@ -156,6 +163,7 @@ def run_object(run, input_free_gain=None):
         finding_object(finding, run, figures, retraced) for finding in verdict.findings
     ]
     result["borderline"] = list(verdict.borderline)
+    result["verdict_uncertain"] = verdict.uncertain
     return _json_ready(result)
 
 

@@ -127,6 +127,11 @@ class StepNumbers:
     # thread set; `None` when not recorded (TensorFlow, older data).
     device_paced_steps: int = None
     host_paced_steps: int = None
+    # Our own code's time inside the steps, all steps together (ms): on the
+    # training thread, and on Keras's worker thread; `None` in data recorded
+    # before it was (docs/FORMAT.md, `self_ms`).
+    self_ms: float = None
+    worker_self_ms: float = None
 
 
 @dataclasses.dataclass(frozen=True)

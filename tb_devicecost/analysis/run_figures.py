@@ -6,8 +6,9 @@ derives, once, what the rules and the words quote: each component per step
 (`Stats`), the shares of the steady-state time, samples per step and per
 second, the warm-up's share of the fit, the data wait split into the cost
 of a ready batch and waiting (`data_wait.py`), the input share with the
-longest wait left out, which side set the pace, and the device's compute
-per traced step. `verdicts.judge` and `report.run_object` read these; the
+longest wait left out, which side set the pace, the device's compute
+per traced step, and what our own measuring took of a step (`self_share`).
+`verdicts.judge` and `report.run_object` read these; the
 report writes them into the run object.
 """
 
@@ -66,6 +67,12 @@ class RunFigures:
     input_share_without_longest_wait: float
     pace: Pace
     device_compute_ms: float
+    # Our own code's time inside a step (µs, over every step recorded) on
+    # the training thread, its share of the mean step, and on Keras's
+    # worker thread; `None` where not recorded (older data, custom loops).
+    self_us_per_step: float = None
+    self_share: float = None
+    worker_self_us_per_step: float = None
 
     def component(self, name):
         """The `Stats` of a component (`vocabulary.COMPONENTS`) or `"step"`."""
@@ -148,7 +155,19 @@ def run_figures(run):
         ),
         pace=_pace(numbers),
         device_compute_ms=_device_compute_ms(run.trace_windows),
+        self_us_per_step=_per_step_us(numbers.self_ms, records, per_record),
+        self_share=_ratio(_per_step_us(numbers.self_ms, records, per_record), step_mean_ms * 1e3
+                          if step_mean_ms else None),
+        worker_self_us_per_step=_per_step_us(numbers.worker_self_ms, records, per_record),
     )
+
+
+def _per_step_us(total_ms, records, per_record):
+    """A total over every step recorded (ms), per step (µs); `None` where
+    either is unknown."""
+    if total_ms is None or not records:
+        return None
+    return total_ms * 1e3 / (records * per_record)
 
 
 def _handover_share(wait_share, ready_fetch_ms, wait_mean_ms):

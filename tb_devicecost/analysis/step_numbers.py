@@ -109,6 +109,8 @@ def numbers_from_aggregate(aggregate, problems):
         retraces=_retraces(aggregate.get("retraces")),
         device_paced_steps=as_count(as_dict(aggregate.get("pace")).get("device_steps")),
         host_paced_steps=as_count(as_dict(aggregate.get("pace")).get("host_steps")),
+        self_ms=as_number(as_dict(aggregate.get("self_ms")).get("training_thread")),
+        worker_self_ms=as_number(as_dict(aggregate.get("self_ms")).get("worker")),
     )
 
 

@@ -26,6 +26,7 @@ from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
 from tb_devicecost.analysis.thresholds import LATENCY_HIGH_BUSY
+from tb_devicecost.analysis.thresholds import MEASURING_SHARE_MAX
 from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
 from tb_devicecost.analysis.thresholds import RETRACING_MODERATE
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
@@ -107,6 +108,12 @@ class Verdict:
     def finding(self, finding_id):
         """The finding `finding_id`, or `None`."""
         return next((item for item in self.findings if item.id == finding_id), None)
+
+    @property
+    def uncertain(self):
+        """Whether our own measuring took so much of a step
+        (`measuring_cost`) that the verdict is uncertain."""
+        return self.finding("measuring_cost") is not None
 
 
 def judge(run, figures=None, input_free_gain=None):
@@ -336,6 +343,9 @@ def _run_findings(run, figures):
         findings.append(Finding("incomplete_run", "info", count=figures.steps))
     if run.fetch_in_graph:
         findings.append(Finding("fetch_in_graph", "info"))
+    if figures.self_share is not None and figures.self_share > MEASURING_SHARE_MAX:
+        # Our own time inside the steps: the verdict is uncertain by it.
+        findings.append(Finding("measuring_cost", "moderate", share=figures.self_share))
     findings.extend(_retrace_findings(run, figures))
     placement = run.placement
     ops = placement.ops

@@ -155,6 +155,13 @@ def small_batch(batch, step_ms):
     )
 
 
+def measuring_cost(share):
+    return (
+        f"Measuring took {fmt_share(share)} of each step, so the split between its "
+        "parts is uncertain by about that much."
+    )
+
+
 def straggler(process, share):
     return (
         f"Process {process} holds the others back: {fmt_share(share)} of all "

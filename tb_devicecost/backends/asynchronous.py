@@ -185,6 +185,9 @@ class AsyncSteps:
             if due and start >= self.accounting.write_due_s:
                 self.accounting.flush()  # No step completed yet: still where it is.
             self._drained_s = self.clock() - began
+            # Kept out of the steps, so not our time inside them either
+            # (`aggregate.SelfTime`): the drain runs in a timed step function.
+            self.accounting.self_time.training_thread_s -= self._drained_s
 
     @property
     def unready(self):

@@ -126,14 +126,18 @@ class JaxBackend(base.Backend):
         clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
         traces, train = callback._traces, role == "train"
         probe_of = CompletionProbe()
+        own = steps.accounting.self_time
 
         def timed_jax(state, iterator):
             if not callback._enabled:
                 return original(state, iterator)
+            # Our own time: this function's outside Keras's call, and the
+            # iterator's polls inside it (`aggregate.SelfTime`).
+            entered = clock()
             try:
                 # From the step before's return to this call (its fetch is
                 # metered apart, as data wait already).
-                held_between = 0.0 if between is None else between.until(clock())
+                held_between = 0.0 if between is None else between.until(entered)
                 window = traces.window if train else None
                 marker = None
                 if window is not None:
@@ -141,6 +145,7 @@ class JaxBackend(base.Backend):
                     # between steps.
                     callback._before_traced_step(steps.upcoming_step)
                     window = traces.window
+                    entered = clock()  # The window's start or stop is kept out apart.
                 if window is not None:
                     marker = window.step_marker(steps.upcoming_step)
                     if marker is not None:
@@ -152,6 +157,7 @@ class JaxBackend(base.Backend):
                 callback._disable(error)
                 return original(state, iterator)
             proxy.reset(iterator)
+            called = clock()
             try:
                 result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
@@ -180,6 +186,10 @@ class JaxBackend(base.Backend):
                         held, held_between,
                     )
                 proxy.reset(None)  # Holds no batch between steps.
+                # Before the probes of the first step: their time is kept
+                # out of the steps apart (`_after_first_async_step`).
+                own.training_thread_s += called - entered + clock() - returned + proxy.polled_s
+                proxy.polled_s = 0.0
                 if first is not None and callback._needs_batch.get(role, False):
                     # The input state was donated to the step: read the new one.
                     callback._after_first_async_step(role, first, result[1])

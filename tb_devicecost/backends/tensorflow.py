@@ -12,6 +12,7 @@ Keras's loop hands back its logs. `TensorFlowBackend` is this backend's
 """
 
 import collections
+import time
 import weakref
 
 from tb_devicecost.backends import base
@@ -307,18 +308,24 @@ def _step_wrapper(callback, original, accounting, role):
     # A wrapper serves one dataset (one fit, or one evaluation): whether
     # Keras traced the step for its element spec is asked once.
     keras_traced = False
+    clock, own = time.perf_counter, accounting.self_time
 
     def timed_step_function(iterator):
         nonlocal keras_traced
         if not accounting.enabled:
             return original(iterator)
+        # Our own time is this function's outside the fetch and Keras's
+        # step: four clock reads more than the step's own (`self_time`).
+        entered = clock()
         if role == "train" and callback._traces.window is not None:
             callback._traces.before_step(accounting)
+            entered = clock()  # A window's start or stop is kept out apart.
         if not keras_traced:
             if not traced_by_keras(original, iterator):
                 return _first_call(callback, original, iterator, accounting, role)
             keras_traced = True
-        accounting.begin_step()
+        wrote = accounting.begin_step(now=entered)
+        before_next = clock()
         try:
             data = next(iterator)
         except StopIteration:
@@ -328,22 +335,27 @@ def _step_wrapper(callback, original, accounting, role):
             accounting.abort_step()
             callback._on_exception(error)
             raise
-        accounting.end_fetch(placement.batch_size(data))
+        fetched = clock()
+        accounting.end_fetch(placement.batch_size(data), now=fetched)
         if callback._warm_again.pop(role, False):
             # The traced one-step function runs on its own for the first
             # time: TensorFlow instantiates it, a one-off cost.
             accounting.extend_warmup()
+        called = clock()
         try:
             result = step(data)
         except BaseException as error:
             callback._on_exception(error)
             raise
+        returned = clock()
         if tracing.changed():
             tracing.note_step(accounting.upcoming_step() - 1)
             step.forget()
         if callback._needs_batch.get(role):
             callback._needs_batch[role] = False
             callback._pending_batch = data
+        own.training_thread_s += (
+            before_next - entered - wrote + called - fetched + clock() - returned)
         return result
 
     return timed_step_function
@@ -383,6 +395,7 @@ def _execution_wrapper(callback, original, accounting, role):
     the steps the execution ran."""
 
     noted = False
+    clock, own = time.perf_counter, accounting.self_time
 
     def timed_execution_function(iterator):
         nonlocal noted
@@ -391,17 +404,21 @@ def _execution_wrapper(callback, original, accounting, role):
         if role == "train" and callback._traces.window is not None:
             callback._traces.before_step(accounting)
         begin = callback._batch_begin
-        accounting.begin_step()
+        entered = clock()
+        wrote = accounting.begin_step(now=entered)
+        called = clock()
         try:
             result = original(iterator)
         except BaseException as error:
             accounting.abort_step()
             callback._on_exception(error)
             raise
+        returned = clock()
         if not noted:
             noted = True
             note_traced_by_keras(original, iterator)
         accounting.set_steps(_executed_steps(callback, role, begin))
+        own.training_thread_s += called - entered - wrote + clock() - returned
         return result
 
     return timed_execution_function

@@ -32,7 +32,8 @@ class TimedIterator:
 
     # Read and set several times a step: slots are faster than a dict.
     __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling",
-                 "iterator", "error", "meter", "metered", "start", "fetched", "count", "first")
+                 "iterator", "error", "meter", "metered", "start", "fetched", "count", "first",
+                 "polled_s")
 
     def __init__(self, clock, steps):
         self._clock = clock
@@ -49,6 +50,9 @@ class TimedIterator:
         # dispatch's wait for a GIL that the input's threads hold.
         self.meter = None
         self.metered = None
+        # Seconds of our own in the fetches (the polls), summed until the
+        # step function takes them (`aggregate.SelfTime`).
+        self.polled_s = 0.0
         self.reset(None)
 
     def _failed(self, error):
@@ -83,6 +87,9 @@ class TimedIterator:
                 poll(started)
             except Exception as error:  # pylint: disable=broad-except
                 self._failed(error)
+            # A poll's time is ours, and is in the fetch's span: two clock
+            # reads, only at a fetch that polls.
+            self.polled_s += self._clock() - started
         batch = next(self.iterator)
         self.fetched = fetched = self._clock()
         if self.meter is not None:
@@ -93,6 +100,7 @@ class TimedIterator:
                 poll(fetched)
             except Exception as error:  # pylint: disable=broad-except
                 self._failed(error)
+            self.polled_s += self._clock() - fetched
         if self.count == 0:
             # The call's first fetch (one that raised is no step's).
             self.start, self.first = started, batch

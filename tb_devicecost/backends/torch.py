@@ -102,9 +102,11 @@ class TorchBackend(base.Backend):
         # from a step's return to the next one's dispatch.
         between = asynchronous.WaitBetweenSteps(meter, steps) if steps.held_is_input else None
 
+        own = steps.accounting.self_time
+
         def timed_torch(data):
             nonlocal on_cpu
-            dispatch = clock()
+            entered = dispatch = clock()
             fetched = callback._fetched_at or dispatch
             start = callback._fetch_started or fetched
             start = min(start, fetched)
@@ -123,13 +125,15 @@ class TorchBackend(base.Backend):
                     wait = fetched - max(start, start if previous is None else previous)
                     start, fetched = ended - max(0.0, wait), ended
                     dispatch = max(dispatch, ended)
+                    entered = ended
                 window = callback._traces.window
             batch = data[0] if isinstance(data, list) and data else data
             marker = None
             traced = steps.upcoming_step
             if window is not None:
                 marker = window.step_marker(traced)
-            metered = meter.start(clock()) if on_cpu is not False or metered_on_gpu else None
+            called = clock()
+            metered = meter.start(called) if on_cpu is not False or metered_on_gpu else None
             try:
                 result = original(data)
             finally:
@@ -158,6 +162,9 @@ class TorchBackend(base.Backend):
                 held=held,
                 held_between=held_between,
             )
+            # Our own time: this function's outside Keras's call, before the
+            # first step's probes (kept out apart; `aggregate.SelfTime`).
+            own.training_thread_s += called - entered + clock() - returned
             if callback._needs_batch.get(role, False):
                 callback._after_first_async_step(role, batch, None)
             if window is not None:

@@ -19,14 +19,12 @@ import warnings
 import numpy as np
 
 from tb_devicecost.format import metadata
-from tb_devicecost.format import vocabulary
 from tb_devicecost.format import writer as writer_module
 from tb_devicecost.format.document_limits import MAX_DOCUMENT_STRING
 from tb_devicecost.format.document_limits import bounded_document
-from tb_devicecost.recording.aggregate import ROW_BATCH
-from tb_devicecost.recording.aggregate import ROW_COMPONENTS
 from tb_devicecost.recording.aggregate import ROW_WARMUP
 from tb_devicecost.recording.aggregate import RunAggregate
+from tb_devicecost.recording.aggregate import step_block
 from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
 
 # Seconds between the epoch ends that write the rows and the aggregate
@@ -100,6 +98,9 @@ class StepAccounting:
         self._next_is_warmup = True
         self._sessions = 0
         self._aggregate = RunAggregate(self._clock)
+        # Our own time inside the steps (`aggregate.SelfTime`), added to by
+        # the timed step functions and the loop's clock reads.
+        self.self_time = self._aggregate.self_time
         self._info = {}
         self._watched_steps = None
         self._watched_rows = {}
@@ -148,18 +149,20 @@ class StepAccounting:
         return self._global_step + (1 if self._open is not None else 0)
 
     def begin_step(self, now=None):
-        """Marks the start of a step: its batch is being requested."""
+        """Marks the start of a step: its batch is being requested. Returns
+        the seconds a due write took in it, kept out of the steps."""
         if not self.enabled:
-            return
+            return 0.0
         now = self._clock() if now is None else now
+        wrote_s = 0.0
         if self._open is not None:
             self._close_step(now)
-            if self._wrote_s:
-                # A due write ran in the close: our time, not the next fetch's.
-                now += self._wrote_s
-                self._wrote_s = 0.0
+            # A due write ran in the close: our time, not the next fetch's.
+            wrote_s, self._wrote_s = self._wrote_s, 0.0
+            now += wrote_s
         # [start, fetch end, compute start, compute end, batch size, steps]
         self._open = [now, now, now, None, None, 1]
+        return wrote_s
 
     def end_fetch(self, batch_size=None, now=None):
         """Marks that the batch has arrived; compute starts."""
@@ -492,13 +495,9 @@ class StepAccounting:
         if not self.enabled or len(start_s) == 0:
             return
         count = len(start_s)
-        block = np.empty((count, len(vocabulary.ROW_COLUMNS)), dtype=np.float64)
         first = self._global_step
-        block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
-        block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = start_s + self._wall_offset
-        block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
-        block[:, ROW_BATCH] = batch_size
-        block[:, ROW_WARMUP] = 0.0
+        block = step_block(first, start_s + self._wall_offset, data_wait_s, compute_s,
+                           host_overhead_s, batch_size)
         due = start_s[-1] >= self.write_due_s
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0

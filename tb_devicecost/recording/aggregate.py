@@ -35,6 +35,46 @@ ROW_BATCH = vocabulary.COLUMN[vocabulary.BATCH_SIZE]
 # a few kilobytes, and one NumPy call instead of one a step.
 _FETCH_GROUP = 4096
 
+
+def step_block(first, wall_time, data_wait_s, compute_s, host_overhead_s, batch_size):
+    """Rows of consecutive steady steps from global step `first` on, as one
+    `[steps, len(ROW_COLUMNS)]` array (ms): their `wall_time` (Unix
+    seconds), their parts (seconds) and batch sizes, one element each."""
+    count = len(wall_time)
+    block = np.empty((count, len(vocabulary.ROW_COLUMNS)), dtype=np.float64)
+    block[:, vocabulary.COLUMN[vocabulary.STEP]] = np.arange(first, first + count)
+    block[:, vocabulary.COLUMN[vocabulary.WALL_TIME]] = wall_time
+    block[:, ROW_COMPONENTS] = np.stack([data_wait_s, compute_s, host_overhead_s], axis=1) * 1e3
+    block[:, ROW_BATCH] = batch_size
+    block[:, ROW_WARMUP] = 0.0
+    return block
+
+
+class SelfTime:
+    """Seconds our own code ran inside the run's steps (the callback's cost
+    to each step, docs/FORMAT.md's `self_ms`): on the training thread, in
+    the timed step function and our part of the loop's clock reads; and on
+    Keras's worker thread, in our part of its batch-end call. A running sum
+    each, read when the aggregate is written, with no lock: Keras's worker
+    pool may run two batch-end calls at once, and an addition lost between
+    them reads the worker's figure low, never high. `measured`: whether
+    anything adds to it (the callback's timed step functions; a custom
+    loop's `StepRecorder` does not measure it)."""
+
+    __slots__ = ("training_thread_s", "worker_s", "measured")
+
+    def __init__(self):
+        self.training_thread_s = 0.0
+        self.worker_s = 0.0
+        self.measured = False
+
+    def document(self):
+        """`{"training_thread", "worker"}` in ms, or `None` where not measured."""
+        if not self.measured:
+            return None
+        return {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3}
+
+
 class RunAggregate:
     """The cumulative statistics of one run's rows.
 
@@ -72,6 +112,7 @@ class RunAggregate:
         # (it was still busy with the step before when they were
         # dispatched), and those whose pace the training thread set.
         self._pace = [0, 0]
+        self.self_time = SelfTime()
 
     def begin_span(self, now=None):
         """Starts accounting wall time: a `fit`, or an `evaluate` call.
@@ -206,6 +247,7 @@ class RunAggregate:
                 if any(self._pace)
                 else None
             ),
+            "self_ms": self.self_time.document(),
             "updated": time.time(),
         }
 

@@ -33,6 +33,8 @@ class StepRecording:
         if original is None or getattr(original, "_devicecost_wrapper", False):
             return
         self._original_functions[attribute] = original
+        # The timed step function measures our own time (`self_ms`).
+        self._accounting_for(role).self_time.measured = True
         if self._backend.asynchronous and not self._backend.guards_step:
             wrapper = _guarded(
                 self, original, lambda call: self._backend.wrap_step(self, call, role))
@@ -93,7 +95,15 @@ class StepRecording:
             steps.poll(now)
 
     def loop_results(self, role, batch, now):
-        self._results(role, batch, now, in_hook=False)
+        own = self._results(role, batch, now, in_hook=False)
+        if own is not None:
+            # Our part of the loop's batch-end call, from its clock read on
+            # (`aggregate.SelfTime`): on Keras's worker thread, or on the
+            # training thread where the hooks run there.
+            if self._hooks_on_worker.get(role):
+                own.worker_s += time.perf_counter() - now
+            else:
+                own.training_thread_s += time.perf_counter() - now
 
     def loop_batch_end(self, role, now):
         # PyTorch's loop fetches the next batch after this.
@@ -114,11 +124,12 @@ class StepRecording:
         """The step's logs are Python numbers: its work is complete.
 
         `loop_role` is the loop's (`"train"` or `"test"`); the run's role
-        for a test step is validation's or evaluation's.
+        for a test step is validation's or evaluation's. Returns the
+        `SelfTime` of the run it recorded into, or `None`.
         """
         role = "train" if loop_role == "train" else self._test_role
         if role is None:
-            return
+            return None
         steps = self._async.get(role)
         if steps is not None:
             # On a worker thread when every callback is async-safe; on the
@@ -129,10 +140,10 @@ class StepRecording:
             if window is not None:
                 # The step's completion marker, while a window is traced.
                 window.completed(batch)
-            return
+            return steps.accounting.self_time
         if role == "train":
             if not self._in_fit:
-                return
+                return None
             self._train.end_compute(now=now)
             if self._traces.window is not None:
                 self._traces.window.after_step()
@@ -141,11 +152,12 @@ class StepRecording:
                     self._probe_between_steps()
                 elif self._steps_to_probe > 1:
                     self._steps_to_probe -= 1
-            return
+            return self._train.self_time
         accounting = self._accounting_for(role)
         accounting.end_compute(now=now)
         if in_hook and self._pending_batch is not None:
             self._probe_between_steps(accounting, role)
+        return accounting.self_time
 
     # Probing between steps, kept out of the records.
 

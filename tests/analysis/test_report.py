@@ -47,7 +47,8 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
         "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
         "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
-        "process_steps", "run_figures", "job_text", "fit_end", "tried", "interventions"}
+        "process_steps", "run_figures", "job_text", "fit_end", "tried", "interventions",
+        "measuring_text"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
@@ -68,7 +69,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     # the checks of raw values up to the report.
     order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
              "placement_summary", "trace_windows", "sweep_marks", "process_steps", "thresholds", "fit_end",
-             "tried", "record", "sweeps", "interventions", "data_wait", "run_figures", "device_side", "estimates", "finding_text", "verdicts", "pairing",
+             "tried", "record", "sweeps", "interventions", "data_wait", "run_figures", "device_side", "measuring_text", "estimates", "finding_text", "verdicts", "pairing",
              "comparison_text", "compare", "waiting", "jobs", "workers", "job_text", "predictions",
              "report"]
     for index, name in enumerate(order):

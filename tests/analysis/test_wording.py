@@ -108,6 +108,7 @@ CASES = {
     "cpu_ops_on": lambda: wording.cpu_ops_on_accelerator_run(3, 120, "GPU:0"),
     "cross_device_copies": lambda: wording.cross_device_copies(4),
     "small_batch": lambda: wording.small_batch(32, 2.4),
+    "measuring_cost": lambda: wording.measuring_cost(0.072),
     "straggler": lambda: wording.straggler(1, 0.45),
     "waiting_for_others": lambda: wording.waiting_for_others(0, 0.6, 1),
 }

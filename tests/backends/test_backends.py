@@ -128,3 +128,14 @@ def test_a_device_busy_window_the_fit_ends_before_is_traced_in_the_next(fitted):
     assert (window["start_step"], window["stop_step"]) == (20, 30)
     assert "error" not in window
     assert [step["step"] for step in window["steps"]] == list(range(20, 30))
+
+
+def test_the_callback_records_its_own_time(fitted):
+    # Our own time inside the steps (`self_ms`): on the training thread, and
+    # on Keras's worker thread, which runs the batch-end hooks here (every
+    # callback of these fits is async-safe).
+    _, _, records = fitted
+    aggregate = records["compute/train"].aggregate
+    own = aggregate["self_ms"]
+    assert 0 < own["training_thread"] / aggregate["steps"] < aggregate["components"]["step"]["mean_ms"]
+    assert 0 < own["worker"] / aggregate["steps"] < aggregate["components"]["step"]["mean_ms"]

@@ -192,3 +192,39 @@ def test_a_reload_or_a_shared_link_keeps_the_detail_view(tab, browser):
     page.wait_for_function("() => !location.hash.includes('p.devicecost.view')")
     assert urllib.parse.urlsplit(page.url).fragment.split("&")[0] == "devicecost"
     assert problems["page_errors"] == []
+
+
+def test_the_detail_view_says_what_measuring_took(tab, logdir):
+    page, frame, problems = tab
+    run = run_result(logdir, "cpu/train")
+    open_detail(frame, "cpu/train")
+    stat = frame.locator('.dc-stat[data-stat="self_cost"]')
+    expect(stat.locator(".dc-stat-value")).to_have_text(
+        formatting.fmt_ms(run["self_us_per_step"]) + " µs a step")
+    expect(stat.locator(".dc-stat-sub")).to_have_text(run["self_cost_text"])
+    expect(frame.locator(".dc-detail .dc-uncertain")).to_have_count(
+        1 if run["verdict_uncertain"] else 0)
+    assert problems["page_errors"] == []
+
+
+def test_an_uncertain_verdict_is_marked_and_older_data_says_not_recorded(tab, logdir):
+    page, frame, problems = tab
+
+    def rewritten(body):
+        if body.get("run") == "cpu/train":
+            body["verdict_uncertain"] = True
+            body["self_share"] = 0.072
+        if body.get("run") == "slow/train":
+            body["self_us_per_step"] = None
+            body["self_cost_text"] = "What measuring took of each step was not recorded (older data, or a custom loop)."
+
+    rewrite_json(page, r".*/data/plugin/devicecost/run\?.*", rewritten)
+    open_detail(frame, "cpu/train")
+    expect(frame.locator(".dc-detail .dc-uncertain")).to_have_text(
+        "uncertain: measuring took 7.2% of the step")
+    frame.locator(".dc-crumbs a").first.click()
+    open_detail(frame, "slow/train")
+    stat = frame.locator('.dc-stat[data-stat="self_cost"]')
+    expect(stat.locator(".dc-stat-value")).to_have_text("not recorded")
+    expect(frame.locator(".dc-detail .dc-uncertain")).to_have_count(0)
+    assert problems["page_errors"] == []

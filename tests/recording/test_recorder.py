@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import StepRecorder
+from tb_devicecost import analysis
 from tb_devicecost.reading import reader
 
 from tests.support.clock import FakeClock
@@ -34,6 +35,21 @@ def test_custom_loop_api_times_fetch_and_compute(tmp_path):
     np.testing.assert_allclose(record.series["host_overhead_ms"], 0.5, rtol=1e-4)
     np.testing.assert_array_equal(record.series["batch_size"], 16)
     assert record.aggregate["warmup"]["steps"] == [0]
+
+
+def test_a_custom_loop_says_its_measuring_cost_was_not_recorded(tmp_path):
+    # Nothing times our own code around a custom loop's steps: no figure,
+    # rather than a cost of 0 µs.
+    recorder = StepRecorder(tmp_path / "custom", clock=FakeClock())
+    for _ in range(3):
+        with recorder.compute(batch_size=8):
+            pass
+    recorder.close()
+    record = read_back(tmp_path)["custom"]
+    assert record.aggregate["self_ms"] is None
+    result = analysis.analyze_run(record)
+    assert result["self_us_per_step"] is None
+    assert "not recorded" in result["self_cost_text"]
 
 
 def test_compute_without_timed_starts_each_step_itself(tmp_path):

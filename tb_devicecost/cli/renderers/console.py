@@ -191,6 +191,8 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
         if run["status"] in ("running", "interrupted"):
             heading += f" [{run['status']}]"
         lines.append(_fit(heading))
+        if common.self_cost_text(run):
+            lines.append(_wrap(common.self_cost_text(run), "  "))
         for finding in run["findings"]:
             lines.append(f"  [{finding['severity']}] {finding['id']}")
             lines.append(_wrap(common.headline(finding), "    "))

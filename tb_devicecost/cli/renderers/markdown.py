@@ -101,6 +101,8 @@ def render(report, verbose=False):
         lines.append("")
         lines.append(f"#### {_md_code(run['run'])}: {common.verdict_text(run)}")
         lines.append("")
+        if common.self_cost_text(run):
+            lines += [_md_cell(common.self_cost_text(run)), ""]
         for finding in run["findings"]:
             lines.append(
                 f"- **{finding['severity']}** `{finding['id']}`: "

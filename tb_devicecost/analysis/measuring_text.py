@@ -1,0 +1,42 @@
+"""The words of what our own measuring took of a step.
+
+Every run says it in one line (`self_cost_line`, the run object's
+`self_cost_text`); where it is above `MEASURING_SHARE_MAX` of the mean
+step, `verdicts.py` gives the run the `measuring_cost` finding, worded
+here (`measuring_cost`; its headline is `wording.py`'s): the callback's
+own time lies inside the parts it splits the step into, so the split is
+uncertain by about that share (docs/VERDICTS.md).
+"""
+
+from tb_devicecost.analysis import wording
+from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.thresholds import MEASURING_SHARE_MAX
+
+
+def self_cost_line(us_per_step, share):
+    """`Measuring took 3.10 µs a step, 0.4% of the step.`, or that it was
+    not recorded (data recorded before it was, or a custom loop's)."""
+    if us_per_step is None:
+        return "What measuring took of each step was not recorded (older data, or a custom loop)."
+    if share is None:
+        return f"Measuring took {fmt_ms(us_per_step)} µs a step."
+    return f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
+
+
+def measuring_cost(figures):
+    """`(headline, message, fix)` of `measuring_cost`, from a run's
+    `RunFigures`."""
+    share = figures.self_share
+    worker = figures.worker_self_us_per_step
+    return (
+        wording.measuring_cost(share),
+        f"The callback's own code ran {fmt_ms(figures.self_us_per_step)} µs a step on "
+        f"the training thread, {fmt_share(share)} of the {fmt_ms(figures.step.mean)} ms "
+        f"mean step (above {fmt_share(MEASURING_SHARE_MAX)})"
+        + (f", and {fmt_ms(worker)} µs a step on Keras's worker thread" if worker else "")
+        + ". That time lies inside the parts it splits the step into, so each "
+        "part's share may be off by about as much.",
+        "Read each part's share with that margin. A longer step (a larger batch, "
+        "or compile(..., steps_per_execution=N)) makes measuring a smaller part of it.",
+    )

@@ -1,0 +1,98 @@
+"""What our own measuring took of a step: the run object's figures, the
+`measuring_cost` finding above 5% of the step, the line of every report,
+and data recorded before it was (`measuring_text.py`)."""
+
+import json
+import os
+
+import pytest
+
+from tb_devicecost import analysis
+from tb_devicecost import cli
+from tb_devicecost.analysis import thresholds
+from tb_devicecost.cli.renderers import console
+from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.reading import reader
+
+from tests.support import paths
+from tests.support.analyzed import assert_json_clean, finding_of
+from tests.support.documents import make_aggregate, make_record
+
+
+def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2)):
+    """A run of 100 steady steps and a warm-up one, each steady step
+    `sum(step_ms)` ms, whose aggregate says our own time was `self_ms` in
+    all (`None`: not recorded)."""
+    aggregate = make_aggregate(*step_ms)
+    if self_ms is not None:
+        aggregate["self_ms"] = {"training_thread": self_ms, "worker": worker_ms}
+    return make_record("cpu/train", aggregate=aggregate)
+
+
+def _report(*records):
+    return analysis.build_report(list(records))
+
+
+def test_each_run_says_what_measuring_took_of_a_step():
+    # 101 steps (a warm-up and 100 steady ones) of 2 ms; 20.2 ms of ours.
+    result = analysis.analyze_run(_run(20.2, worker_ms=5.05))
+    assert result["self_us_per_step"] == pytest.approx(200.0)
+    assert result["worker_self_us_per_step"] == pytest.approx(50.0)
+    assert result["self_share"] == pytest.approx(0.1)
+    assert result["self_cost_text"] == "Measuring took 200 µs a step, 10% of the step."
+    assert_json_clean(result)
+
+
+def test_above_five_percent_of_the_step_the_verdict_is_uncertain():
+    # 6% and 4% of a 2 ms step: 120 and 80 µs a step over 101 steps.
+    above = analysis.analyze_run(_run(0.12 * 101))
+    below = analysis.analyze_run(_run(0.08 * 101))
+    assert thresholds.MEASURING_SHARE_MAX == 0.05
+    finding = finding_of(above, "measuring_cost")
+    assert finding is not None and finding["severity"] == "moderate"
+    assert finding["headline"] == (
+        "Measuring took 6% of each step, so the split between its parts is uncertain "
+        "by about that much.")
+    assert "120 µs a step" in finding["message"]
+    assert above["verdict_uncertain"] is True
+    # The verdict itself stands; it is marked, not replaced.
+    assert above["verdict"] == below["verdict"] == "compute_bound"
+    assert finding_of(below, "measuring_cost") is None
+    assert below["verdict_uncertain"] is False
+
+
+def test_the_reports_show_it_in_one_line():
+    report = _report(_run(0.12 * 101))
+    text = console.render(report)
+    assert "\n  Measuring took 120 µs a step, 6% of the step.\n" in text
+    assert "measuring_cost" in text
+    assert "\nMeasuring took 120 µs a step, 6% of the step.\n" in markdown.render(report)
+    document = json.loads(json.dumps(report))
+    [run] = document["runs"]
+    assert run["self_us_per_step"] == pytest.approx(120.0)
+    assert run["verdict_uncertain"] is True
+
+
+def test_a_run_recorded_before_it_reads_not_recorded():
+    result = analysis.analyze_run(_run(None))
+    assert result["self_us_per_step"] is None
+    assert result["self_share"] is None
+    assert result["verdict_uncertain"] is False
+    assert "not recorded" in result["self_cost_text"]
+    # The text and Markdown reports of such data stay as they were.
+    report = _report(_run(None))
+    assert "Measuring" not in console.render(report)
+    assert "Measuring" not in markdown.render(report)
+
+
+@pytest.mark.parametrize("name", ["h100", "h100x2", "h200_threads"])
+def test_recorded_data_that_predates_it_reads_without_error(name, capsys):
+    records = reader.read_runs(reader.local_provider(os.path.join(paths.DATA, name)))
+    report = analysis.build_report(records)
+    assert report["runs"]
+    for run in report["runs"]:
+        assert run["self_us_per_step"] is None
+        assert run["verdict_uncertain"] is False
+        assert "not recorded" in run["self_cost_text"]
+    assert cli.main(["report", os.path.join(paths.DATA, name)]) == 0
+    assert "Measuring took" not in capsys.readouterr().out

@@ -1,0 +1,98 @@
+"""Our own time inside the steps (`aggregate.SelfTime`, the aggregate's
+`self_ms`), in real fits: recorded, and an injected cost of ours found."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+import keras
+
+import tb_devicecost
+from tb_devicecost import analysis
+from tb_devicecost.backends import placement
+from tb_devicecost.reading import reader
+
+from tests.support.analyzed import finding_of
+
+# Steps long enough (tens of ms on a small machine) that our own few
+# hundred microseconds stay under 5% of each, however busy the machine.
+_BATCH = 256
+
+
+def _fit(logdir, epochs=3):
+    rng = np.random.default_rng(0)
+    x = rng.random((_BATCH * 12, 512), dtype=np.float32)
+    y = rng.random((_BATCH * 12, 1), dtype=np.float32)
+    model = keras.Sequential([
+        keras.Input((512,)),
+        keras.layers.Dense(1024, activation="relu"),
+        keras.layers.Dense(1024, activation="relu"),
+        keras.layers.Dense(1),
+    ])
+    model.compile("sgd", "mse")
+    model.fit(x, y, batch_size=_BATCH, epochs=epochs, verbose=0,
+              callbacks=[tb_devicecost.DeviceCostCallback(logdir)])
+    [record] = [r for r in reader.read_runs(reader.local_provider(logdir))
+                if r.run == "train"]
+    return record
+
+
+def _spinning(seconds):
+    """`placement.batch_size`, which the timed step function calls on each
+    fetched batch, made to busy-wait `seconds` first: a cost of ours."""
+    original = placement.batch_size
+
+    def batch_size(data):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+        return original(data)
+
+    return batch_size
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    return _fit(str(tmp_path_factory.mktemp("plain")))
+
+
+def test_a_fit_records_its_own_time_positive_and_below_the_step(plain):
+    aggregate = plain.aggregate
+    self_ms = aggregate["self_ms"]["training_thread"]
+    per_step_ms = self_ms / aggregate["steps"]
+    assert per_step_ms > 0
+    assert per_step_ms < aggregate["components"]["step"]["mean_ms"]
+    # TensorFlow runs no batch-end hook on Keras's worker thread.
+    assert aggregate["self_ms"]["worker"] == 0
+
+
+def test_without_an_injected_cost_the_verdict_is_not_uncertain(plain):
+    result = analysis.analyze_run(plain)
+    assert result["step_ms"]["mean"] >= 1.0
+    assert result["self_us_per_step"] == pytest.approx(
+        plain.aggregate["self_ms"]["training_thread"] * 1e3 / plain.aggregate["steps"])
+    assert result["self_share"] < 0.05
+    assert finding_of(result, "measuring_cost") is None
+    assert result["verdict_uncertain"] is False
+
+
+def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_path, monkeypatch):
+    # A quarter of the step as measured without it, at least 2 ms: the
+    # share it adds stays far above 5% however slow the machine is.
+    mean_ms = plain.aggregate["components"]["step"]["mean_ms"]
+    injected_s = max(2e-3, 0.25 * mean_ms / 1e3)
+    monkeypatch.setattr(placement, "batch_size", _spinning(injected_s))
+    record = _fit(str(tmp_path / "spun"))
+    aggregate = record.aggregate
+    # Every step but Keras's own first call (it fetches inside its graph)
+    # went through the timed step function, which spun.
+    spun_steps = aggregate["steps"] - 1
+    assert aggregate["self_ms"]["training_thread"] >= 0.8 * injected_s * 1e3 * spun_steps
+    result = analysis.analyze_run(record)
+    assert result["self_us_per_step"] >= 0.8 * injected_s * 1e6 * spun_steps / aggregate["steps"]
+    finding = finding_of(result, "measuring_cost")
+    assert finding is not None
+    assert result["verdict_uncertain"] is True
+    assert "so the split between its parts is uncertain" in finding["headline"]
