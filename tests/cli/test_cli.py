@@ -350,6 +350,7 @@ def test_errors_through_main(tmp_path, fit_logdir, capsys):
             assert "tb-devicecost report LOGDIR" in err
 
 
+@pytest.mark.slow
 def test_errors_through_python_m(tmp_path, fit_logdir):
     for argv, reason in error_cases(tmp_path, fit_logdir):
         completed = run_module(*argv)
@@ -359,6 +360,7 @@ def test_errors_through_python_m(tmp_path, fit_logdir):
         assert reason in completed.stderr, (argv, completed.stderr)
 
 
+@pytest.mark.slow
 def test_python_m_report(fit_logdir):
     completed = run_module("report", fit_logdir, "--json")
     assert completed.returncode == 0, completed.stderr
