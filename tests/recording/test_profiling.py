@@ -116,6 +116,7 @@ def test_digest_of_a_ready_pipeline_is_not_input_work(traced_logdir):
     assert list(record.series["step"]) == list(range(40))
 
 
+@pytest.mark.slow
 def test_keras_tensorboard_trace_is_reused_not_doubled(tmp_path):
     log_dir = tmp_path / "shared"
     # The warning says that the requested window is not the one traced.
