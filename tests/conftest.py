@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 from tb_devicecost.reading import reader  # noqa: E402
 
 from tests.support import devices  # noqa: E402
+from tests.support import distributed_runs  # noqa: E402
 from tests.support import event_files  # noqa: E402
 from tests.support import fits  # noqa: E402
 
@@ -38,6 +39,22 @@ def fit_logdir(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("fits") / "logs")
     fits.fit_runs(logdir)
     return logdir
+
+
+@pytest.fixture(scope="session")
+def jax_job(tmp_path_factory):
+    """The two-process JAX job (`support.distributed_runs.jax_jobs`), once
+    with process 1 slowed (`slow`) and once without (`even`), run once for
+    `analysis/test_workers.py` and `browser/test_workers.py`: `logdir`,
+    `facts` by job, `records` by run and the `report`."""
+    from tb_devicecost import analysis
+
+    logdir = str(tmp_path_factory.mktemp("jax_jobs"))
+    facts = distributed_runs.jax_jobs(logdir)
+    records = reader.read_runs(reader.local_provider(logdir))
+    return {"logdir": logdir, "facts": facts,
+            "records": {record.run: record for record in records},
+            "report": analysis.build_report(records)}
 
 
 @pytest.fixture(scope="session")

@@ -30,11 +30,10 @@ from tests.support import distributed_runs
 from tests.support.documents import job_record
 
 
-# The slowed process's delay per batch: long beside a collective that a busy
-# 2-core machine slows to about 12 ms (both processes then spend it in the
-# all-reduce), so the other process still mostly waits.
-DELAY_MS = 40.0
-STEPS = 40
+# The real JAX jobs' delay of the slowed process per batch, and steps
+# (the session's `jax_job`, shared with browser/test_workers.py).
+DELAY_MS = distributed_runs.JAX_JOB_DELAY_MS
+STEPS = distributed_runs.JAX_JOB_STEPS
 
 
 # Runs built by hand.
@@ -228,19 +227,6 @@ def test_a_run_name_made_of_markup_is_text_in_the_renderers():
 
 
 # Real jobs.
-
-
-@pytest.fixture(scope="module")
-def jax_job(tmp_path_factory):
-    """The two-process JAX job, once with process 1 slowed by 20 ms a batch
-    (`slow`) and once without (`even`)."""
-    logdir = str(tmp_path_factory.mktemp("jax_jobs"))
-    slow = distributed_runs.run_job("jax", os.path.join(logdir, "slow"), delay_ms=DELAY_MS, steps=STEPS)
-    even = distributed_runs.run_job("jax", os.path.join(logdir, "even"), delay_ms=0, steps=STEPS)
-    records = reader.read_runs(reader.local_provider(logdir))
-    return {"logdir": logdir, "facts": {"slow": slow, "even": even},
-            "records": {record.run: record for record in records},
-            "report": analysis.build_report(records)}
 
 
 @pytest.mark.slow

@@ -89,6 +89,7 @@ def test_a_batch_s_devices_are_read_one_way_on_every_backend():
     assert devices.input_devices(()) == []
 
 
+@pytest.mark.slow
 def test_tensorflow_batches_and_their_devices():
     import tensorflow as tf  # make test installs TensorFlow
     x = tf.zeros((16, 3))

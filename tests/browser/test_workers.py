@@ -17,17 +17,14 @@ from tests.support.tab import open_tab
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, tmp_path, screenshots):
+def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, jax_job, screenshots):
     """Two two-process JAX jobs (jax.distributed on gloo, DataParallel), one
-    with process 1 slowed by 20 ms a batch: the tab shows each job's
-    processes side by side, the slowed one as the straggler with its cause
-    and fix and the report's figures, the other job as keeping pace; the
-    straggler's detail carries the same finding."""
-    from tests.support import distributed_runs
-
-    logdir = str(tmp_path / "logs")
-    distributed_runs.run_job("jax", os.path.join(logdir, "slow"), delay_ms=20, steps=40)
-    distributed_runs.run_job("jax", os.path.join(logdir, "even"), delay_ms=0, steps=40)
+    with process 1 slowed a batch (the session's `jax_job`, shared with
+    analysis/test_workers.py): the tab shows each job's processes side by
+    side, the slowed one as the straggler with its cause and fix and the
+    report's figures, the other job as keeping pace; the straggler's detail
+    carries the same finding."""
+    logdir = jax_job["logdir"]
     report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
     groups = {group["group"]: group for group in report["workers"]}
     slow = groups["slow/train"]

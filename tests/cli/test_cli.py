@@ -1,5 +1,6 @@
 """`tb-devicecost report`: through `main(argv)` and `python -m tb_devicecost`."""
 
+import concurrent.futures
 import json
 import os
 import re
@@ -350,15 +351,20 @@ def test_errors_through_main(tmp_path, fit_logdir, capsys):
             assert "tb-devicecost report LOGDIR" in err
 
 
+@pytest.mark.slow
 def test_errors_through_python_m(tmp_path, fit_logdir):
-    for argv, reason in error_cases(tmp_path, fit_logdir):
-        completed = run_module(*argv)
+    cases = error_cases(tmp_path, fit_logdir)
+    # Ten fresh interpreters, independent and untimed: started side by side.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda case: run_module(*case[0]), cases))
+    for (argv, reason), completed in zip(cases, results):
         assert completed.returncode == 2, (argv, completed.stderr)
         assert completed.stdout == "", argv
         assert len(completed.stderr.splitlines()) == 1, (argv, completed.stderr)
         assert reason in completed.stderr, (argv, completed.stderr)
 
 
+@pytest.mark.slow
 def test_python_m_report(fit_logdir):
     completed = run_module("report", fit_logdir, "--json")
     assert completed.returncode == 0, completed.stderr

@@ -457,6 +457,7 @@ def test_schema_1_runs_read_as_before_with_wall_times(tmp_path):
     assert records["older/train"].series["host_overhead_ms"].tolist() == [0.25] * 50
 
 
+@pytest.mark.slow
 def test_schema_1_runs_recorded_on_the_h100_read_as_through_tensorboards_loader():
     """The schema-1 runs in tests/data/h100 (recorded on an H100) read the
     same through the report's provider as through TensorBoard's own Python

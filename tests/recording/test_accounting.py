@@ -435,6 +435,7 @@ def test_sigterm_goes_on_to_the_users_own_handler(tmp_path):
     assert record.aggregate["steps"] >= 300
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_real_fit_is_recorded_as_an_interruption(tmp_path):
     script = textwrap.dedent(
         f"""

@@ -62,6 +62,7 @@ def read(logdir):
     return {record.run: record for record in reader.read_runs(reader.local_provider(str(logdir)))}
 
 
+@pytest.mark.slow
 def test_input_bound_pipeline_is_mostly_data_wait(tmp_path):
     model = mlp()
     dataset = delayed_dataset(0.001, batch_size=16, samples=320, per_element=True)
@@ -81,6 +82,7 @@ def test_input_bound_pipeline_is_mostly_data_wait(tmp_path):
     assert components["data_wait"]["p50_ms"] > 0.75 * components["step"]["p50_ms"]
 
 
+@pytest.mark.slow
 def test_injected_per_batch_delay_shows_as_median_data_wait(tmp_path):
     delay_ms = 20.0
     model = mlp()
@@ -162,6 +164,7 @@ def test_placement_shows_ops_on_both_devices_and_the_copies_between_them(tmp_pat
     assert placement["input_bytes_per_step"] == 32 * 100 * 4 + 32 * 8
 
 
+@pytest.mark.slow
 def test_placement_of_one_model_does_not_leak_into_the_next(tmp_path):
     """The captured ops are this model's first step and nothing else: not an
     earlier model's, not another callback's graphs, not eager one-op
@@ -195,6 +198,7 @@ def test_placement_of_one_model_does_not_leak_into_the_next(tmp_path):
     assert max(counts) - min(counts) <= 3
 
 
+@pytest.mark.slow
 def test_two_fits_with_one_callback_keep_global_steps_increasing(tmp_path):
     model = mlp()
     callback = tb_devicecost.DeviceCostCallback(tmp_path / "twice")
@@ -258,6 +262,7 @@ def test_steps_per_execution_records_each_step_of_an_execution(tmp_path):
     assert record.info["fetch_in_graph"] is True
 
 
+@pytest.mark.slow
 def test_a_failing_writer_does_not_change_training(tmp_path, monkeypatch):
     def train(callbacks):
         keras.utils.set_random_seed(7)
@@ -285,6 +290,7 @@ def test_a_failing_writer_does_not_change_training(tmp_path, monkeypatch):
     assert len(ours) == 1
 
 
+@pytest.mark.slow
 def test_keyboard_interrupt_mid_epoch_leaves_readable_event_files(tmp_path):
     script = textwrap.dedent(
         f"""
@@ -342,6 +348,7 @@ def test_constructing_the_callback_writes_nothing(tmp_path):
     assert not (tmp_path / "lazy").exists()
 
 
+@pytest.mark.slow
 def test_evaluate_is_recorded_as_its_own_run(tmp_path):
     model = mlp()
     model.fit(fast_dataset(samples=128), epochs=1, verbose=0)
@@ -370,6 +377,7 @@ def test_predict_warns_once_that_it_is_not_recorded(tmp_path):
     assert not [w for w in caught if "predict" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_reusing_a_callback_on_another_model_warns(tmp_path):
     callback = tb_devicecost.DeviceCostCallback(tmp_path / "reused")
     first, second = mlp(), mlp()

@@ -116,6 +116,7 @@ def test_digest_of_a_ready_pipeline_is_not_input_work(traced_logdir):
     assert list(record.series["step"]) == list(range(40))
 
 
+@pytest.mark.slow
 def test_keras_tensorboard_trace_is_reused_not_doubled(tmp_path):
     log_dir = tmp_path / "shared"
     # The warning says that the requested window is not the one traced.
@@ -163,6 +164,7 @@ def test_invalid_profile_steps_are_refused(steps):
         tb_devicecost.DeviceCostCallback("logs", profile_steps=steps)
 
 
+@pytest.mark.slow
 def test_running_tensorboard_lists_the_capture(traced_logdir):
     process, url = serve.start_tensorboard(str(traced_logdir), expected_runs=2)
     try:
@@ -205,6 +207,7 @@ def test_a_recording_failure_mid_window_stops_the_profiler(tmp_path, monkeypatch
     assert captures(tmp_path / "after")
 
 
+@pytest.mark.slow
 def test_a_window_the_first_fit_does_not_reach_is_traced_in_the_next(tmp_path):
     callback = tb_devicecost.DeviceCostCallback(tmp_path / "later", profile_steps=(25, 28))
     network = model()
@@ -221,6 +224,7 @@ def test_a_window_the_first_fit_does_not_reach_is_traced_in_the_next(tmp_path):
 # window on the CPU; the H100 runs in tests/end_to_end/test_gpu_runs.py show it on a GPU.
 
 
+@pytest.mark.slow
 def test_a_cpu_run_is_not_traced_by_default(tmp_path):
     x, y = data(32 * 40)
     model().fit(x, y, batch_size=32, verbose=0,
@@ -230,6 +234,7 @@ def test_a_cpu_run_is_not_traced_by_default(tmp_path):
     assert record.trace is None
 
 
+@pytest.mark.slow
 def test_the_device_busy_window_is_digested_then_its_files_deleted(tmp_path):
     x, y = data(32 * 40)
     model().fit(x, y, batch_size=32, verbose=0,
@@ -245,6 +250,7 @@ def test_the_device_busy_window_is_digested_then_its_files_deleted(tmp_path):
     assert [step["step"] for step in window["recorded_steps"]] == list(range(10, 20))
 
 
+@pytest.mark.slow
 def test_the_device_busy_window_waits_for_a_fit_long_enough(tmp_path):
     callback = tb_devicecost.DeviceCostCallback(str(tmp_path), device_busy=True)
     network = model()
@@ -258,6 +264,7 @@ def test_the_device_busy_window_waits_for_a_fit_long_enough(tmp_path):
     assert (window["start_step"], window["stop_step"]) == (18, 28)
 
 
+@pytest.mark.slow
 def test_asked_for_windows_replace_the_device_busy_window(tmp_path):
     x, y = data(32 * 40)
     model().fit(x, y, batch_size=32, verbose=0, callbacks=[

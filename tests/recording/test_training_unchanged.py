@@ -92,6 +92,7 @@ def _records(tmp_path):
     return {record.run: record for record in reader.read_runs(provider)}
 
 
+@pytest.mark.slow
 def test_partial_last_batch_is_traced_once_like_keras(tmp_path):
     x, y = _arrays(100)  # batches of 32, 32, 32 and 4
     results = []
@@ -115,6 +116,7 @@ def test_partial_last_batch_is_traced_once_like_keras(tmp_path):
     assert aggregate["retraces"]["count"] == 0
 
 
+@pytest.mark.slow
 def test_two_output_functional_model(tmp_path):
     def build():
         inputs = keras.Input((8,))
@@ -135,6 +137,7 @@ def test_two_output_functional_model(tmp_path):
 
 
 @pytest.mark.parametrize("reuse", [False, True], ids=["callback_per_fit", "one_callback"])
+@pytest.mark.slow
 def test_three_fits_in_a_row_of_the_guides_two_output_model(tmp_path, reuse):
     """Issue 21, item 6: the keras.io guide fits its two-input, two-output
     model on lists, then dicts, then a shuffled `tf.data.Dataset` of dicts.
@@ -166,6 +169,7 @@ def test_the_backend_agnostic_clients_on_jax_and_pytorch(tmp_path, backend):
     assert {name: parts for name, parts in differs.items() if parts} == {}
 
 
+@pytest.mark.slow
 def test_small_conv_net(tmp_path):
     def build():
         model = keras.Sequential(
@@ -192,6 +196,7 @@ def test_small_conv_net(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_dataset_of_unknown_cardinality(tmp_path):
     """Keras's last call of each epoch runs into the exhausted iterator in the
     graph (after `optimizer.iterations += 1`); with the callback the same."""
@@ -212,6 +217,7 @@ def test_dataset_of_unknown_cardinality(tmp_path):
     assert iterations[0] == iterations[1]
 
 
+@pytest.mark.slow
 def test_python_generator(tmp_path):
     x, y = _arrays(96)
 
@@ -242,6 +248,7 @@ class _Sequence(keras.utils.PyDataset):
         return self.x[part], self.y[part]
 
 
+@pytest.mark.slow
 def test_pydataset_with_workers(tmp_path):
     x, y = _arrays(100)
     _assert_identical(
@@ -253,6 +260,7 @@ def test_pydataset_with_workers(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_steps_per_execution_with_jit_compile_counts_the_steps_that_ran(tmp_path):
     x, y = _arrays(100)  # 20 steps of 5 samples per epoch: executions of 8, 8, 4
     validation = _arrays(30)  # 6 validation steps: one execution of 6
@@ -268,6 +276,7 @@ def test_steps_per_execution_with_jit_compile_counts_the_steps_that_ran(tmp_path
     assert records["run/validation"].aggregate["steps"] == 12
 
 
+@pytest.mark.slow
 def test_validation_data_and_validation_split(tmp_path):
     x, y = _arrays(120)
     validation = _arrays(40)
@@ -287,6 +296,7 @@ def test_validation_data_and_validation_split(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_class_weight_and_sample_weight(tmp_path):
     x, y = _arrays(100, classes=3)
     weights = np.random.default_rng(11).random(100).astype(np.float32)
@@ -312,6 +322,7 @@ def test_class_weight_and_sample_weight(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_mixed_precision(tmp_path):
     x, y = _arrays(100)
     previous = keras.config.dtype_policy()
@@ -324,6 +335,7 @@ def test_mixed_precision(tmp_path):
         keras.config.set_dtype_policy(previous)
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
     strategy = tf.distribute.MirroredStrategy(["/CPU:0", "/CPU:1"])
     x, y = _arrays(96)
@@ -348,6 +360,7 @@ def test_mirrored_strategy_on_two_logical_cpus(tmp_path):
     assert variables["CPU:0"] == variables["CPU:1"] == 4
 
 
+@pytest.mark.slow
 def test_custom_train_step(tmp_path):
     class Custom(keras.Model):
         def __init__(self):
@@ -408,6 +421,7 @@ def test_string_batches_count_their_bytes(tmp_path):
     assert placement["input_bytes_per_step"] == 2 * (1 + 4 + 2 + 8) + 8 * 4
 
 
+@pytest.mark.slow
 def test_the_device_busy_trace_window(tmp_path):
     """The window that accelerator runs trace by default (forced on here:
     CI has no accelerator) changes nothing either."""

@@ -229,6 +229,7 @@ def tensorboard_server(logdir):
     serve.stop_tensorboard(process)
 
 
+@pytest.mark.slow
 def test_real_tensorboard_lists_the_tab_and_serves_runs(tensorboard_server):
     with urllib.request.urlopen(tensorboard_server + "/data/plugins_listing") as response:
         listing = json.load(response)
@@ -407,6 +408,7 @@ def test_compare_route_gives_the_same_models_sweep_crossover():
     assert f"wins above about {sweep['crossover_batch']:,} samples per step" in tab_row["explanation"]
 
 
+@pytest.mark.slow
 def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
     """Runs recorded on an NVIDIA H100 (tests/data/h100): comparing only the
     batch-32 GPU and CPU runs in the tab, the explanation still draws on the
@@ -423,6 +425,7 @@ def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
     assert tab_row["explanation"] == report_row["explanation"]
 
 
+@pytest.mark.slow
 def test_a_long_run_through_tensorboards_data_server_shows_whole_sampled_blocks(
         tmp_path):
     """TensorBoard's default loader keeps 100 blocks of a run's steps

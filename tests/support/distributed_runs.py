@@ -17,6 +17,13 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "distributed_fits.py")
 # A two-process fit of 40 steps takes about 1.5 s on an idle machine, and
 # JAX's and Keras's imports a few seconds more on a busy one.
 TIMEOUT_S = 240
+# The two-process JAX jobs of `jax_jobs` (the session's `jax_job` fixture,
+# `tests/conftest.py`): the slowed process's delay per batch, long beside a
+# collective that a busy 2-core machine slows to about 12 ms (both
+# processes then spend it in the all-reduce), so the other process still
+# mostly waits; and the steps of each process.
+JAX_JOB_DELAY_MS = 40.0
+JAX_JOB_STEPS = 40
 
 
 def free_port():
@@ -102,3 +109,14 @@ def run_single(mode, logdir, workdir=None):
         assert process.returncode == 0, handle.read()[-3000:]
     with open(out_path, encoding="utf-8") as handle:
         return json.loads(handle.read().strip().splitlines()[-1])
+
+
+def jax_jobs(logdir):
+    """The two-process JAX job into `logdir`, once with process 1 slowed by
+    `JAX_JOB_DELAY_MS` a batch (`slow/`) and once without (`even/`).
+    Returns each job's facts (`run_job`), by job name."""
+    return {
+        "slow": run_job("jax", os.path.join(logdir, "slow"), delay_ms=JAX_JOB_DELAY_MS,
+                        steps=JAX_JOB_STEPS),
+        "even": run_job("jax", os.path.join(logdir, "even"), delay_ms=0, steps=JAX_JOB_STEPS),
+    }
