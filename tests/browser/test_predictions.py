@@ -78,13 +78,24 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
             row = rows.nth(index)
             expect(row).to_have_attribute("data-run", pair["run"])
             expect(row).to_have_attribute("data-counterpart", pair["counterpart"])
-            predicted = formatting.fmt_speedup(pair["predicted_speedup"]) + (
-                "*" if pair["extrapolated"] else "")
-            expect(row.locator(".dc-predicted")).to_have_text(predicted)
             expect(row.locator(".dc-achieved")).to_have_text(
                 formatting.fmt_speedup(pair["achieved_speedup"]))
-            expect(row.locator(".dc-achieved-over-predicted")).to_have_text(
-                formatting.fmt_speedup(pair["achieved_over_predicted"]))
+            ratio = row.locator(".dc-achieved-over-predicted")
+            if pair["predicted_speedup"] is None:
+                # No honest figure: "none", the reason on hover and below.
+                expect(row.locator(".dc-predicted")).to_have_text("none")
+                expect(row.locator(".dc-predicted")).to_have_attribute(
+                    "title", "No prediction: " + pair["unpredicted"])
+                expect(ratio).to_have_text("\u2014")
+                continue
+            bound = {"at_least": "\u2265 ", "at_most": "\u2264 "}.get(pair["predicted"]["bound"], "")
+            predicted = bound + formatting.fmt_speedup(pair["predicted_speedup"]) + (
+                "*" if pair["extrapolated"] else "")
+            expect(row.locator(".dc-predicted")).to_have_text(predicted)
+            if bound:
+                expect(ratio).to_have_text("held" if pair["within_bound"] else "broken")
+            else:
+                expect(ratio).to_have_text(formatting.fmt_speedup(pair["achieved_over_predicted"]))
             # The kind, then the sweep's name in code type as the README
             # has it (sweep `sweep`): never "sweep sweep" in one run of text.
             by = row.locator(".dc-prediction-by")
@@ -94,8 +105,17 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
             else:
                 expect(by.locator("code")).to_have_text(pair["predicted_by"])
         assert any(pair["predicted_by"] == "sweep" for pair in report["predictions"])
+        # Each pair without a figure says why, below the table.
+        unpredicted = [pair for pair in report["predictions"] if pair["predicted_speedup"] is None]
+        assert unpredicted
+        items = frame.locator(".dc-predictions ul.dc-unpredicted li")
+        expect(items).to_have_count(len(unpredicted))
+        for item, pair in zip(range(len(unpredicted)), unpredicted):
+            expect(items.nth(item)).to_contain_text(pair["unpredicted"])
         batch = table.locator('tr[data-change="batch_size"]')
-        expect(batch.locator(".dc-prediction-change")).to_have_text("larger batch (10 \u2192 1,024)")
+        # One on each device, from the sweep of the model there.
+        expect(batch.locator(".dc-prediction-change")).to_have_text(
+            ["larger batch (10 \u2192 1,024)"] * 2)
         page.screenshot(path=os.path.join(screenshots, "predictions.png"), full_page=True)
 
         # The comparison's bars shade the handover too.
