@@ -114,7 +114,10 @@ def check_predictions(runs, run_data=(), sweeps=()):
         `samples_per_s`, `batch_size` and `device` (`{"run",
         "counterpart"}` each), `basis` and `text`.
     """
-    signatures = {run.run: run.model for run in run_data}
+    # Runs of `try_fixes` are checked against their baseline in "Fixes
+    # tried", interleaved and with the noise; never paired here.
+    signatures = {run.run: run.model for run in run_data
+                  if getattr(run, "tried", None) is None}
     usable = [
         run for run in runs
         if signatures.get(run["run"]) is not None and _rate(run) is not None
