@@ -375,16 +375,21 @@ def test_pairs_are_judged_by_which_run_is_the_change_so_regressions_show():
     assert pairs[0]["predicted_speedup"] is None and "GIL" in pairs[0]["unpredicted"]
 
 
-def test_worker_processes_get_no_prediction_and_say_why():
-    """One worker against four processes: each batch crosses a pipe, a cost
-    the run never paid (issue 34, on an H100: 0.63 of the wait's estimate)."""
+def _one_worker_and_processes():
+    """A run fed by a `PyDataset` of one worker, and the same with four
+    worker processes waiting a tenth as long."""
     one = {"kind": "PyDataset", "workers": 1, "use_multiprocessing": False}
     four = {"kind": "PyDataset", "workers": 4, "use_multiprocessing": True}
-    records = _piped(_records([
+    return _piped(_records([
         ("pipe/before-cpu0/train", 6.1, 4.0, 32, MLP),
         ("pipe/processes-cpu0/train", 0.6, 4.0, 32, MLP),
     ]), {"before": one, "processes": four})
-    [pair] = analysis.build_report(records)["predictions"]
+
+
+def test_worker_processes_get_no_prediction_and_say_why():
+    """One worker against four processes: each batch crosses a pipe, a cost
+    the run never paid (issue 34, on an H100: 0.63 of the wait's estimate)."""
+    [pair] = analysis.build_report(_one_worker_and_processes())["predictions"]
     assert pair["counterpart"] == "pipe/processes-cpu0/train"
     assert pair["predicted_speedup"] is None and pair["achieved_speedup"] > 1
     assert "pickled" in pair["unpredicted"]
@@ -494,12 +499,7 @@ def test_runs_of_try_fixes_are_never_paired_here():
     """Trial runs are judged against their baseline in "Fixes tried", with
     the noise of interleaved fits; pairing them here made the baseline a
     "fix" of worker processes (this machine's demo)."""
-    one = {"kind": "PyDataset", "workers": 1, "use_multiprocessing": False}
-    four = {"kind": "PyDataset", "workers": 4, "use_multiprocessing": True}
-    records = _piped(_records([
-        ("pipe/before-cpu0/train", 6.1, 4.0, 32, MLP),
-        ("pipe/processes-cpu0/train", 0.6, 4.0, 32, MLP),
-    ]), {"before": one, "processes": four})
+    records = _one_worker_and_processes()
     assert len(analysis.build_report(records)["predictions"]) == 1
     for record_ in records:
         record_.info["tried"] = {"name": "pipe", "change": "workers", "baseline": "baseline",
