@@ -238,6 +238,7 @@ class FixTrials:
 
     def _fit(self, change, what, round_index):
         callback = self._callback(change, what)
+        callback.batch_hint = self._batch_hint
         callback.begin(round_index)
         data = self._sample if round_index == 0 else self.data()
         scope = None
@@ -273,7 +274,6 @@ class FixTrials:
             first = callback.mark["fits"][-1] if callback.mark["fits"] else {}
             if first.get("samples_per_s") and first.get("mean_step_ms"):
                 self._batch_hint = first["samples_per_s"] * first["mean_step_ms"] / 1e3
-        callback.batch_hint = self._batch_hint
 
     def close(self):
         """Lets go of the trials' models, callbacks and data, and collects
