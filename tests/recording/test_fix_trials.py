@@ -87,6 +87,17 @@ def test_try_fixes_on_tensorflow_with_tf_data(tmp_path):
 
 
 @pytest.mark.slow
+def test_steps_per_execution_is_measured_on_tensorflow(tmp_path):
+    """TensorFlow's executions of `steps_per_execution` steps carry no batch
+    size: each fit is counted with the baseline's samples a step, every fit
+    of the change from the first (each read "no measurement" before)."""
+    facts, records = run_backend_script(
+        "trial_fits.py", "tensorflow", tmp_path, "arrays", "steps_per_execution")
+    tried = _check_trials(facts, records, ["steps_per_execution"])
+    assert tried["steps_per_execution"]["fits"] == tried["steps_per_execution"]["baseline_fits"]
+
+
+@pytest.mark.slow
 def test_try_fixes_on_jax_with_arrays(tmp_path):
     facts, records = run_backend_script(
         "trial_fits.py", "jax", tmp_path, "arrays",
