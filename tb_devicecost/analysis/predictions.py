@@ -323,6 +323,8 @@ def _batch_pairs(run, runs, signatures, sweeps=(), in_sweeps=()):
         def fitted_ms(samples):
             return fit["fixed_ms"] + fit["per_sample_us"] / 1e3 * samples
 
+        if fitted_ms(batch) <= 0 or fitted_ms(size) <= 0:
+            return []  # A fit that reaches no time at all predicts nothing.
         predicted = size / batch * fitted_ms(batch) / fitted_ms(size)
         measured = [point["batch_size"] for point in fit.get("points") or ()]
         extrapolated = bool(measured) and not all(
