@@ -18,6 +18,7 @@ from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.thresholds import LATENCY_MAX_BATCH_GROWTH
+from tb_devicecost.analysis.thresholds import SHARED_CORES
 from tb_devicecost.format import vocabulary
 
 
@@ -170,10 +171,6 @@ def _wall_estimate(run, figures, bound, saved_ms, basis):
     return expected
 
 
-# A CPU-only host with at most this many cores has none to spare for input
-# workers: they take the model's own (issue 34: worker processes as advised
-# gave 0.59x on 2 cores, the model's compute per step rising 9.7 -> 16.5 ms).
-SHARED_CORES = 4
 
 
 def input_estimate(run, figures):

@@ -104,3 +104,4 @@ def input_alternatives(run):
     if kind == "tf.data" and not tf_data_advisable(run):
         return []
     return found
+

@@ -42,6 +42,7 @@ import math
 
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
+from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_speedup
@@ -196,16 +197,8 @@ def _input_prediction(run, other, finding):
     if speedup is None or expected.get("of") != "samples_per_s":
         return None, f"the {finding['id']} finding has no estimate: {expected.get('basis')}"
     change = _input_change(run.get("input_pipeline"), other.get("input_pipeline"))
-    if change == "threads":
-        return None, (
-            "worker threads share the Python lock (the GIL) with the training loop, "
-            "so what they buy cannot be told from the data wait")
-    if change == "processes":
-        return None, (
-            "worker processes send every batch to the training process (pickled, "
-            "through a pipe), a cost the run never paid, so what they buy cannot be "
-            f"told from the data wait; the estimate ({expected.get('text')}) is the "
-            "step without its wait")
+    if change in ("threads", "processes"):
+        return None, wording.workers_unpredicted(change, expected.get("text"))
     return speedup, None
 
 

@@ -131,6 +131,7 @@ def run_figures(run):
         wait.mean, wait.p50, run.fetch_floor_ms, run.fetch_in_graph
     )
     records = numbers.records
+    self_us = _per_step_us(numbers.self_ms, records, per_record)
     return RunFigures(
         steps=None if records is None else records * per_record,
         steady_steps=steady * per_record,
@@ -155,9 +156,8 @@ def run_figures(run):
         ),
         pace=_pace(numbers),
         device_compute_ms=_device_compute_ms(run.trace_windows),
-        self_us_per_step=_per_step_us(numbers.self_ms, records, per_record),
-        self_share=_ratio(_per_step_us(numbers.self_ms, records, per_record), step_mean_ms * 1e3
-                          if step_mean_ms else None),
+        self_us_per_step=self_us,
+        self_share=_ratio(self_us, step_mean_ms * 1e3 if step_mean_ms else None),
         worker_self_us_per_step=_per_step_us(numbers.worker_self_ms, records, per_record),
     )
 

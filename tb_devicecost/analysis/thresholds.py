@@ -92,3 +92,7 @@ INPUT_FREE_MIN_GAIN = 1.10
 # samples/s from the baseline fits' median, and never less than this: two
 # fits that agree by chance do not make a 1% gain real.
 NOISE_FLOOR = 0.02
+# A CPU-only host with at most this many cores has none to spare for input
+# workers: they take the model's own (issue 34: worker processes as advised
+# gave 0.59x on 2 cores, the model's compute per step rising 9.7 -> 16.5 ms).
+SHARED_CORES = 4

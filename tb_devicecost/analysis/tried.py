@@ -26,11 +26,14 @@ import dataclasses
 
 import numpy as np
 
+from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.thresholds import INPUT_FREE_MIN_GAIN
 from tb_devicecost.analysis.thresholds import NOISE_FLOOR
+from tb_devicecost.analysis.thresholds import SHARED_CORES
 from tb_devicecost.format import vocabulary
 
 _KNOWN = frozenset(vocabulary.CHANGES + vocabulary.CEILINGS + ("baseline",))
@@ -178,11 +181,10 @@ def _predicted(change, run, baseline, base_object, ceiling):
                 pipeline.get("kind") == "PyDataset" and pipeline.get("use_multiprocessing")):
             # Issue 34: worker threads achieved 0.05-0.28 of what the wait
             # predicted: they share the GIL with the training loop.
-            return None, (
-                "worker threads share the Python lock (the GIL) with the training loop, "
-                "so what they buy cannot be told from the data wait")
+            return None, wording.workers_unpredicted("threads")
         cores = baseline.cpu_count
-        if workers and not _on_accelerator(base_object) and cores is not None and cores <= 4:
+        if (workers and not is_accelerator(base_object.get("device")) and cores is not None
+                and cores <= SHARED_CORES):
             return None, (
                 f"on a CPU-only host of {fmt_count(cores)} cores the workers take the "
                 "model's own cores, so what they buy cannot be told from the run")
@@ -190,11 +192,8 @@ def _predicted(change, run, baseline, base_object, ceiling):
             # Issue 34 on an H100: processes predicted 11x from the wait
             # measured 6.9x; each batch is pickled and sent between
             # processes, a cost the baseline never paid.
-            return None, (
-                "worker processes send every batch to the training process (pickled, "
-                f"through a pipe), a cost the baseline never paid: the {finding['id']} "
-                f"estimate ({fmt_speedup(speedup)}) is the step without its wait, what "
-                "they buy at most, not a prediction")
+            return None, wording.workers_unpredicted(
+                "processes", f"the {finding['id']} finding's {fmt_speedup(speedup)}")
         if ceiling is not None and ceiling <= 1.0:
             return None, (
                 f"input_free, the same model with the input removed, measured "
@@ -205,11 +204,6 @@ def _predicted(change, run, baseline, base_object, ceiling):
                 f"input_free measured ({fmt_speedup(ceiling)}), which no input fix can "
                 "beat: at most that, a ceiling, not a prediction")
     return speedup, f"the {finding['id']} finding's estimate"
-
-
-def _on_accelerator(run_object):
-    device = str(run_object.get("device") or "").lower()
-    return device.startswith(("gpu", "tpu", "cuda")) or "gpu" in device
 
 
 def judge_session(session, by_name):

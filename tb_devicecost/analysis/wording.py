@@ -424,3 +424,18 @@ def input_out_of_process(pipeline, tf_data=True):
         "(PyDataset(workers=N, use_multiprocessing=True)"
         + (", or tf.data)." if tf_data else ").")
     )
+
+
+def workers_unpredicted(kind, estimate=None):
+    """Why worker `kind` (`"threads"` or `"processes"`) gets no prediction
+    from the data wait (issue 34, on an H100: threads achieved 0.01-0.14 of
+    the wait's estimate, processes 0.63 of it); `estimate`, the input
+    finding's words, is what processes buy at most."""
+    if kind == "threads":
+        return ("worker threads share the Python lock (the GIL) with the training loop, "
+                "so what they buy cannot be told from the data wait")
+    return ("worker processes send every batch to the training process (pickled, "
+            "through a pipe), a cost the run never paid, so what they buy cannot be "
+            "told from the data wait"
+            + (f"; the estimate ({estimate}) is the step without its wait, what they buy "
+               "at most" if estimate else ""))
