@@ -45,8 +45,6 @@ import subprocess
 import sys
 import time
 
-import gpu_backends  # The bootstrap interval of a median, shared.
-
 BATCHES = {"mlp": 32, "cnn": 128}
 STEPS = {"mlp": 300, "cnn": 300}
 CPU_STEPS = {"mlp": 60}
@@ -333,6 +331,8 @@ def main():
             job, runs = job_report(logdir)
             cases.append(case_result(name, kind, delay, count, job, runs, on_gpus))
             _print_case(cases[-1])
+    import gpu_backends  # The bootstrap interval of a median (this script's folder).
+
     overhead = {}
     scratch = os.path.join(args.out, "scratch")
     for kind in kinds:
