@@ -63,7 +63,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
     import keras
 
     import tb_devicecost
-    from tb_devicecost import analysis
+    from tb_devicecost import words
     from tb_devicecost.reading import reader
     from models import build, data
 
@@ -183,7 +183,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             ]
             recorded.append(timed_record.aggregate["components"]["step"]["mean_ms"])
             # What the run says measuring took of each step (issue 36).
-            own = analysis.analyze_run(timed_record).get("self_us_per_step")
+            own = words.analyze_run(timed_record).get("self_us_per_step")
             if own is not None:
                 own_us.append(own)
         recorded_ms = statistics.median(recorded)

@@ -1,8 +1,8 @@
 """Runs compared with a baseline: speedups, differences, and why, in numbers.
 
 Which run is compared with which is `pairing.py`'s (like with like, the
-CPU counterpart by default); the explanation's words are
-`comparison_text.py`'s. Speedups and differences are of mean steady-state
+CPU counterpart by default); the explanation is a
+`reasons.Reason` that `tb_devicecost.words.comparisons` says. Speedups and differences are of mean steady-state
 steps: throughput is what a mean gives. Why two runs differ comes from
 their numbers: each device's fixed cost and cost per sample over the same
 model's runs at other batch sizes, or its sweep's (`scaling`), the device's busy time from
@@ -10,12 +10,12 @@ a trace, the batch's copy to the device (`parts`). `docs/VERDICTS.md`
 ("Comparing runs") documents the rules.
 """
 
-from tb_devicecost.analysis import comparison_text
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.format import vocabulary
 
 
@@ -75,7 +75,7 @@ def compare_runs(results, baseline=None, context=None):
     }
 
 
-def _means(result):
+def component_means(result):
     """Each component's mean per step (ms)."""
     return {
         name: result[vocabulary.component_column(name)]["mean"]
@@ -83,7 +83,7 @@ def _means(result):
     }
 
 
-def _per_sample(result, name):
+def per_1000_samples(result, name):
     mean_ms = result[vocabulary.component_column(name)]["mean"]
     samples = result["samples_per_step"]
     if mean_ms is None or not samples:
@@ -111,9 +111,9 @@ def _compare(run, base, context=(), found=None):
         basis, speedup = "step_time", speedup_step
     else:
         basis, speedup = "samples_per_s", speedup_rate
-    per_step, base_per_step = _means(run), _means(base)
-    per_1000 = {name: _per_sample(run, name) for name in vocabulary.COMPONENTS}
-    base_per_1000 = {name: _per_sample(base, name) for name in vocabulary.COMPONENTS}
+    per_step, base_per_step = component_means(run), component_means(base)
+    per_1000 = {name: per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+    base_per_1000 = {name: per_1000_samples(base, name) for name in vocabulary.COMPONENTS}
     row = {
         "run": run["run"],
         "against": base["run"],
@@ -138,18 +138,9 @@ def _compare(run, base, context=(), found=None):
     row["same_model"] = pairing.same_model(run["run"], base["run"])
     row["scaling"] = None if same_run else scaling(run, base, context, found)
     row["parts"] = None if same_run else parts(run, base, row["scaling"])
-    row["explanation"] = (
-        "baseline" if same_run else comparison_text.explain(run, base, row, per_step,
-                                                            base_per_step, per_1000,
-                                                            base_per_1000)
-        + comparison_text.why(run, base, row)
-    )
-    if not row["same_model"]:
-        row["explanation"] += (
-            f" Different models or set-ups: {run['run']} and {base['run']} differ "
-            "in more than the device and batch size, so this ratio compares "
-            "them, not two devices."
-        )
+    # Said by `words.comparisons` from the row's numbers and both runs'.
+    row["explanation"] = "baseline" if same_run else reason(
+        "comparison", run=run, base=base, row=row)
     return row
 
 

@@ -42,7 +42,7 @@ import math
 
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
-from tb_devicecost.analysis import wording
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_speedup
@@ -57,9 +57,6 @@ FASTER_INPUT_WAIT = 0.75
 INPUT_FINDINGS = ("input_bound", "input_stalls")
 BATCH_FINDINGS = ("latency_bound", "small_batch")
 CHANGES = ("input_pipeline", "batch_size", "device")
-_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
-
-
 def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -198,7 +195,7 @@ def _input_prediction(run, other, finding):
         return None, f"the {finding['id']} finding has no estimate: {expected.get('basis')}"
     change = _input_change(run.get("input_pipeline"), other.get("input_pipeline"))
     if change in ("threads", "processes"):
-        return None, wording.workers_unpredicted(change, expected.get("text"))
+        return None, reason("workers_unpredicted", kind=change, estimate=expected.get("text"))
     return speedup, None
 
 
@@ -464,36 +461,14 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
         within, ratio = achieved >= predicted, None
     else:
         ratio = achieved / predicted if predicted else None
-    words = _BOUND_WORDS.get(bound, "about")
-    if predicted is None:
-        claim = f"no prediction for {other['run']}: {unpredicted}"
-    elif predicted_by == "sweep" and change == "batch_size":
-        claim = (
-            f"the sweep {sweep} (this model's step fitted on {run['device']}) predicted "
-            f"about {fmt_speedup(predicted)} the samples/s at batch "
-            f"{fmt_count(other['batch_size'])}"
-        )
-    elif predicted_by == "sweep":
-        claim = (
-            f"the sweep {sweep} (this model's step fitted on each device) predicted "
-            f"{words} {fmt_speedup(predicted)} the samples/s on {other['device']} at "
-            f"batch {fmt_count(other['batch_size'])}"
-        )
-    else:
-        claim = f"the {predicted_by} finding of {run['run']} predicted {expected.get('text')}"
-        if change == "batch_size" and other["batch_size"] != expected.get("batch_size"):
-            claim += (
-                f", so {words} {fmt_speedup(predicted)} at batch "
-                f"{fmt_count(other['batch_size'])} by its own line"
-            )
-    if within is not None:
-        verdict = ": the bound held." if within else ": the bound did not hold."
-    else:
-        verdict = f": {fmt_speedup(ratio)} the prediction." if ratio is not None else "."
-    text = (
-        f"{claim}; {other['run']} achieved {fmt_speedup(achieved)} "
-        f"({fmt_count(_rate(run))} to {fmt_count(_rate(other))} samples/s)" + verdict
-    )
+    # Said by `words.predictions`: what was predicted, what was achieved.
+    text = reason(
+        "prediction", run=run["run"], device=run["device"], counterpart=other["run"],
+        counterpart_device=other["device"], counterpart_batch=other["batch_size"],
+        change=change, predicted_by=predicted_by, sweep=sweep, predicted=predicted,
+        bound=bound, estimate=expected.get("text"), estimate_batch=expected.get("batch_size"),
+        unpredicted=unpredicted, within=within, ratio=ratio, achieved=achieved,
+        rate=_rate(run), counterpart_rate=_rate(other))
     return {
         "run": run["run"],
         "counterpart": other["run"],
@@ -516,5 +491,5 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
         "batch_size": {"run": run.get("batch_size"), "counterpart": other.get("batch_size")},
         "device": {"run": run.get("device"), "counterpart": other.get("device")},
         "basis": basis,
-        "text": text[0].upper() + text[1:],
+        "text": text,
     }

@@ -5,7 +5,7 @@ where it comes from: the input and host thresholds are the built-in
 profiler's (xprof's `InputAnalysis`,
 `op_stats_to_input_pipeline_analysis.cc`), so both tools call the same run
 input-bound. `verdicts.py` applies them (docs/VERDICTS.md), `data_wait.py`
-and `estimates.py` compute with them, and `finding_text.py` quotes them.
+and `estimates.py` compute with them, and `words/findings.py` quotes them.
 """
 
 # Steady-state share of each step spent waiting for data, above the fetch
@@ -96,3 +96,8 @@ NOISE_FLOOR = 0.02
 # workers: they take the model's own (issue 34: worker processes as advised
 # gave 0.59x on 2 cores, the model's compute per step rising 9.7 -> 16.5 ms).
 SHARED_CORES = 4
+# Our data wait and the trace's input wait for the same steps disagree when
+# they differ by more than this share of the larger one (and by more than
+# TRACE_DISAGREE_MIN_MS, below which both are noise; `trace_windows.py`).
+TRACE_DISAGREE_RATIO = 0.20
+TRACE_DISAGREE_MIN_MS = 0.05

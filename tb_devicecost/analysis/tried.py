@@ -26,11 +26,11 @@ import dataclasses
 
 import numpy as np
 
-from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.thresholds import INPUT_FREE_MIN_GAIN
 from tb_devicecost.analysis.thresholds import NOISE_FLOOR
 from tb_devicecost.analysis.thresholds import SHARED_CORES
@@ -181,7 +181,7 @@ def _predicted(change, run, baseline, base_object, ceiling):
                 pipeline.get("kind") == "PyDataset" and pipeline.get("use_multiprocessing")):
             # Issue 34: worker threads achieved 0.05-0.28 of what the wait
             # predicted: they share the GIL with the training loop.
-            return None, wording.workers_unpredicted("threads")
+            return None, reason("workers_unpredicted", kind="threads", estimate=None)
         cores = baseline.cpu_count
         if (workers and not is_accelerator(base_object.get("device")) and cores is not None
                 and cores <= SHARED_CORES):
@@ -192,8 +192,9 @@ def _predicted(change, run, baseline, base_object, ceiling):
             # Issue 34 on an H100: processes predicted 11x from the wait
             # measured 6.9x; each batch is pickled and sent between
             # processes, a cost the baseline never paid.
-            return None, wording.workers_unpredicted(
-                "processes", f"the {finding['id']} finding's {fmt_speedup(speedup)}")
+            return None, reason("workers_unpredicted", kind="processes",
+                                estimate=reason("finding_speedup", finding=finding["id"],
+                                                speedup=speedup))
         if ceiling is not None and ceiling <= 1.0:
             return None, (
                 f"input_free, the same model with the input removed, measured "

@@ -5,9 +5,10 @@ figures (`run_figures.py`) and returns a `Verdict`: the verdict, the
 bottleneck that sets the pace, and the findings (`Finding`), each with an
 id, a severity and the numbers its rule decided on. This module decides
 which findings a run gets and how severe they are; it writes no sentence:
-each finding's words are `finding_text.py`'s (`finding_text.words`), what
-its fix would buy `estimates.py`'s (`estimates.expected`), and the report
-(`report.py`) sets them beside it.
+each finding's words are `tb_devicecost.words.findings`'s
+(`findings.words`), what its fix would buy `estimates.py`'s
+(`estimates.expected`), and the report (`words/report.py`) sets them
+beside it.
 """
 
 import dataclasses

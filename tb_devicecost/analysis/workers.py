@@ -25,8 +25,8 @@ inside their compute just as long as it computes, which per-step times
 cannot tell from work; trace windows can (`device_busy_fraction`).
 
 It decides and words nothing: each job is a typed `Job` (its
-`ProcessEntry`s, its `Straggler`), which `report.py` writes as the
-report's group object and `job_text.py` words. `docs/SCALE.md` says what
+`ProcessEntry`s, its `Straggler`), which `words/report.py` writes as the
+report's group object and `words/jobs.py` words. `docs/SCALE.md` says what
 this costs at 8 to 512 processes, and `docs/VERDICTS.md` ("straggler") how
 the finding reads.
 """

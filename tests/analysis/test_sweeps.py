@@ -15,6 +15,7 @@ import pytest
 
 import tb_devicecost
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.cli.renderers import console
@@ -62,7 +63,7 @@ def report_of(logdir, mark=None):
             dataclasses.replace(record, info=dict(record.info, sweep=mark(record.run)))
             for record in records
         ]
-    return analysis.build_report(records)
+    return words.build_report(records)
 
 
 def test_costs_and_crossover_of_two_devices(tmp_path):
@@ -209,7 +210,7 @@ def test_a_malformed_sweep_entry_falls_back_to_the_name(tmp_path):
 
 
 def h100_runs():
-    return analysis.build_report(reader.read_runs(reader.local_provider(H100_SWEEP)))["runs"]
+    return words.build_report(reader.read_runs(reader.local_provider(H100_SWEEP)))["runs"]
 
 
 def test_h100_sweep_is_recognised_by_its_run_names():

@@ -9,6 +9,7 @@ escapes (`common.neutral`).
 import re
 
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_rate
@@ -53,7 +54,7 @@ def render(report, verbose=False):
     """The report as Markdown: a table of runs, findings, the comparison.
 
     Args:
-        report: A report of `tb_devicecost.analysis.build_report`.
+        report: A report of `tb_devicecost.words.build_report`.
         verbose: Whether to show each finding's details (the arithmetic
             behind its headline). Defaults to `False`.
     """

@@ -4,10 +4,10 @@ A headline is one plain sentence of at most `MAX_HEADLINE_WORDS` words that
 says what is slow and by how much, with the number that matters. The
 arithmetic behind it (floors, thresholds, statistics) stays in the finding's
 `message`, which the tab shows under "details" and the CLI under
-`--verbose`, written by `finding_text.py`. `verdicts.py` (and
+`--verbose`, written by `findings.py`. `verdicts.py` (and
 `workers.py`, `waiting.py`) choose the facts; this module only words them,
 so every headline is written here and tested in one place
-(tests/analysis/test_wording.py).
+(tests/words/test_phrases.py).
 
 Headlines avoid the internal names (`JARGON`): the glossary,
 docs/READING.md, explains the few terms they use.
@@ -16,6 +16,7 @@ docs/READING.md, explains the few terms they use.
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_speedup
 
 MAX_HEADLINE_WORDS = 25
 # Words that must not reach a headline: internal names and statistics talk.
@@ -439,3 +440,12 @@ def workers_unpredicted(kind, estimate=None):
             "told from the data wait"
             + (f"; the estimate ({estimate}) is the step without its wait, what they buy "
                "at most" if estimate else ""))
+
+
+def finding_speedup(finding, speedup):
+    """`the input_bound finding's 2.4x`: a finding's estimate, quoted."""
+    return f"the {finding} finding's {fmt_speedup(speedup)}"
+
+
+# The sentence of each `reasons.Reason` code this module says.
+SAYS = {"workers_unpredicted": workers_unpredicted, "finding_speedup": finding_speedup}

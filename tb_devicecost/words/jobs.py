@@ -3,16 +3,16 @@
 
 `workers.py` decides who holds a job back and why (a `workers.Straggler`
 in a `workers.Job`), `waiting.py` which processes mostly wait for it (a
-`waiting.Waiting`); this module words them as `finding_text.py` words a
+`waiting.Waiting`); this module words them as `findings.py` words a
 run's findings: each function returns `(headline, message, fix)`, the
-headline from `wording.py`, the message the arithmetic behind it, quoting
+headline from `phrases.py`, the message the arithmetic behind it, quoting
 the figures as `formatting` writes them, the fix what to change.
 """
 
-from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.words import phrases
 
 # Fewer aligned steps than this are said to be few: a straggler named on
 # them rests on a short overlap of the processes' steps.
@@ -80,7 +80,7 @@ def straggler(job, shares, own_verdict, own_fix):
         + " Check that every process gets the same share of the data, the "
         "same input pipeline and a host no busier than the others'."
     ).strip()
-    return wording.straggler(late.process_index, late.share), message, fix
+    return phrases.straggler(late.process_index, late.share), message, fix
 
 
 def waiting_for_others(waiting):
@@ -109,6 +109,6 @@ def waiting_for_others(waiting):
         f"Nothing to change in this process: make process {waiting.waits_for} keep pace "
         f"(its `straggler` finding: cause {waiting.cause or 'unknown'})."
     )
-    headline = wording.waiting_for_others(
+    headline = phrases.waiting_for_others(
         waiting.process_index, waiting.wait_share, waiting.waits_for)
     return headline, message, fix

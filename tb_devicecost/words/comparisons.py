@@ -9,12 +9,13 @@ crossover, the device's busy time, the batch's copy to the device.
 `docs/VERDICTS.md` ("Comparing runs") documents the rules.
 """
 
+from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.format import vocabulary
@@ -286,3 +287,26 @@ def _transfer_text(run, base):
     if trace is not None and trace["h2d_ms"] is not None:
         text += f" ({fmt_ms(trace['h2d_ms'])} ms of copying in its trace)"
     return text + f"; {other['device'] or 'the other device'} reads it in place."
+
+
+def comparison(run, base, row):
+    """A compared row's `explanation` (`compare.compare_runs`): its
+    differences (`explain`), why (`why`), and whether the runs are two
+    set-ups of one model at all."""
+    per_step, base_per_step = compare.component_means(run), compare.component_means(base)
+    per_1000 = {name: compare.per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+    base_per_1000 = {name: compare.per_1000_samples(base, name)
+                     for name in vocabulary.COMPONENTS}
+    text = (explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000)
+            + why(run, base, row))
+    if not row["same_model"]:
+        text += (
+            f" Different models or set-ups: {run['run']} and {base['run']} differ "
+            "in more than the device and batch size, so this ratio compares "
+            "them, not two devices."
+        )
+    return text
+
+
+# The sentence of each `reasons.Reason` code this module says.
+SAYS = {"comparison": comparison}

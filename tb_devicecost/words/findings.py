@@ -5,23 +5,20 @@ severities (`verdicts.Finding`); this module words them (`words`). Each
 function takes the `RunData`, its `RunFigures` (and what the rules
 decided: a severity, the share left unjudged) and returns `(headline,
 message, fix)`: the headline is one plain sentence
-written by `wording.py`; the message the arithmetic behind it (the tab's
+written by `phrases.py`; the message the arithmetic behind it (the tab's
 "details", the CLI's `--verbose`), quoting the run's own numbers as
 `tb_devicecost.analysis.formatting` writes them and the thresholds they were judged
 by; the fix what to change. A change of words, or a translation, touches
-this module and `wording.py` only.
+this module and `phrases.py` only.
 """
 
-from tb_devicecost.analysis import fit_end
-from tb_devicecost.analysis import measuring_text
-from tb_devicecost.analysis import wording
-from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.names import role
 from tb_devicecost.analysis.thresholds import EPSILON
@@ -33,12 +30,15 @@ from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
 from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
 from tb_devicecost.format import vocabulary
+from tb_devicecost.words import fit_end
+from tb_devicecost.words import measuring
+from tb_devicecost.words import phrases
 
 
 def no_steps():
     """The words of `no_steps`: nothing recorded yet to judge."""
     return (
-        wording.no_steps(),
+        phrases.no_steps(),
         "No training step was recorded yet, so nothing can be judged.",
         "Let the fit run past its first epoch (aggregates are written "
         "at each epoch end), then report again.",
@@ -122,7 +122,7 @@ def input_bound(run, figures, severity):
         f"{_wait_clause(run, figures)}."
     )
     pipeline = run.input_pipeline
-    fix = wording.input_fix(pipeline, run.backend, is_accelerator(run.placement.device),
+    fix = phrases.input_fix(pipeline, run.backend, is_accelerator(run.placement.device),
                             tf_data_advisable(run))
     if _is_training(run):
         fix += (
@@ -131,8 +131,8 @@ def input_bound(run, figures, severity):
             "RandomRotation...) so it runs with the step on the accelerator."
         )
     elif (pipeline or {}).get("kind") in (None, "tf.data"):
-        fix += wording.tf_data_eval_fix(pipeline)
-    return wording.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
+        fix += phrases.tf_data_eval_fix(pipeline)
+    return phrases.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
 
 
 def no_fetch_floor(run, figures):
@@ -152,7 +152,7 @@ def no_fetch_floor(run, figures):
             "handing over a ready batch costs"
         )
     return (
-        wording.no_fetch_floor(wait.mean, figures.shares["data_wait"]),
+        phrases.no_fetch_floor(wait.mean, figures.shares["data_wait"]),
         "No fetch floor was measured for this run (validation and custom-loop "
         "runs have none), so its data wait cannot be split into the fixed cost "
         "of handing over a ready batch and real waiting. The data wait is "
@@ -161,7 +161,7 @@ def no_fetch_floor(run, figures):
         "Judged conservatively, that is no evidence of a slow pipeline: "
         + " and ".join(reasons)
         + ".",
-        "Nothing to fix unless the wait grows. " + wording.ready_batches(tf_data_advisable(run))
+        "Nothing to fix unless the wait grows. " + phrases.ready_batches(tf_data_advisable(run))
         + "; training runs recorded by DeviceCostCallback get a "
         "fetch floor to judge the wait against.",
     )
@@ -171,14 +171,14 @@ def input_stalls(run, figures):
     """The words of `input_stalls`: a few long waits, not starvation."""
     wait = figures.data_wait
     return (
-        wording.input_stalls(_wait_max(wait)),
+        phrases.input_stalls(_wait_max(wait)),
         f"Nine steps in ten got their batch within {fmt_ms(wait.p90)} ms (the "
         f"p90 data wait; a ready batch costs {fmt_ms(figures.ready_fetch_ms)} ms), "
         f"but a few waited up to {fmt_ms(_wait_max(wait))} ms (the max): "
         f"{fmt_ms(figures.starved_data_wait_ms)} ms per step as a mean, "
         f"{fmt_share(figures.input_share)} of the mean step. The pipeline keeps up; "
         "these are occasional stalls, not starvation.",
-        wording.stalls_fix(tf_data_advisable(run)),
+        phrases.stalls_fix(tf_data_advisable(run)),
     )
 
 
@@ -192,7 +192,7 @@ def host_overhead_bound(run, figures, severity):
     host_ms = figures.host_overhead.mean
     adverb = "highly" if severity == "high" else "moderately"
     return (
-        wording.host_overhead_bound(severity, host_ms, step_ms),
+        phrases.host_overhead_bound(severity, host_ms, step_ms),
         f"{fmt_share(figures.shares['host_overhead'])} of the total steady-state "
         "time is host overhead outside the step function: "
         f"{fmt_ms(host_ms)} ms of the {fmt_ms(step_ms)} ms mean step "
@@ -235,7 +235,7 @@ def latency_bound(run, figures, input_severity=None):
             "step, launching kernels and waiting for their results)"
         )
     return (
-        wording.latency_bound(run.placement.device, run.device_busy_fraction, figures.step.mean),
+        phrases.latency_bound(run.placement.device, run.device_busy_fraction, figures.step.mean),
         f"{opening}, not arithmetic; our mean steady step is "
         f"{fmt_ms(figures.step.mean)} ms.",
         "Give each launch more work: a larger batch; "
@@ -243,8 +243,8 @@ def latency_bound(run, figures, input_severity=None):
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " " + wording.input_out_of_process(run.input_pipeline, tf_data_advisable(run))
-            if input_severity and wording.input_out_of_process(run.input_pipeline)
+            " " + phrases.input_out_of_process(run.input_pipeline, tf_data_advisable(run))
+            if input_severity and phrases.input_out_of_process(run.input_pipeline)
             else ""
         ),
     )
@@ -324,7 +324,7 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         "with tensor cores, a larger batch for better device utilisation."
     )
     if not is_accelerator(run.placement.device) and run.backend == "tensorflow":
-        fix += wording.shared_map_threads(run.input_pipeline, run.cpu_count)
+        fix += phrases.shared_map_threads(run.input_pipeline, run.cpu_count)
     if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "
@@ -334,7 +334,7 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         if note.get("reason"):
             # The default window was not traced: say why (trace_budget).
             fix += " " + note["reason"]
-    return wording.compute_bound(compute_ms, step_ms, run.fetch_in_graph), message, fix
+    return phrases.compute_bound(compute_ms, step_ms, run.fetch_in_graph), message, fix
 
 
 def warmup(run, figures, finding_id, steady_verdict=None):
@@ -385,7 +385,7 @@ def warmup(run, figures, finding_id, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return wording.warmup(count, warmup_ms, share, bool(wall.total)), message, fix
+    return phrases.warmup(count, warmup_ms, share, bool(wall.total)), message, fix
 
 
 def _steps_text(steps, limit=5):
@@ -409,7 +409,7 @@ def retracing(run):
             "TensorFlow trace the step again."
         )
     return (
-        wording.retracing(count),
+        phrases.retracing(count),
         f"The step function was traced again {fmt_count(count)} time(s) "
         f"after warm-up{_steps_text(retraces.steps)}, by "
         f"{retraces.source or 'the backend'}: each retrace repeats "
@@ -439,7 +439,7 @@ def stalls(run, unexplained, unexplained_steps):
     else:
         evidence = "The retraces recorded do not account for them."
     return (
-        wording.stalls(unexplained, vocabulary.SPIKE_RATIO),
+        phrases.stalls(unexplained, vocabulary.SPIKE_RATIO),
         f"{fmt_count(unexplained)} step(s) after warm-up took more than "
         f"{vocabulary.SPIKE_RATIO:g}x the p50 compute{_steps_text(unexplained_steps)}. "
         + evidence
@@ -462,7 +462,7 @@ def incomplete_run(run, figures):
 def fetch_in_graph(run):
     """The words of `fetch_in_graph`: the input's wait hidden in compute."""
     return (
-        wording.fetch_in_graph(run.steps_per_record),
+        phrases.fetch_in_graph(run.steps_per_record),
         f"With steps_per_execution={run.steps_per_record} each record "
         "covers one execution, and the batches are fetched inside the "
         "compiled function: waiting for data is counted in compute, so "
@@ -478,7 +478,7 @@ def cpu_ops_off_accelerator(run):
     ops = placement.ops
     accelerators = [name for name in placement.devices if is_accelerator(name)]
     return (
-        wording.cpu_ops_off_accelerator(sum(ops.values())),
+        phrases.cpu_ops_off_accelerator(sum(ops.values())),
         f"An accelerator is visible ({', '.join(accelerators) or 'GPU'}) "
         f"but none of the step's {fmt_count(sum(ops.values()))} ops ran on it: "
         f"the model trained on {placement.device}.",
@@ -497,7 +497,7 @@ def cpu_ops_on_accelerator_run(run):
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     cpu_ops = sum(n for name, n in ops.items() if not is_accelerator(name))
     return (
-        wording.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
+        phrases.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
         f"The step runs on {device}, yet {fmt_count(cpu_ops)} of its "
         f"{fmt_count(sum(ops.values()))} ops ran on the CPU, of {len(names)} "
         f"type(s): {shown}. Each forces copies between host and device "
@@ -519,7 +519,7 @@ def cross_device_copies(run):
         if n
     )
     return (
-        wording.cross_device_copies(copies),
+        phrases.cross_device_copies(copies),
         f"The step's graph has {fmt_count(copies)} edge(s) where data crosses "
         f"between devices (Send/Recv pairs); its ops ran on "
         f"{busy or MISSING}. "
@@ -538,7 +538,7 @@ def small_batch(run, figures):
     median_ms = figures.step.p50
     on_accelerator = is_accelerator(run.placement.device)
     return (
-        wording.small_batch(batch, median_ms),
+        phrases.small_batch(batch, median_ms),
         f"Each step processes only {batch} samples in {fmt_ms(median_ms)} ms "
         f"(p50): at this size the fixed cost of a step (the Python "
         "loop, dispatch"
@@ -578,6 +578,6 @@ def words(finding, run, figures):
             else cpu_ops_on_accelerator_run(run)),
         "cross_device_copies": lambda: cross_device_copies(run),
         "small_batch": lambda: small_batch(run, figures),
-        "measuring_cost": lambda: measuring_text.measuring_cost(figures),
+        "measuring_cost": lambda: measuring.measuring_cost(figures),
     }
     return by_id[finding.id]()

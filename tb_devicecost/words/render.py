@@ -1,0 +1,39 @@
+"""Every `reasons.Reason` of a result said: the one place codes become words.
+
+The analysis returns its results with a `Reason` (a code and its figures)
+wherever a sentence goes; `render` walks a result and sets each one's
+sentence in its place, from the `SAYS` table of the module that words it.
+"""
+
+from tb_devicecost.analysis.formatting import json_ready
+from tb_devicecost.analysis.reasons import Reason
+from tb_devicecost.words import comparisons
+from tb_devicecost.words import phrases
+from tb_devicecost.words import predictions
+
+# Each code, and the function that says it from its figures.
+SAYS = {**comparisons.SAYS, **phrases.SAYS, **predictions.SAYS}
+
+
+def say(found):
+    """The sentence of the `Reason` `found` (its figures' own reasons said first)."""
+    figures = {name: say(value) if isinstance(value, Reason) else value
+               for name, value in found.figures.items()}
+    return SAYS[found.code](**figures)
+
+
+def render(value):
+    """`value` (a result: dicts, lists, values) with every `Reason` said,
+    JSON-ready (`formatting.json_ready`: its sentences' bidirectional
+    controls escaped)."""
+    return json_ready(_said(value))
+
+
+def _said(value):
+    if isinstance(value, Reason):
+        return say(value)
+    if isinstance(value, dict):
+        return {name: _said(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_said(item) for item in value]
+    return value
