@@ -1,7 +1,7 @@
 """The Device Cost tab: TensorBoard routes serving the analysis as JSON.
 
 Routes only parse and check their parameters, then call a `*_impl` method
-that returns plain data built by `reader` and `analysis`: the same code the
+that returns plain data built by `reader`, `analysis` and `words`: the same code the
 `tb-devicecost report` command runs, so the tab and the report agree.
 """
 
@@ -21,7 +21,6 @@ from tensorboard.backend import json_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from tb_devicecost import analysis
 from tb_devicecost import words
 from tb_devicecost.analysis import record as run_records
 from tb_devicecost.format import metadata
@@ -291,10 +290,10 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         result = words.with_fixes_tried(result, record, snapshot.records)
         group, result["job"], finding = self._job(snapshot, record)
         if finding is not None:
-            result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
+            result["findings"] = list(result["findings"]) + [words.render(finding)]
         if group:
             # A process mostly waiting for the straggler, as the report says.
-            words.mark_waiting([analysis.json_ready(group)], [result])
+            words.mark_waiting([words.render(group)], [result])
         result["profile"] = self._profile_links(snapshot, run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)
@@ -302,8 +301,8 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             key: [None if value != value else value for value in values.tolist()]
             for key, values in record.series.items()
         }
-        result["info"] = analysis.json_ready(record.info)
-        return analysis.json_ready(result)
+        result["info"] = words.render(record.info)
+        return words.render(result)
 
     def compare_impl(self, ctx, experiment, runs, baseline=None):
         if baseline is not None and baseline not in runs:
@@ -320,7 +319,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             if result is not None
         ]
         comparison = words.compare_runs(results, baseline=baseline, context=context) or {}
-        return analysis.json_ready({
+        return words.render({
             "baseline": comparison.get("baseline"),
             "baseline_reason": comparison.get("baseline_reason"),
             "runs": results,

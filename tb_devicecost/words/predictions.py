@@ -2,6 +2,7 @@
 finding or a sweep predicted for a fixed counterpart, what it achieved."""
 
 from tb_devicecost.analysis.formatting import fmt_count
+from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_speedup
 
 _BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
@@ -44,5 +45,73 @@ def prediction(run, device, counterpart, counterpart_device, counterpart_batch, 
     return text[0].upper() + text[1:]
 
 
+def prediction_same_setup(finding):
+    return f"the {finding} finding's estimate, at the same batch size and device"
+
+
+def prediction_no_estimate(finding, basis):
+    return f"the {finding} finding has no estimate: {basis}"
+
+
+def sweep_batch_basis(sweep, device, batch, batch_ms, size, size_ms):
+    return (
+        f"the sweep {sweep}'s fit of this model's step on {device} (a "
+        f"fixed cost plus a cost per sample): {fmt_ms(batch_ms)} ms at batch "
+        f"{fmt_count(batch)}, {fmt_ms(size_ms)} ms at batch {fmt_count(size)}"
+    )
+
+
+def sweep_batch_text(speedup, size):
+    return f"about {fmt_speedup(speedup)} the samples/s at batch {fmt_count(size)}"
+
+
+def batch_beyond_estimate(size, target, finding):
+    return (
+        f"batch {fmt_count(size)} is beyond the {fmt_count(target)} the "
+        f"{finding} finding's estimate reaches from one traced batch; "
+        "a sweep of this model's batch sizes (tb_devicecost.sweep) predicts it")
+
+
+def estimate_at_batch(finding, size):
+    return f"the {finding} finding's estimate at batch {fmt_count(size)}"
+
+
+def finding_line_basis(finding, target, size):
+    return (
+        f"the {finding} finding estimated batch {fmt_count(target)}; its own "
+        f"line (the step as a fixed cost plus a cost per sample, through this "
+        f"run's mean step and the step it predicts there) at batch {fmt_count(size)}"
+    )
+
+
+def sweep_device_basis(sweep, batch, slow_ms, slow, fast_ms, fast):
+    return (
+        f"the sweep {sweep}'s fits of this model's step on each device "
+        f"(a fixed cost plus a cost per sample) at batch {fmt_count(batch)}: "
+        f"{fmt_ms(slow_ms)} ms on {slow}, {fmt_ms(fast_ms)} ms on {fast}"
+    )
+
+
+def sweep_device_text(speedup, fast):
+    return f"about {fmt_speedup(speedup)} the samples/s on {fast}"
+
+
+def mostly_warmup(run):
+    return (f"{run} is mostly warm-up, its steps not yet steady, and "
+            "the sweep predicts the steps of a warmed-up fit")
+
+
 # The sentence of each `reasons.Reason` code this module says.
-SAYS = {"prediction": prediction}
+SAYS = {
+    "prediction": prediction,
+    "prediction_same_setup": prediction_same_setup,
+    "prediction_no_estimate": prediction_no_estimate,
+    "sweep_batch_basis": sweep_batch_basis,
+    "sweep_batch_text": sweep_batch_text,
+    "batch_beyond_estimate": batch_beyond_estimate,
+    "estimate_at_batch": estimate_at_batch,
+    "finding_line_basis": finding_line_basis,
+    "sweep_device_basis": sweep_device_basis,
+    "sweep_device_text": sweep_device_text,
+    "mostly_warmup": mostly_warmup,
+}

@@ -8,11 +8,16 @@ sentence in its place, from the `SAYS` table of the module that words it.
 from tb_devicecost.analysis.formatting import json_ready
 from tb_devicecost.analysis.reasons import Reason
 from tb_devicecost.words import comparisons
+from tb_devicecost.words import estimates
 from tb_devicecost.words import phrases
 from tb_devicecost.words import predictions
+from tb_devicecost.words import tried
 
-# Each code, and the function that says it from its figures.
-SAYS = {**comparisons.SAYS, **phrases.SAYS, **predictions.SAYS}
+_TABLES = (comparisons.SAYS, estimates.SAYS, phrases.SAYS, predictions.SAYS, tried.SAYS)
+# Each code, and the function that says it from its figures: one module a code.
+SAYS = {code: function for table in _TABLES for code, function in table.items()}
+if len(SAYS) != sum(len(table) for table in _TABLES):
+    raise ImportError("A reason code is said by two modules of tb_devicecost.words.")
 
 
 def say(found):

@@ -33,6 +33,7 @@ from tb_devicecost.words import findings
 from tb_devicecost.words import jobs
 from tb_devicecost.words import measuring
 from tb_devicecost.words.render import render
+from tb_devicecost.words.render import say
 
 # The schema of the report JSON (`build_report`'s `"schema"`), bumped when a
 # reader of the report would misread it. Not the event files' format
@@ -191,7 +192,7 @@ def finding_object(finding, run, figures, retraced_spikes=0):
     and what its fix would buy (`estimates.expected`)."""
     headline, message, fix = findings.words(finding, run, figures)
     if finding.input_free_gain is not None:
-        message += " " + tried.ceiling_evidence(finding.input_free_gain)
+        message += " " + say(tried.ceiling_evidence(finding.input_free_gain))
     return {
         "id": finding.id,
         "severity": finding.severity,

@@ -229,7 +229,7 @@ def test_without_a_sweep_the_batch_finding_is_not_read_beyond_its_batch(recorded
     assert finding["expected"]["batch_size"] < 1024
     signature = ModelSignature("x", 1, "float32")
     data = [type("RunData", (), {"run": r["run"], "model": signature})() for r in kept]
-    pairs = [p for p in predictions.check_predictions(kept, data, sweeps=())
+    pairs = [p for p in words.render(predictions.check_predictions(kept, data, sweeps=()))
              if p["change"] == "batch_size" and p["run"] == run["run"]]
     [pair] = pairs
     assert pair["predicted_speedup"] is None

@@ -172,7 +172,6 @@ def test_the_comparison_gives_the_sweeps_crossover():
     Compared alone, with every run as context (as the tab's compare route
     does: tests/serving/test_plugin.py), the two runs say the same."""
     from tb_devicecost.analysis import formatting
-    from tb_devicecost.analysis import compare
 
     logdir = os.path.join(DATA, "jax")
     report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
@@ -189,7 +188,7 @@ def test_the_comparison_gives_the_sweeps_crossover():
     # As the tab compares them: the two runs chosen, every run as context.
     runs = {run["run"]: run for run in report["runs"]}
     chosen = [runs["small_work/batch10-gpu0/train"], runs["small_work/batch10-cpu0/train"]]
-    tab = compare.compare_runs(chosen, context=report["runs"])
+    tab = words.compare_runs(chosen, context=report["runs"])
     [tab_row] = [r for r in tab["rows"] if r["run"] == "small_work/batch10-gpu0/train"]
     assert tab_row["scaling"] == row["scaling"]
     assert tab_row["explanation"] == row["explanation"]
