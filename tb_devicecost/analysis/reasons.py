@@ -11,7 +11,7 @@ result is shown (the report, the tab's routes, `try_fixes`).
 import dataclasses
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True)
 class Reason:
     """A sentence to be said: its `code` and the `figures` it quotes.
 

@@ -36,7 +36,7 @@ import dataclasses
 import numpy as np
 
 from tb_devicecost.analysis import jobs
-from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 
@@ -200,7 +200,7 @@ def analyze_group(group, members, runs, unaligned=(), count=None, counts=()):
         aligned = usable[0].step
         for item in usable[1:]:
             aligned = np.intersect1d(aligned, item.step, assume_unique=True)
-    problems = [f"{confined(item.run)}: {item.reason}" for item in unaligned]
+    problems = [reason("unaligned_run", run=item.run, why=item.reason) for item in unaligned]
     if jobs.count_problem(counts):
         problems.append(jobs.count_problem(counts))
     if aligned is None or not len(aligned):

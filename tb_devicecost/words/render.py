@@ -9,11 +9,15 @@ from tb_devicecost.analysis.formatting import json_ready
 from tb_devicecost.analysis.reasons import Reason
 from tb_devicecost.words import comparisons
 from tb_devicecost.words import estimates
+from tb_devicecost.words import jobs
 from tb_devicecost.words import phrases
 from tb_devicecost.words import predictions
+from tb_devicecost.words import problems
+from tb_devicecost.words import sweeps
 from tb_devicecost.words import tried
 
-_TABLES = (comparisons.SAYS, estimates.SAYS, phrases.SAYS, predictions.SAYS, tried.SAYS)
+_TABLES = (comparisons.SAYS, estimates.SAYS, jobs.SAYS, phrases.SAYS, predictions.SAYS,
+           problems.SAYS, sweeps.SAYS, tried.SAYS)
 # Each code, and the function that says it from its figures: one module a code.
 SAYS = {code: function for table in _TABLES for code, function in table.items()}
 if len(SAYS) != sum(len(table) for table in _TABLES):

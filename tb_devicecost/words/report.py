@@ -445,7 +445,7 @@ def _analyzed(record):
     """`(RunData, run object, None)`, or `(None, None, reason)` (`analyze_record`)."""
     reason = record_module.skip_reason(record)
     if reason:
-        return None, None, reason
+        return None, None, render(reason)
     try:
         run = record_module.read_run(record)
         result = run_object(run)

@@ -63,12 +63,12 @@ def test_series_fallback_takes_the_warmup_steps_as_flagged():
     assert numbers.warmup_ms == pytest.approx(300.0 + 40.0 + 250.0 + 3 * 0.6)
     assert numbers.steady_records == 57
     assert numbers.stats["step"].mean == pytest.approx(2.6)
-    assert not any("step 0 taken" in problem for problem in run.problems)
+    assert not any("step 0 taken" in problem for problem in words.render(run.problems))
     # Without the flag (older runs), step 0 is taken as the only warm-up.
     del series["warmup"]
     run = record.read_run(make_record("s/train", series=series))
     assert run.numbers.warmup_steps == [0]
-    assert any("step 0 taken as the warm-up" in problem for problem in run.problems)
+    assert any("step 0 taken as the warm-up" in problem for problem in words.render(run.problems))
 
 
 def test_nan_and_negative_values_are_ignored():
