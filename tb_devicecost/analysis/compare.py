@@ -16,6 +16,7 @@ from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.reasons import reason
+from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.format import vocabulary
 
 
@@ -140,7 +141,8 @@ def _compare(run, base, context=(), found=None):
     row["parts"] = None if same_run else parts(run, base, row["scaling"])
     # Said by `words.comparisons` from the row's numbers and both runs'.
     row["explanation"] = "baseline" if same_run else reason(
-        "comparison", run=run, base=base, row=row)
+        "comparison", run=run, base=base, row=row,
+        small_batch=run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE)
     return row
 
 

@@ -17,7 +17,6 @@ from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_speedup
-from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.format import vocabulary
 
 # Speedups within this distance of 1 read "as fast as".
@@ -49,7 +48,8 @@ def _same(value_ms, base_value_ms):
     )
 
 
-def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
+def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000,
+            small_batch=False):
     """The explanation's first sentences: how fast `run` is against `base`
     and which parts of the step differ (per step, or per 1000 samples when
     the row's `basis` is samples/s), largest first, with a reason."""
@@ -98,7 +98,8 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
             f"{fmt_ms(value_ms)} ms against {fmt_ms(base_value_ms)} ms"
         )
         if index == 0:
-            clause += batch_note + _reason(component, run, base, value_ms > base_value_ms)
+            clause += batch_note + _reason(component, run, base, value_ms > base_value_ms,
+                                           small_batch)
         clauses.append(clause)
     if not different:
         clauses.append("no part of the step differs much")
@@ -148,7 +149,7 @@ def _alike(components, values, base_values, unit):
     return clauses
 
 
-def _reason(component, run, base, higher):
+def _reason(component, run, base, higher, small_batch):
     """Why one component differs, in words (leading separator included)."""
     if component == "data_wait":
         if higher and run["steady_verdict"] == "input_bound":
@@ -161,12 +162,11 @@ def _reason(component, run, base, higher):
             names.is_accelerator(run["device"]),
             names.is_accelerator(base["device"]),
         )
-        small = run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE
         if higher and accelerator and not base_accelerator:
             return (
                 ", a fixed per-step cost (kernel launches, host-device "
                 "synchronisation)"
-                + (" that so small a batch cannot amortise" if small else "")
+                + (" that so small a batch cannot amortise" if small_batch else "")
             )
         if not higher and accelerator and not base_accelerator:
             return f", {run['device']} computes faster"
@@ -289,7 +289,7 @@ def _transfer_text(run, base):
     return text + f"; {other['device'] or 'the other device'} reads it in place."
 
 
-def comparison(run, base, row):
+def comparison(run, base, row, small_batch):
     """A compared row's `explanation` (`compare.compare_runs`): its
     differences (`explain`), why (`why`), and whether the runs are two
     set-ups of one model at all."""
@@ -297,7 +297,8 @@ def comparison(run, base, row):
     per_1000 = {name: compare.per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
     base_per_1000 = {name: compare.per_1000_samples(base, name)
                      for name in vocabulary.COMPONENTS}
-    text = (explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000)
+    text = (explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000,
+                    small_batch)
             + why(run, base, row))
     if not row["same_model"]:
         text += (

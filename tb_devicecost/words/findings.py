@@ -12,7 +12,7 @@ by; the fix what to change. A change of words, or a translation, touches
 this module and `phrases.py` only.
 """
 
-from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
+from tb_devicecost.analysis.data_wait import ready_batch_case
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
@@ -21,14 +21,6 @@ from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.names import role
-from tb_devicecost.analysis.thresholds import EPSILON
-from tb_devicecost.analysis.thresholds import FETCH_FLOOR_MAX_FACTOR
-from tb_devicecost.analysis.thresholds import HOST_HIGH
-from tb_devicecost.analysis.thresholds import HOST_MODERATE
-from tb_devicecost.analysis.thresholds import INPUT_HIGH
-from tb_devicecost.analysis.thresholds import INPUT_MODERATE
-from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
-from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
 from tb_devicecost.format import vocabulary
 from tb_devicecost.words import fit_end
 from tb_devicecost.words import measuring
@@ -61,17 +53,18 @@ def _wait_clause(run, figures):
             f"wait of {fmt_ms(mean_ms)} ms per step (p50 {fmt_ms(p50_ms)} ms) can be set "
             "apart as the fixed cost of handing over a batch that is already ready"
         )
-    factor = f"{FETCH_FLOOR_MAX_FACTOR:g}x"
+    case, factor, clamped = ready_batch_case(p50_ms, floor_ms, mean_ms)
+    factor = f"{factor:g}x"
     typical = (
         f"the fetch floor, the p50 cost of next() on an iterator whose batches "
         f"are ready, is {fmt_ms(floor_ms)} ms, and the p50 data wait {fmt_ms(p50_ms)} ms"
     )
-    if p50_ms is not None and p50_ms <= floor_ms:
+    if case == "at_floor":
         typical += (
             ": no more than the floor, so the typical step got a ready batch and "
             "its cost is the p50 wait itself, not the larger floor"
         )
-    elif p50_ms is not None and p50_ms <= FETCH_FLOOR_MAX_FACTOR * floor_ms:
+    elif case == "within_factor":
         typical += (
             f": within {factor} the floor, so the typical step got a ready batch "
             f"and {fmt_ms(p50_ms)} ms (p50) is this pipeline's cost of handing one over"
@@ -81,8 +74,7 @@ def _wait_clause(run, figures):
             f": more than {factor} the floor, so the typical step waited for its "
             "batch and only the floor counts as the cost of a ready one"
         )
-    cost_ms = unclamped_ready_fetch_ms(p50_ms, floor_ms)
-    if cost_ms is not None and mean_ms is not None and cost_ms > mean_ms + EPSILON:
+    if clamped:
         split = (
             f"that cost is more than the mean data wait of {fmt_ms(mean_ms)} ms per "
             f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean_ms)} ms "
@@ -100,17 +92,19 @@ def _is_training(run):
     return role(run.run)[1] in ("train", "")
 
 
-def input_bound(run, figures, severity):
+def input_bound(run, figures, finding):
     """The words of `input_bound`: the wait above the cost of a ready batch,
     and a fix for the pipeline that fed the fit."""
     step_ms = figures.step.mean
+    severity = finding.severity
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
         f"{fmt_share(figures.input_share)} of the mean step is spent waiting for "
         "the input pipeline beyond the cost of a ready batch: "
         f"{fmt_ms(figures.starved_data_wait_ms)} ms of the {fmt_ms(step_ms)} ms mean "
         f"step ({adverb} input-bound by the profiler's "
-        f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
+        f"{fmt_share(finding.limit('high'))}/{fmt_share(finding.limit('moderate'))} "
+        "thresholds, which "
         "apply to this share"
         + (
             ""
@@ -135,20 +129,20 @@ def input_bound(run, figures, severity):
     return phrases.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
 
 
-def no_fetch_floor(run, figures):
+def no_fetch_floor(run, figures, finding):
     """The words of `no_fetch_floor`: why a wait without a floor is not
     called slow."""
     wait = figures.data_wait
     share = figures.input_share
     reasons = []
-    if share is None or share < INPUT_HIGH - EPSILON:
+    if finding.limit("under_high"):
         reasons.append(
-            f"a share under the {fmt_share(INPUT_HIGH)} high threshold could be the "
+            f"a share under the {fmt_share(finding.limit('high'))} high threshold could be the "
             "cost of handing over ready batches alone"
         )
-    if wait.p50 is None or wait.p50 < NO_FLOOR_MIN_P50_MS - EPSILON:
+    if finding.limit("under_min_p50"):
         reasons.append(
-            f"the p50 wait is under {fmt_ms(NO_FLOOR_MIN_P50_MS)} ms, within what "
+            f"the p50 wait is under {fmt_ms(finding.limit('min_p50_ms'))} ms, within what "
             "handing over a ready batch costs"
         )
     return (
@@ -186,10 +180,11 @@ def _wait_max(wait):
     return wait.max if wait.max is not None else wait.p99
 
 
-def host_overhead_bound(run, figures, severity):
+def host_overhead_bound(run, figures, finding):
     """The words of `host_overhead_bound`: the time outside the step function."""
     step_ms = figures.step.mean
     host_ms = figures.host_overhead.mean
+    severity = finding.severity
     adverb = "highly" if severity == "high" else "moderately"
     return (
         phrases.host_overhead_bound(severity, host_ms, step_ms),
@@ -198,7 +193,7 @@ def host_overhead_bound(run, figures, severity):
         f"{fmt_ms(host_ms)} ms of the {fmt_ms(step_ms)} ms mean step "
         "(the Keras loop, callbacks, logging and the progress bar; "
         f"{adverb} host-bound by the profiler's "
-        f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds"
+        f"{fmt_share(finding.limit('high'))}/{fmt_share(finding.limit('moderate'))} thresholds"
         + (
             ""
             if severity == "high"
@@ -213,15 +208,17 @@ def host_overhead_bound(run, figures, severity):
     )
 
 
-def latency_bound(run, figures, input_severity=None):
+def latency_bound(run, figures, finding):
     """The words of `latency_bound`: the accelerator idle most of the step,
-    with the trace's evidence (`input_severity`: a moderate wait beside it)."""
+    with the trace's evidence (its `input_severity`: a moderate wait beside it)."""
+    input_severity = finding.input_severity
+    busy_limit = finding.limit("device_busy")
     if input_severity:
         # A moderate wait: the pipeline's Python may also hold the GIL
         # that dispatching and completing the step need.
         opening = (
             f"The input keeps up only in part ({fmt_share(figures.input_share)} "
-            f"of the mean step waits for it), and {_busy_evidence(run)}. The "
+            f"of the mean step waits for it), and {_busy_evidence(run, busy_limit)}. The "
             "rest is host time paid on every step: the Keras loop, "
             "dispatching the step, launching kernels and waiting for their "
             "results, and the input pipeline's Python, which holds the GIL "
@@ -230,7 +227,7 @@ def latency_bound(run, figures, input_severity=None):
         )
     else:
         opening = (
-            f"The input keeps up, yet {_busy_evidence(run)}. The rest is a "
+            f"The input keeps up, yet {_busy_evidence(run, busy_limit)}. The rest is a "
             "fixed cost paid on every step (the Keras loop, dispatching the "
             "step, launching kernels and waiting for their results)"
         )
@@ -250,7 +247,7 @@ def latency_bound(run, figures, input_severity=None):
     )
 
 
-def _busy_evidence(run):
+def _busy_evidence(run, busy_limit):
     """`GPU:0 was busy only 2.2% of each traced step: ...`, from the trace.
 
     The share is the run's `device_busy_fraction`; the milliseconds, kernel
@@ -262,7 +259,7 @@ def _busy_evidence(run):
     text = (
         f"{run.placement.device or 'the accelerator'} was busy only "
         f"{fmt_share(run.device_busy_fraction)} of each traced step (under "
-        f"{fmt_share(LATENCY_DEVICE_BUSY)})"
+        f"{fmt_share(busy_limit)})"
     )
     if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
         # Windows digested since the split count compute kernels only
@@ -558,11 +555,11 @@ def words(finding, run, figures):
     severity = finding.severity
     by_id = {
         "no_steps": no_steps,
-        "input_bound": lambda: input_bound(run, figures, severity),
-        "no_fetch_floor": lambda: no_fetch_floor(run, figures),
+        "input_bound": lambda: input_bound(run, figures, finding),
+        "no_fetch_floor": lambda: no_fetch_floor(run, figures, finding),
         "input_stalls": lambda: input_stalls(run, figures),
-        "host_overhead_bound": lambda: host_overhead_bound(run, figures, severity),
-        "latency_bound": lambda: latency_bound(run, figures, finding.input_severity),
+        "host_overhead_bound": lambda: host_overhead_bound(run, figures, finding),
+        "latency_bound": lambda: latency_bound(run, figures, finding),
         "compute_bound": lambda: compute_bound(
             run, figures, finding.input_severity, finding.unjudged),
         "warmup": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
@@ -578,6 +575,6 @@ def words(finding, run, figures):
             else cpu_ops_on_accelerator_run(run)),
         "cross_device_copies": lambda: cross_device_copies(run),
         "small_batch": lambda: small_batch(run, figures),
-        "measuring_cost": lambda: measuring.measuring_cost(figures),
+        "measuring_cost": lambda: measuring.measuring_cost(figures, finding),
     }
     return by_id[finding.id]()

@@ -10,7 +10,6 @@ uncertain by about that share (docs/VERDICTS.md).
 
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
-from tb_devicecost.analysis.thresholds import MEASURING_SHARE_MAX
 from tb_devicecost.words import phrases
 
 
@@ -24,7 +23,7 @@ def self_cost_line(us_per_step, share):
     return f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
 
 
-def measuring_cost(figures):
+def measuring_cost(figures, finding):
     """`(headline, message, fix)` of `measuring_cost`, from a run's
     `RunFigures`."""
     share = figures.self_share
@@ -33,7 +32,7 @@ def measuring_cost(figures):
         phrases.measuring_cost(share),
         f"The callback's own code ran {fmt_ms(figures.self_us_per_step)} µs a step on "
         f"the training thread, {fmt_share(share)} of the {fmt_ms(figures.step.mean)} ms "
-        f"mean step (above {fmt_share(MEASURING_SHARE_MAX)})"
+        f"mean step (above {fmt_share(finding.limit('share_max'))})"
         + (f", and {fmt_ms(worker)} µs a step on Keras's worker thread" if worker else "")
         + ". That time lies inside the parts it splits the step into, so each "
         "part's share may be off by about as much.",
