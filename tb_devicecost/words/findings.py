@@ -14,6 +14,7 @@ this module and `phrases.py` only.
 
 from tb_devicecost.analysis.data_wait import ready_batch_case
 from tb_devicecost.analysis.device_side import run_device_trace
+from tb_devicecost.analysis.estimates import input_shares_cores
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
@@ -21,6 +22,7 @@ from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.names import role
+from tb_devicecost.format import backend_facts
 from tb_devicecost.format import vocabulary
 from tb_devicecost.words import fit_end
 from tb_devicecost.words import measuring
@@ -320,8 +322,8 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
         "with tensor cores, a larger batch for better device utilisation."
     )
-    if not is_accelerator(run.placement.device) and run.backend == "tensorflow":
-        fix += phrases.shared_map_threads(run.input_pipeline, run.cpu_count)
+    if backend_facts.of(run.backend).map_threads_share_cores and input_shares_cores(run):
+        fix += phrases.shared_map_threads(run.cpu_count)
     if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "

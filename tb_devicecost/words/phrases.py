@@ -17,6 +17,7 @@ from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.format import backend_facts
 
 MAX_HEADLINE_WORDS = 25
 # Words that must not reach a headline: internal names and statistics talk.
@@ -263,14 +264,15 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
     Args:
         pipeline: The run's `input_pipeline` (`{"kind", ...settings}`), or
             `None` when it was not recorded.
-        backend: The Keras backend (`"jax"` adds what the JAX ecosystem
-            uses).
+        backend: The Keras backend (its `backend_facts.input_loaders`: the
+            loaders of its ecosystem the advice names too).
         on_accelerator: Whether the step ran on an accelerator (pinned host
             memory then helps).
         tf_data: Whether TensorFlow was importable in the recorded process
             (`interventions.tf_data_advisable`): without it no `tf.data`.
     """
     kind = (pipeline or {}).get("kind")
+    loaders = backend_facts.of(backend).input_loaders
     if kind == "tf.data":
         return _tf_data_fix(pipeline)
     if kind == "PyDataset":
@@ -306,7 +308,7 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
         if tf_data:
             fix += (", or a tf.data pipeline (tf.data.Dataset.from_generator(...)"
                     ".prefetch(tf.data.AUTOTUNE))")
-        if backend == "jax":
+        if "grain" in loaders:
             fix += ", or a grain DataLoader with worker_count=N"
         return fix + "."
     if kind == "arrays":
@@ -316,7 +318,7 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
             if tf_data else
             "a keras.utils.PyDataset of ready batches (workers=N, "
             "use_multiprocessing=True where slicing is the cost)"
-            + (" or a grain DataLoader" if backend == "jax" else "")
+            + (" or a grain DataLoader" if "grain" in loaders else "")
         )
         return (
             "Arrays in memory are sliced and converted on the training thread "
@@ -358,17 +360,14 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
         + (" With tf.data: " + _TF_DATA_FIX if tf_data else "")
         + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True"
         + ("; with a torch DataLoader: num_workers=N and pin_memory=True."
-           if backend in (None, "torch") else ".")
+           if "torch DataLoader" in loaders else ".")
     )
 
 
-def shared_map_threads(pipeline, cpu_count):
-    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores:
-    their CPU is booked as the step's compute, so a `compute_bound` verdict
-    may be the input's; `""` otherwise."""
-    pipeline = pipeline or {}
-    if pipeline.get("kind") != "tf.data" or not pipeline.get("maps") or not cpu_count or cpu_count > 4:
-        return ""
+def shared_map_threads(cpu_count):
+    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores
+    (`estimates.input_shares_cores`): their CPU is booked as the step's
+    compute, so a `compute_bound` verdict may be the input's."""
     return (
         f" Its tf.data maps run on TensorFlow's own threads on the same {fmt_count(cpu_count)} "
         "cores, so part of this compute may be the input's: .cache() after the maps "

@@ -54,14 +54,16 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
             module for module in imported
             if not module.startswith(("tb_devicecost.analysis.",
                                       "tb_devicecost.format.vocabulary.",
-                                      "tb_devicecost.format.readable."))
+                                      "tb_devicecost.format.readable.",
+                                      "tb_devicecost.format.backend_facts."))
         }
-        # The step's names and the format's rule of a readable number, free
-        # of imports beyond the standard library.
+        # The step's names, the format's rule of a readable number and each
+        # backend's facts, free of imports beyond the standard library.
         assert outside <= {"dataclasses", "decimal", "math", "re", "numpy",
                            "tb_devicecost.format.vocabulary",
-                           "tb_devicecost.format.readable"}, (name, outside)
-    for path in ("vocabulary.py", "readable.py"):
+                           "tb_devicecost.format.readable",
+                           "tb_devicecost.format.backend_facts"}, (name, outside)
+    for path in ("vocabulary.py", "readable.py", "backend_facts.py"):
         imported = imports_of(os.path.join(package, os.pardir, "format", path))
         assert not {module for module in imported
                     if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
