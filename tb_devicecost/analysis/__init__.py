@@ -2,9 +2,11 @@
 
 Pure functions over the `RunRecord`s of `tb_devicecost.reading.reader` (or plain
 dicts with the same fields): the TensorBoard plugin and
-`tb-devicecost report` both call them, so the tab and the command can never
-disagree. Nothing here imports Keras, TensorFlow or TensorBoard, and every
-result is plain JSON-ready data (no NaN: missing numbers are `None`).
+`tb-devicecost report` both call them (through `tb_devicecost.words`), so
+the tab and the command can never disagree. Nothing here imports Keras,
+TensorFlow or TensorBoard, holds a sentence or compares a backend's name
+(`format/backend_facts.py` says what differs per backend): results are
+typed, or plain data with a `reasons.Reason` where words go.
 
 One module per decision, in the order data flows through them (each imports
 only those before it):

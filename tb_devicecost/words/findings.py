@@ -8,7 +8,8 @@ message, fix)`: the headline is one plain sentence
 written by `phrases.py`; the message the arithmetic behind it (the tab's
 "details", the CLI's `--verbose`), quoting the run's own numbers as
 `tb_devicecost.analysis.formatting` writes them and the thresholds they were judged
-by; the fix what to change. A change of words, or a translation, touches
+by (the `Finding`'s `limits`: this floor imports no threshold); the fix
+what to change. A change of words, or a translation, touches
 this module and `phrases.py` only.
 """
 
