@@ -16,7 +16,13 @@ from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.reasons import reason
+from tb_devicecost.analysis.thresholds import FLAT_STEP_SHARE
+from tb_devicecost.analysis.thresholds import SAME_COMPONENT_MS
+from tb_devicecost.analysis.thresholds import SAME_COMPONENT_RATIO
+from tb_devicecost.analysis.thresholds import SAME_SPEED
 from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
+from tb_devicecost.analysis.thresholds import WARMUP_NOTE_MS
+from tb_devicecost.analysis.thresholds import WARMUP_NOTE_RATIO
 from tb_devicecost.format import vocabulary
 
 
@@ -141,9 +147,52 @@ def _compare(run, base, context=(), found=None):
     row["parts"] = None if same_run else parts(run, base, row["scaling"])
     # Said by `words.comparisons` from the row's numbers and both runs'.
     row["explanation"] = "baseline" if same_run else reason(
-        "comparison", run=run, base=base, row=row,
-        small_batch=run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE)
+        "comparison", run=run, base=base, row=row, judged=judged(run, base, row))
     return row
+
+
+def judged(run, base, row):
+    """What a row's explanation rests on, decided by the thresholds of "as
+    fast as" and "the same" (`words.comparisons` says it): whether the
+    speedup is about 1 (`same_speed`); each component's difference, per
+    step or per 1000 samples as the row compares them (`components`:
+    `"different"`, `"about_same"` within `SAME_COMPONENT_RATIO`, else
+    `"close"`, under `close_ms`); whether the warm-up is worth a note; each
+    fitted device's step flat in the batch (`flat`); a small batch."""
+    speedup = row["speedup"]
+    if row["basis"] == "samples_per_s":
+        values = {name: per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+        base_values = {name: per_1000_samples(base, name) for name in vocabulary.COMPONENTS}
+    else:
+        values, base_values = component_means(run), component_means(base)
+    components = {}
+    for name in vocabulary.COMPONENTS:
+        value_ms, base_value_ms = values[name], base_values[name]
+        if value_ms is None or base_value_ms is None:
+            continue
+        difference = abs(value_ms - base_value_ms)
+        near = SAME_COMPONENT_RATIO * max(abs(value_ms), abs(base_value_ms))
+        components[name] = (
+            "different" if not difference < max(SAME_COMPONENT_MS, near)
+            else "about_same" if difference < near else "close")
+    warmup_ms, base_warmup_ms = run["warmup_ms"], base["warmup_ms"]
+    fits = (row["scaling"] or {}).get("devices") or {}
+    return {
+        "same_speed": speedup is not None and abs(speedup - 1.0) < SAME_SPEED,
+        "components": components,
+        "close_ms": SAME_COMPONENT_MS,
+        "warmup_note": (
+            warmup_ms is not None and base_warmup_ms is not None
+            and warmup_ms >= WARMUP_NOTE_RATIO * base_warmup_ms
+            and warmup_ms - base_warmup_ms >= WARMUP_NOTE_MS),
+        "flat": {
+            device: fits[device]["per_sample_us"] / 1e3
+            * max(point["batch_size"] for point in fits[device]["points"])
+            < FLAT_STEP_SHARE * fits[device]["fixed_ms"]
+            for device in (run["device"], base["device"]) if device in fits
+        },
+        "small_batch": run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE,
+    }
 
 
 def _deltas(values, base_values):

@@ -101,3 +101,22 @@ SHARED_CORES = 4
 # TRACE_DISAGREE_MIN_MS, below which both are noise; `trace_windows.py`).
 TRACE_DISAGREE_RATIO = 0.20
 TRACE_DISAGREE_MIN_MS = 0.05
+# Comparing runs (`compare.py`, docs/VERDICTS.md "Comparing runs"): speedups
+# within this distance of 1 read "as fast as".
+SAME_SPEED = 0.05
+# Components that differ by less than either of these are not explained as
+# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
+# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
+# both figures unless they print the same.
+SAME_COMPONENT_MS = 0.05
+SAME_COMPONENT_RATIO = 0.10
+# A run's warm-up is mentioned when it is this many times the baseline's
+# and longer by at least WARMUP_NOTE_MS.
+WARMUP_NOTE_RATIO = 2.0
+WARMUP_NOTE_MS = 100.0
+# A device's step reads "about X ms whatever the batch" when, at the largest
+# batch measured, its per-sample part is under this share of its fixed cost.
+FLAT_STEP_SHARE = 0.25
+# Fewer aligned steps than this are few (`workers.py`): a straggler named on
+# them rests on a short overlap of the processes' steps.
+FEW_ALIGNED_STEPS = 20

@@ -37,6 +37,7 @@ import numpy as np
 
 from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis.reasons import reason
+from tb_devicecost.analysis.thresholds import FEW_ALIGNED_STEPS
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 
@@ -100,7 +101,8 @@ class Straggler:
     time lost waiting for it (`share`, the finding's `severity`), why it is
     late (`cause`: `input_bound` or `host_overhead_bound`), and the
     processes' mean step (`mean_step_ms`) beside what they would save per
-    step were it on time (`saved_ms`)."""
+    step were it on time (`saved_ms`); `few_steps`: it is named on fewer
+    than `FEW_ALIGNED_STEPS` aligned steps."""
 
     run: str
     process_index: int
@@ -109,6 +111,7 @@ class Straggler:
     cause: str
     mean_step_ms: float
     saved_ms: float
+    few_steps: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +304,7 @@ def analyze_group(group, members, runs, unaligned=(), count=None, counts=()):
                      excess_stall_ms - excess_wait_ms),
         mean_step_ms=float(total.mean()),
         saved_ms=saved_ms,
+        few_steps=len(aligned) < FEW_ALIGNED_STEPS,
     ))
 
 

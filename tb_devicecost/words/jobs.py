@@ -14,10 +14,6 @@ from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.words import phrases
 
-# Fewer aligned steps than this are said to be few: a straggler named on
-# them rests on a short overlap of the processes' steps.
-FEW_ALIGNED_STEPS = 20
-
 # The straggler's fix when its own findings hold none for its cause.
 STRAGGLER_FIXES = {
     "input_bound": (
@@ -66,7 +62,7 @@ def straggler(job, shares, own_verdict, own_fix):
         )
         + f"; its own verdict: {own_verdict or 'none'})."
     )
-    if job.aligned_steps < FEW_ALIGNED_STEPS:
+    if late.few_steps:
         message += (
             f" Note: only {job.aligned_steps} step{'s' if job.aligned_steps != 1 else ''} "
             "of the processes line up (the steps they all recorded), few to name a "
