@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import tb_devicecost
-from tb_devicecost import analysis
 from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import thresholds

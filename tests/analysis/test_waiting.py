@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from tb_devicecost import analysis
 from tb_devicecost import words
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown

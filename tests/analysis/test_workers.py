@@ -17,7 +17,6 @@ import os
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
 from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import jobs

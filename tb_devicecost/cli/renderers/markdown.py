@@ -9,7 +9,6 @@ escapes (`common.neutral`).
 import re
 
 from tb_devicecost import analysis
-from tb_devicecost import words
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_rate
