@@ -16,7 +16,8 @@ callback's defaults and without it, alternating, the ratio of the slowest
 process's fit times per round, the median over the rounds (at least 5):
 one job whose processes each alternate fits without and with a new
 callback (ABBA), as every benchmark here alternates A and B in one process;
-target 1.03.
+target (issue 36): the median at most 1.02 and the upper end of its
+bootstrap 95% interval at most 1.04, on the MLP and the CNN.
 
 Keras's torch backend cannot run a multi-process `fit` (Keras 3.15: its
 `distribution_lib` is `None` on torch, and its trainer wraps no
@@ -49,7 +50,9 @@ STEPS = {"mlp": 300, "cnn": 300}
 CPU_STEPS = {"mlp": 60}
 # The slowed process's delay per batch.
 DELAY_MS = 20.0
-TARGET_RATIO = 1.03
+TARGET_RATIO = 1.02
+# The upper end of the median's bootstrap 95% interval.
+TARGET_UPPER = 1.04
 # Balanced processes' device busy (compute) within this share of each other.
 BUSY_SPREAD = 0.20
 RESULT_FILE = "results.json"
@@ -328,6 +331,8 @@ def main():
             job, runs = job_report(logdir)
             cases.append(case_result(name, kind, delay, count, job, runs, on_gpus))
             _print_case(cases[-1])
+    import gpu_backends  # The bootstrap interval of a median (this script's folder).
+
     overhead = {}
     scratch = os.path.join(args.out, "scratch")
     for kind in kinds:
@@ -342,14 +347,18 @@ def main():
         per_round = [b / a for a, b in zip(without_s, with_s)]
         overhead[kind] = {
             "ratio": statistics.median(per_round),
+            "ratio_ci95": gpu_backends.bootstrap_median_interval(per_round),
             "rounds": per_round,
             "without_s": without_s,
             "with_s": with_s,
             "steps": STEPS[kind] if on_gpus else CPU_STEPS[kind],
         }
+        interval = overhead[kind]["ratio_ci95"] or [float("nan")] * 2
         print(f"{kind}: with/without {overhead[kind]['ratio']:.3f} "
-              f"(rounds {', '.join(f'{r:.3f}' for r in per_round)})", flush=True)
+              f"(95% interval of the median {interval[0]:.3f}-{interval[1]:.3f}; "
+              f"rounds {', '.join(f'{r:.3f}' for r in per_round)})", flush=True)
     worst = max(entry["ratio"] for entry in overhead.values())
+    worst_upper = max((entry["ratio_ci95"] or [0.0, 0.0])[1] for entry in overhead.values())
     result = {
         "command": [os.path.basename(sys.argv[0])] + sys.argv[1:],
         "backend": "jax",
@@ -360,15 +369,17 @@ def main():
         "rounds": args.rounds,
         "cases": cases,
         "overhead": overhead,
-        "targets": {"ratio": TARGET_RATIO, "busy_spread": BUSY_SPREAD},
+        "targets": {"ratio": TARGET_RATIO, "ratio_upper": TARGET_UPPER, "busy_spread": BUSY_SPREAD},
         "worst_ratio": worst,
+        "worst_ratio_upper": worst_upper,
         "cases_as_expected": sum(case["as_expected"] for case in cases),
     }
     with open(os.path.join(args.out, RESULT_FILE), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=1, allow_nan=False)
     print(
         f"cases as expected: {result['cases_as_expected']} of {len(cases)}; "
-        f"worst callback ratio with/without {worst:.3f} (target <= {TARGET_RATIO})",
+        f"worst callback ratio with/without {worst:.3f} (target <= {TARGET_RATIO}), "
+        f"its interval's upper end {worst_upper:.3f} (target <= {TARGET_UPPER})",
         flush=True,
     )
 

@@ -17,12 +17,13 @@
 # PyDataset) in a process of its own with a 15 s budget, at most 70 s each:
 # about 6 minutes in all (-> h100_tried/<backend>/<scenario>/tried/...);
 # distributedN: benchmarks/gpu_distributed.py with N processes, one GPU
-# each, the MLP (-> h100xN/mlp). Each part lands in OUT as one archive
+# each, the MLP, or the models KINDS names (KINDS=mlp,cnn -> h100xN/mlp_cnn;
+# default -> h100xN/mlp), ROUNDS pairs of fits each. Each part lands in OUT as one archive
 # (the device tool brings files back at most two folders down); unpack
 # them under tests/data/.
 set -u
 case ${1:-} in
-  -h|--help|"") sed -n '2,22p' "$0"; exit 0;;
+  -h|--help|"") sed -n '2,23p' "$0"; exit 0;;
 esac
 out=$1; shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -68,9 +69,10 @@ for part in "$@"; do
             ;;
         distributed*)
             count=${part#distributed}
-            python3 benchmarks/gpu_distributed.py --out "$root/h100x$count/mlp" \
-                --processes "$count" --kinds mlp --rounds "${ROUNDS:-15}" 2>&1 | tee "$out/$part.log" | tail -40
-            rm -rf "$root/h100x$count/mlp/logs" "$root/h100x$count/mlp/scratch"
+            kinds=${KINDS:-mlp}; case_dir="$root/h100x$count/${kinds//,/_}"
+            python3 benchmarks/gpu_distributed.py --out "$case_dir" \
+                --processes "$count" --kinds "$kinds" --rounds "${ROUNDS:-15}" 2>&1 | tee "$out/$part.log" | tail -40
+            rm -rf "$case_dir/logs" "$case_dir/scratch"
             ;;
         *) echo "unknown part: $part"; continue ;;
     esac

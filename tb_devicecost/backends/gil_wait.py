@@ -60,8 +60,11 @@ class GilWait:
     def __init__(self, after_release=False):
         self._grace = sys.getswitchinterval() if after_release else 0.0
         self._thread = threading.get_ident()
-        # Open schedstat files of the other threads, by native thread id.
+        # Open schedstat files of the other threads, by native thread id,
+        # and `(ident, CPU clock id, file)` of each (`_refresh`).
         self._files = {}
+        self._threads = []
+        self._count = None
         try:
             # Opened by the training thread: the descriptor reads its own
             # counters whichever thread reads it later.
@@ -117,26 +120,45 @@ class GilWait:
     def _others(self):
         """Seconds so far that each other Python thread ran or was
         runnable, by ident."""
-        times, files = {}, {}
+        if threading.active_count() != self._count:
+            self._refresh()
+        times, clock, runnable = {}, time.clock_gettime, self._runnable
+        for ident, clock_id, fd in self._threads:
+            try:
+                times[ident] = clock(clock_id) + runnable(fd)
+            except (OSError, ValueError):
+                self._count = None  # It ended meanwhile: listed again next time.
+        return times
+
+    def _refresh(self):
+        """The other Python threads' CPU clocks and open schedstat files,
+        read again only when the number of threads changed: listing them
+        and asking for their clocks every step cost more than reading them
+        (issue 36)."""
+        threads, files, settled = [], {}, True
         for thread in threading.enumerate():
             ident, native = thread.ident, getattr(thread, "native_id", None)
-            if ident is None or ident == self._thread:
+            if ident is None or native is None:
+                # Still starting: counted already, so listed again next time.
+                settled = False
+                continue
+            if ident == self._thread:
                 continue
             try:
                 fd = self._files.pop(native, None)
-                if fd is None and native is not None:
+                if fd is None:
                     fd = os.open(f"/proc/self/task/{native}/schedstat", os.O_RDONLY)
-                if fd is not None:
-                    files[native] = fd
-                waited = self._runnable(fd) if fd is not None else 0.0
-                times[ident] = time.clock_gettime(time.pthread_getcpuclockid(ident)) + waited
+                files[native] = fd
+                threads.append((ident, time.pthread_getcpuclockid(ident), fd))
             except (OSError, ValueError):
+                settled = False
                 continue  # It ended meanwhile.
         # The threads that ended: their files go.
         for fd in self._files.values():
             _close_quietly(fd)
         self._files = files
-        return times
+        self._threads = threads
+        self._count = threading.active_count() if settled else None
 
     def _close(self):
         fd, self._schedstat = getattr(self, "_schedstat", None), None

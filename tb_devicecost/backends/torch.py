@@ -20,11 +20,18 @@ from tb_devicecost.backends import placement
 from tb_devicecost.traces import torch_trace
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
-from tb_devicecost.backends.jax import _leaves
+from tb_devicecost.backends.jax import _close, _leaves
 
 
 class Completions:
     """Completion times of PyTorch steps, on `clock`.
+
+    The per-step work is what the step cannot do without: on CUDA, one
+    event recorded on the stream the fit runs on (read once, at the first
+    step, with the reference event); whether the steps run on CUDA is
+    read once too, from the first step's outputs. Events whose time was
+    read are recorded again (`_free`): creating and destroying one per step
+    cost the training thread more than recording it (issue 36).
 
     Args:
         clock: Function returning seconds (`time.perf_counter`).
@@ -34,38 +41,62 @@ class Completions:
         self._clock = clock
         self._reference = None
         self._reference_at = None
+        # `None` until a step's outputs hold a tensor; then whether on CUDA.
+        self._cuda = None
+        self._stream = None
+        self._record = None
+        self._free = []
 
     def source(self, logs, returned):
         """`(timer, done)` for `dispatched`: a function giving the CUDA
         completion time (`None` until complete), or the time the step
         returned when it ran on the CPU."""
-        tensor = next(
-            (value for value in _leaves(logs) if hasattr(value, "is_cuda")), None
-        )
-        if tensor is None or not tensor.is_cuda:
+        if self._cuda is None:
+            tensor = next(
+                (value for value in _leaves(logs) if hasattr(value, "is_cuda")), None
+            )
+            if tensor is None:
+                return None, returned
+            self._cuda = bool(tensor.is_cuda)
+            if self._cuda:
+                self._calibrate()
+        if not self._cuda:
             return None, returned
-        import torch
-
-        if self._reference is None:
-            self._calibrate(torch)
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
+        free = self._free
+        event = free.pop() if free else self._new_event()
+        self._record(event, self._stream)
         reference, at = self._reference, self._reference_at
 
         def timer():
             if not event.query():
                 return None
-            return at + reference.elapsed_time(event) / 1e3
+            done = at + reference.elapsed_time(event) / 1e3
+            # Read: the event may be recorded again.
+            free.append(event)
+            return done
 
         return timer, None
 
-    def _calibrate(self, torch):
+    def _new_event(self):
+        import torch
+
+        return torch.cuda.Event(enable_timing=True)
+
+    def _calibrate(self):
         # Once, in the warm-up step: an idle GPU reaches the reference
         # event as soon as it is recorded.
+        import torch
+
+        self._stream = torch.cuda.current_stream()
+        # `Event.record` asks for the current stream each call; the fit's
+        # steps run on this one.
+        self._record = getattr(
+            getattr(torch._C, "_CudaEventBase", None), "record", torch.cuda.Event.record
+        )
         torch.cuda.synchronize()
-        reference = torch.cuda.Event(enable_timing=True)
+        reference = self._new_event()
         before = self._clock()
-        reference.record()
+        reference.record(self._stream)
         reference.synchronize()
         self._reference_at = (before + self._clock()) / 2
         self._reference = reference
@@ -79,6 +110,9 @@ class TorchBackend(base.Backend):
 
     name = "torch"
     asynchronous = True
+    # `timed_torch` keeps a failure of ours from the step itself: three
+    # frames fewer a step than the generic guard (`step_wrappers._guarded`).
+    guards_step = True
     fetches_before_batch_begin = True
     window_cost_s = 0.23
     # The profiler starts a step before the window to see its first fetch.
@@ -106,72 +140,81 @@ class TorchBackend(base.Backend):
 
         def timed_torch(data):
             nonlocal on_cpu
-            entered = dispatch = clock()
-            fetched = callback._fetched_at or dispatch
-            start = callback._fetch_started or fetched
-            start = min(start, fetched)
-            held_between = 0.0
-            if between is not None:
-                # The fetch is asleep on the pipeline's queue: data wait
-                # already.
-                held_between = max(0.0, between.until(dispatch) - (fetched - start))
-            window = callback._traces.window if role == "train" else None
-            if window is not None:
-                transition = callback._before_traced_step(steps.upcoming_step)
-                if transition is not None:
-                    # The window opened or closed after this step's
-                    # fetch: the step is timed as if fetched after it.
-                    began, ended, previous = transition
-                    wait = fetched - max(start, start if previous is None else previous)
-                    start, fetched = ended - max(0.0, wait), ended
-                    dispatch = max(dispatch, ended)
-                    entered = ended
-                window = callback._traces.window
-            batch = data[0] if isinstance(data, list) and data else data
-            marker = None
-            traced = steps.upcoming_step
-            if window is not None:
-                marker = window.step_marker(traced)
-            called = clock()
-            metered = meter.start(called) if on_cpu is not False or metered_on_gpu else None
+            if not callback._enabled:
+                return original(data)
+            try:
+                entered = dispatch = clock()
+                fetched = callback._fetched_at or dispatch
+                start = callback._fetch_started or fetched
+                start = min(start, fetched)
+                held_between = 0.0
+                if between is not None:
+                    # The fetch is asleep on the pipeline's queue: data wait
+                    # already.
+                    held_between = max(0.0, between.until(dispatch) - (fetched - start))
+                window = callback._traces.window if role == "train" else None
+                if window is not None:
+                    transition = callback._before_traced_step(steps.upcoming_step)
+                    if transition is not None:
+                        # The window opened or closed after this step's
+                        # fetch: the step is timed as if fetched after it.
+                        began, ended, previous = transition
+                        wait = fetched - max(start, start if previous is None else previous)
+                        start, fetched = ended - max(0.0, wait), ended
+                        dispatch = max(dispatch, ended)
+                        entered = ended
+                    window = callback._traces.window
+                batch = data[0] if isinstance(data, list) and data else data
+                marker = None
+                traced = steps.upcoming_step
+                if window is not None:
+                    marker = window.step_marker(traced)
+                called = clock()
+                metered = meter.start(called) if on_cpu is not False or metered_on_gpu else None
+            except Exception as error:  # pylint: disable=broad-except
+                callback._disable(error)
+                return original(data)
             try:
                 result = original(data)
             finally:
                 if marker is not None:
-                    window.close_marker(marker)
-            returned = clock()
-            timer, done = completions.source(result, returned)
-            on_cpu = done is not None
-            held = 0.0
-            if done is not None:
-                held = meter.stop(metered, returned)
-            elif metered_on_gpu:
-                # A CUDA step's launch sleeps only for the GIL.
-                held = meter.stop(metered, returned, asleep_is_gil=True)
-            if between is not None:
-                between.returned(returned)
-            steps.dispatched(
-                callback._batch_begin,
-                start,
-                fetched,
-                dispatch,
-                batch_size=placement.batch_size(batch),
-                excluded=callback._take_excluded(),
-                timer=timer,
-                done=done,
-                held=held,
-                held_between=held_between,
-            )
-            # Our own time: this function's outside Keras's call, before the
-            # first step's probes (kept out apart; `aggregate.SelfTime`).
-            own.training_thread_s += called - entered + clock() - returned
-            if callback._needs_batch.get(role, False):
-                callback._after_first_async_step(role, batch, None)
-            if window is not None:
-                window.dispatched(callback._batch_begin, traced)
-            callback._fetched_at = None
-            if callback._loop is None:
-                callback._fetch_started = clock()
+                    _close(callback, window, marker)
+            try:
+                returned = clock()
+                timer, done = completions.source(result, returned)
+                on_cpu = done is not None
+                held = 0.0
+                if done is not None:
+                    held = meter.stop(metered, returned)
+                elif metered_on_gpu:
+                    # A CUDA step's launch sleeps only for the GIL.
+                    held = meter.stop(metered, returned, asleep_is_gil=True)
+                if between is not None:
+                    between.returned(returned)
+                steps.dispatched(
+                    callback._batch_begin,
+                    start,
+                    fetched,
+                    dispatch,
+                    batch_size=placement.batch_size(batch),
+                    excluded=callback._take_excluded(),
+                    timer=timer,
+                    done=done,
+                    held=held,
+                    held_between=held_between,
+                )
+                # Our own time: this function's outside Keras's call, before
+                # the first step's probes (kept out apart; `aggregate.SelfTime`).
+                own.training_thread_s += called - entered + clock() - returned
+                if callback._needs_batch.get(role, False):
+                    callback._after_first_async_step(role, batch, None)
+                if window is not None:
+                    window.dispatched(callback._batch_begin, traced)
+                callback._fetched_at = None
+                if callback._loop is None:
+                    callback._fetch_started = clock()
+            except Exception as error:  # pylint: disable=broad-except
+                callback._disable(error)
             return result
 
         return timed_torch

@@ -135,3 +135,33 @@ def test_a_cuda_launch_s_sleep_beside_a_thread_that_ran_is_all_gil_wait():
     started = meter.start(began)
     time.sleep(0.05)
     assert meter.stop(started, time.perf_counter(), asleep_is_gil=True) < 0.01
+
+
+def test_threads_started_and_ended_between_steps_are_metered():
+    """The meter lists the other threads again only when their number
+    changes (issue 36): a spinner started after the meter's first steps
+    still makes the next step wait, and once it has ended a step waits for
+    nothing and the meter keeps working."""
+    meter = gil_wait.GilWait()
+    assert meter.available
+    for _ in range(3):
+        step(meter, seconds=0.02)  # The list of threads is read here: no spinner yet.
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        wall, held, cpu = step(meter)
+    finally:
+        stop.set()
+        spinner.join()
+    assert 0.1 * wall < held <= wall - cpu + 0.001
+    time.sleep(0.01)
+    began = time.perf_counter()
+    started = meter.start(began)
+    time.sleep(0.05)  # Asleep, with no other thread running.
+    assert meter.stop(started, time.perf_counter()) < 0.01
