@@ -16,8 +16,14 @@ analysis imports nothing of it.
 - `jobs`: the words of a distributed job's findings (`straggler`,
   `waiting_for_others`);
 - `comparisons`: a comparison's explanation; `predictions`: a prediction
-  checked;
+  checked; `estimates`: what a fix would buy; `tried`: fixes tried;
+  `sweeps`: a batch-size sweep; `problems`: a run's problems and a
+  comparison's baseline;
 - `render`: the `SAYS` table of every `Reason` code, and `render(result)`.
+
+No threshold is imported here (the analysis decides, and a `Finding`
+carries the limits its words quote), and no backend name is compared
+(`format/backend_facts.py`).
 """
 
 from tb_devicecost.words.render import render
