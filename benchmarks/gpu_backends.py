@@ -68,7 +68,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
     import keras
 
     import tb_devicecost
-    from tb_devicecost import analysis
+    from tb_devicecost import words
     from tb_devicecost.reading import reader
     from models import build, data
 
@@ -202,7 +202,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
                 covered_s = timed_record.aggregate["components"]["step"]["sum_ms"] / 1e3
                 uncovered.append((span_s - covered_s) / span_s)
             # What the run says measuring took of each step (issue 36).
-            own = analysis.analyze_run(timed_record).get("self_us_per_step")
+            own = words.analyze_run(timed_record).get("self_us_per_step")
             if own is not None:
                 own_us.append(own)
         recorded_ms = statistics.median(recorded)

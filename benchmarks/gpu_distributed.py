@@ -208,11 +208,11 @@ def run_job(out, name, kind, delay_ms, mode, count, on_gpus, logdir, timeout=600
 
 def job_report(logdir):
     """The job's group in the report, and each process's run object."""
-    from tb_devicecost import analysis
+    from tb_devicecost import words
     from tb_devicecost.reading import reader
 
     records = reader.read_runs(reader.local_provider(logdir))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [job] = report["workers"]
     runs = {run["run"]: run for run in report["runs"]}
     return job, runs

@@ -287,7 +287,7 @@ def measure_report(logdir, repeats):
 
 def in_process(logdir, repeat):
     """Medians (s) of reading, the whole analysis and the workers part."""
-    from tb_devicecost import analysis
+    from tb_devicecost import words
     from tb_devicecost.analysis import record as run_records
     from tb_devicecost.analysis import workers
     from tb_devicecost.reading import reader
@@ -299,7 +299,7 @@ def in_process(logdir, repeat):
                                              reader.scan_if_local(logdir))
         read.append(time.perf_counter() - started)
         started = time.perf_counter()
-        report = analysis.build_report(records, unread=unread)
+        report = words.build_report(records, unread=unread)
         build.append(time.perf_counter() - started)
         started = time.perf_counter()
         workers.build_workers([run_records.read_run(item) for item in records], report["runs"])

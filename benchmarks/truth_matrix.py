@@ -48,10 +48,10 @@ def close(measured, injected):
 def analyse(logdir, facts):
     """`[(case, injected, parts, verdict, ok)]` of one backend's runs."""
     sys.path.insert(0, ROOT)
-    from tb_devicecost import analysis
+    from tb_devicecost import words
     from tb_devicecost.reading import reader
 
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"]: run for run in report["runs"]}
     rows = []
     for case, fact in facts["cases"].items():

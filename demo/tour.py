@@ -15,6 +15,7 @@ import re
 import sys
 
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 
@@ -436,12 +437,12 @@ def main(argv=None):
 
     own_signals()  # Ctrl-C or `kill` stops the TensorBoard of the screenshots too.
     if args.gpu_logdir:
-        report = analysis.build_report(reader.read_runs(reader.local_provider(args.gpu_logdir)))
+        report = words.build_report(reader.read_runs(reader.local_provider(args.gpu_logdir)))
         splice(args.readme, render_gpu(report, args.images, args.gpu_logdir), GPU_START, GPU_END)
         if not args.no_screenshots:
             take_gpu_screenshots(args.gpu_logdir, args.images)
     else:
-        report = analysis.build_report(reader.read_runs(reader.local_provider(args.logdir)))
+        report = words.build_report(reader.read_runs(reader.local_provider(args.logdir)))
         splice(args.readme, render(report, images=args.images))
         if not args.no_screenshots:
             take_screenshots(args.logdir, args.images)

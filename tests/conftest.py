@@ -47,14 +47,14 @@ def jax_job(tmp_path_factory):
     with process 1 slowed (`slow`) and once without (`even`), run once for
     `analysis/test_workers.py` and `browser/test_workers.py`: `logdir`,
     `facts` by job, `records` by run and the `report`."""
-    from tb_devicecost import analysis
+    from tb_devicecost import words
 
     logdir = str(tmp_path_factory.mktemp("jax_jobs"))
     facts = distributed_runs.jax_jobs(logdir)
     records = reader.read_runs(reader.local_provider(logdir))
     return {"logdir": logdir, "facts": facts,
             "records": {record.run: record for record in records},
-            "report": analysis.build_report(records)}
+            "report": words.build_report(records)}
 
 
 @pytest.fixture(scope="session")

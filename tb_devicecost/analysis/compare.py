@@ -1,8 +1,8 @@
 """Runs compared with a baseline: speedups, differences, and why, in numbers.
 
 Which run is compared with which is `pairing.py`'s (like with like, the
-CPU counterpart by default); the explanation's words are
-`comparison_text.py`'s. Speedups and differences are of mean steady-state
+CPU counterpart by default); the explanation is a
+`reasons.Reason` that `tb_devicecost.words.comparisons` says. Speedups and differences are of mean steady-state
 steps: throughput is what a mean gives. Why two runs differ comes from
 their numbers: each device's fixed cost and cost per sample over the same
 model's runs at other batch sizes, or its sweep's (`scaling`), the device's busy time from
@@ -10,12 +10,19 @@ a trace, the batch's copy to the device (`parts`). `docs/VERDICTS.md`
 ("Comparing runs") documents the rules.
 """
 
-from tb_devicecost.analysis import comparison_text
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.guards import MAX_VALUE
+from tb_devicecost.analysis.reasons import reason
+from tb_devicecost.analysis.thresholds import FLAT_STEP_SHARE
+from tb_devicecost.analysis.thresholds import SAME_COMPONENT_MS
+from tb_devicecost.analysis.thresholds import SAME_COMPONENT_RATIO
+from tb_devicecost.analysis.thresholds import SAME_SPEED
+from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
+from tb_devicecost.analysis.thresholds import WARMUP_NOTE_MS
+from tb_devicecost.analysis.thresholds import WARMUP_NOTE_RATIO
 from tb_devicecost.format import vocabulary
 
 
@@ -75,7 +82,7 @@ def compare_runs(results, baseline=None, context=None):
     }
 
 
-def _means(result):
+def component_means(result):
     """Each component's mean per step (ms)."""
     return {
         name: result[vocabulary.component_column(name)]["mean"]
@@ -83,7 +90,7 @@ def _means(result):
     }
 
 
-def _per_sample(result, name):
+def per_1000_samples(result, name):
     mean_ms = result[vocabulary.component_column(name)]["mean"]
     samples = result["samples_per_step"]
     if mean_ms is None or not samples:
@@ -111,9 +118,9 @@ def _compare(run, base, context=(), found=None):
         basis, speedup = "step_time", speedup_step
     else:
         basis, speedup = "samples_per_s", speedup_rate
-    per_step, base_per_step = _means(run), _means(base)
-    per_1000 = {name: _per_sample(run, name) for name in vocabulary.COMPONENTS}
-    base_per_1000 = {name: _per_sample(base, name) for name in vocabulary.COMPONENTS}
+    per_step, base_per_step = component_means(run), component_means(base)
+    per_1000 = {name: per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+    base_per_1000 = {name: per_1000_samples(base, name) for name in vocabulary.COMPONENTS}
     row = {
         "run": run["run"],
         "against": base["run"],
@@ -138,19 +145,54 @@ def _compare(run, base, context=(), found=None):
     row["same_model"] = pairing.same_model(run["run"], base["run"])
     row["scaling"] = None if same_run else scaling(run, base, context, found)
     row["parts"] = None if same_run else parts(run, base, row["scaling"])
-    row["explanation"] = (
-        "baseline" if same_run else comparison_text.explain(run, base, row, per_step,
-                                                            base_per_step, per_1000,
-                                                            base_per_1000)
-        + comparison_text.why(run, base, row)
-    )
-    if not row["same_model"]:
-        row["explanation"] += (
-            f" Different models or set-ups: {run['run']} and {base['run']} differ "
-            "in more than the device and batch size, so this ratio compares "
-            "them, not two devices."
-        )
+    # Said by `words.comparisons` from the row's numbers and both runs'.
+    row["explanation"] = "baseline" if same_run else reason(
+        "comparison", run=run, base=base, row=row, judged=judged(run, base, row))
     return row
+
+
+def judged(run, base, row):
+    """What a row's explanation rests on, decided by the thresholds of "as
+    fast as" and "the same" (`words.comparisons` says it): whether the
+    speedup is about 1 (`same_speed`); each component's difference, per
+    step or per 1000 samples as the row compares them (`components`:
+    `"different"`, `"about_same"` within `SAME_COMPONENT_RATIO`, else
+    `"close"`, under `close_ms`); whether the warm-up is worth a note; each
+    fitted device's step flat in the batch (`flat`); a small batch."""
+    speedup = row["speedup"]
+    if row["basis"] == "samples_per_s":
+        values = {name: per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+        base_values = {name: per_1000_samples(base, name) for name in vocabulary.COMPONENTS}
+    else:
+        values, base_values = component_means(run), component_means(base)
+    components = {}
+    for name in vocabulary.COMPONENTS:
+        value_ms, base_value_ms = values[name], base_values[name]
+        if value_ms is None or base_value_ms is None:
+            continue
+        difference = abs(value_ms - base_value_ms)
+        near = SAME_COMPONENT_RATIO * max(abs(value_ms), abs(base_value_ms))
+        components[name] = (
+            "different" if not difference < max(SAME_COMPONENT_MS, near)
+            else "about_same" if difference < near else "close")
+    warmup_ms, base_warmup_ms = run["warmup_ms"], base["warmup_ms"]
+    fits = (row["scaling"] or {}).get("devices") or {}
+    return {
+        "same_speed": speedup is not None and abs(speedup - 1.0) < SAME_SPEED,
+        "components": components,
+        "close_ms": SAME_COMPONENT_MS,
+        "warmup_note": (
+            warmup_ms is not None and base_warmup_ms is not None
+            and warmup_ms >= WARMUP_NOTE_RATIO * base_warmup_ms
+            and warmup_ms - base_warmup_ms >= WARMUP_NOTE_MS),
+        "flat": {
+            device: fits[device]["per_sample_us"] / 1e3
+            * max(point["batch_size"] for point in fits[device]["points"])
+            < FLAT_STEP_SHARE * fits[device]["fixed_ms"]
+            for device in (run["device"], base["device"]) if device in fits
+        },
+        "small_batch": run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE,
+    }
 
 
 def _deltas(values, base_values):

@@ -9,6 +9,7 @@ the run trained) sets that cost apart: the cost of a ready batch
 (docs/VERDICTS.md, "The fetch floor").
 """
 
+from tb_devicecost.analysis.thresholds import EPSILON
 from tb_devicecost.analysis.thresholds import FETCH_FLOOR_MAX_FACTOR
 from tb_devicecost.analysis.thresholds import MIN_READY_FETCH_MS
 
@@ -45,6 +46,23 @@ def split_data_wait(mean_ms, p50_ms, fetch_floor_ms, fetch_in_graph):
         ready_fetch_ms = p50_ms
     ready_fetch_ms = min(ready_fetch_ms, mean_ms)
     return ready_fetch_ms, max(0.0, mean_ms - ready_fetch_ms)
+
+
+def ready_batch_case(p50_ms, fetch_floor_ms, mean_ms):
+    """How the typical step got its batch, as the words say it:
+    `(case, factor, clamped)`. `case`: `"at_floor"` (the p50 wait no more
+    than the fetch floor), `"within_factor"` (within `factor` =
+    `FETCH_FLOOR_MAX_FACTOR` times it) or `"waited"`; `clamped`: the cost of
+    a ready batch is more than the mean wait, so it is clamped to it."""
+    if p50_ms is not None and p50_ms <= fetch_floor_ms:
+        case = "at_floor"
+    elif p50_ms is not None and p50_ms <= FETCH_FLOOR_MAX_FACTOR * fetch_floor_ms:
+        case = "within_factor"
+    else:
+        case = "waited"
+    cost_ms = unclamped_ready_fetch_ms(p50_ms, fetch_floor_ms)
+    clamped = cost_ms is not None and mean_ms is not None and cost_ms > mean_ms + EPSILON
+    return case, FETCH_FLOOR_MAX_FACTOR, clamped
 
 
 def unclamped_ready_fetch_ms(p50_ms, fetch_floor_ms):

@@ -5,70 +5,27 @@ Every estimate is computed from the run's own numbers (its `RunData` and
 (`basis`): the mean step without the wait a faster pipeline would remove,
 the fit's wall time with a warm-up as short as a steady step, the step at a
 larger batch from the trace's device time per sample. Where the numbers
-are missing it says so and claims nothing (`no_estimate`). Its words
-(`text`) are rounded so that a bound stays true.
+are missing it says so and claims nothing (`no_estimate`). Its `basis`
+and `text` are `reasons.Reason`s: `tb_devicecost.words.estimates` says
+them, rounded so that a bound stays true.
 """
-
-import math
 
 from tb_devicecost.analysis.device_side import run_device_trace
 from tb_devicecost.analysis.names import is_accelerator
-from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_rate
-from tb_devicecost.analysis.formatting import fmt_ms
-from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.reasons import reason as said
 from tb_devicecost.analysis.thresholds import LATENCY_MAX_BATCH_GROWTH
 from tb_devicecost.analysis.thresholds import SHARED_CORES
 from tb_devicecost.format import vocabulary
 
 
-# Why a finding has no estimate.
-_NO_ESTIMATE = {
-    "no_steps": "nothing was measured yet",
-    "incomplete_run": "this finding is about the record, not the speed",
-    "fetch_in_graph": "this finding is about what can be measured, not the speed",
-    "measuring_cost": "this finding is about what can be measured, not the speed",
-    "no_fetch_floor": "nothing here is evidence of a slowdown to remove",
-    "compute_bound": (
-        "what a cheaper step buys depends on the change (XLA fusion, mixed "
-        "precision); nothing in this run's numbers predicts it"
-    ),
-    "cpu_ops_on_accelerator_run": (
-        "the time those ops and their copies take is part of compute and not "
-        "recorded apart"
-    ),
-    "cross_device_copies": (
-        "the time the copies take is part of compute and not recorded apart"
-    ),
-}
-_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
-
-
-# How an estimate's figures are rounded in words: a bound from below never
-# rounds up, a bound from above never rounds down. (The 1e-9 absorbs the
-# float error of the scaling, as in `formatting.fmt_share`.)
-_ROUNDING = {
-    "about": lambda scaled: math.floor(scaled + 0.5),
-    "at_most": lambda scaled: math.ceil(scaled - 1e-9),
-    "at_least": lambda scaled: math.floor(scaled + 1e-9),
-}
-_OPPOSITE = {"about": "about", "at_most": "at_least", "at_least": "at_most"}
-
-
-def rounded(value, bound="about", digits=2):
-    """`value` (positive) to `digits` significant digits, with commas: an
-    estimate's words claim no more precision than it has (`3.1`, `10`,
-    `410,000`), rounded so that a bound stays true (`_ROUNDING`); its fields
-    keep the exact figure."""
-    if value <= 0:
-        return "0"
-    exponent = math.floor(math.log10(value)) - (digits - 1)
-    mantissa = _ROUNDING[bound](value / 10.0**exponent)
-    return f"{mantissa * 10.0**exponent:,.{max(0, -exponent)}f}"
+# Where an estimate is a ratio under this, its words give the time saved
+# instead: "1.0x as fast" says nothing.
+WALL_SPEEDUP_WORDS = 1.1
 
 
 def no_estimate(reason):
-    """An `expected` that claims nothing, and says why."""
+    """An `expected` that claims nothing, and says why (`reason`, a
+    `reasons.Reason`)."""
     return {
         "bound": None,
         "speedup": None,
@@ -79,13 +36,13 @@ def no_estimate(reason):
         "batch_size": None,
         "capped": False,
         "basis": reason,
-        "text": "no estimate",
+        "text": said("no_estimate"),
     }
 
 
 def not_estimated(finding_id):
     """The `expected` of a finding that never has an estimate, with why."""
-    return no_estimate(_NO_ESTIMATE[finding_id])
+    return no_estimate(said("not_estimated", finding=finding_id))
 
 
 def _samples_estimate(figures, bound, step_ms, basis, samples_per_step=None,
@@ -95,11 +52,9 @@ def _samples_estimate(figures, bound, step_ms, basis, samples_per_step=None,
     before = figures.samples_per_s
     samples = samples_per_step or figures.samples_per_step
     if not before or not samples:
-        return no_estimate("the run's samples per step or samples/s were not recorded")
+        return no_estimate(said("samples_unrecorded"))
     if not step_ms or step_ms <= 0:
-        return no_estimate(
-            "without it the step would take no time at all, which no fix can buy"
-        )
+        return no_estimate(said("no_time_left"))
     after = samples / step_ms * 1e3
     speedup = after / before
     expected = no_estimate(basis)
@@ -111,11 +66,8 @@ def _samples_estimate(figures, bound, step_ms, basis, samples_per_step=None,
         step_ms=step_ms,
         batch_size=batch_size,
         capped=capped,
-        text=(
-            f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x the samples/s"
-            + (f" at batch {fmt_count(batch_size)}" if batch_size else "")
-            + f" ({rounded(after, bound)} instead of {fmt_rate(before)})"
-        ),
+        text=said("samples_text", bound=bound, speedup=speedup, batch_size=batch_size,
+                  after=after, before=before),
     )
     return expected
 
@@ -135,31 +87,19 @@ def _wall_estimate(run, figures, bound, saved_ms, basis):
     before_ms, whole = _fit_wall(run, figures)
     after_ms = before_ms - saved_ms
     if not before_ms:
-        return no_estimate("the fit's wall time was not recorded")
+        return no_estimate(said("wall_unrecorded"))
     if saved_ms <= 0:
-        return no_estimate("it took no longer than steady steps would have")
+        return no_estimate(said("nothing_saved"))
     if after_ms <= 0:
-        return no_estimate("the time it took is the whole fit's, so no ratio can be given")
+        return no_estimate(said("whole_fit"))
     if not whole:
-        basis += (
-            "; the fit's time outside the steps was not recorded, so its wall "
-            "time here is warm-up and steady steps only"
-        )
+        basis = said("wall_of_steps_only", basis=basis)
     speedup = before_ms / after_ms
-    if speedup < 1.1:
-        # "1.0x as fast" says nothing: the time saved does.
-        text = (
-            f"{_BOUND_WORDS[bound]} {rounded(saved_ms, bound)} ms less wall "
-            f"time, {fmt_share(saved_ms / before_ms)} of the fit's {fmt_ms(before_ms)} ms"
-        )
+    if speedup < WALL_SPEEDUP_WORDS:
+        text = said("wall_saved_text", bound=bound, saved_ms=saved_ms, before_ms=before_ms)
     else:
-        # Three digits for the wall time, so that it reads as less than
-        # the time it is set against.
-        text = (
-            f"{_BOUND_WORDS[bound]} {rounded(speedup, bound)}x as fast a fit "
-            f"({rounded(after_ms, _OPPOSITE[bound], digits=3)} ms of wall time "
-            f"instead of {fmt_ms(before_ms)} ms)"
-        )
+        text = said("wall_speedup_text", bound=bound, speedup=speedup, after_ms=after_ms,
+                    before_ms=before_ms)
     expected = no_estimate(basis)
     expected.update(
         bound=bound,
@@ -178,7 +118,7 @@ def input_estimate(run, figures):
     where the fix is input workers on a CPU-only host of few cores."""
     step_ms, starved_ms = figures.step.mean, figures.starved_data_wait_ms
     if step_ms is None or starved_ms is None:
-        return no_estimate("the run's mean step or data wait was not recorded")
+        return no_estimate(said("step_or_wait_unrecorded"))
     kind = (run.input_pipeline or {}).get("kind")
     if (
         kind in ("PyDataset", "generator", "torch DataLoader")
@@ -186,25 +126,15 @@ def input_estimate(run, figures):
         and run.cpu_count is not None
         and run.cpu_count <= SHARED_CORES
     ):
-        return no_estimate(
-            f"the model trains on this host's {fmt_count(run.cpu_count)} CPU cores, and "
-            "input workers would share them: what they buy depends on how much "
-            "of the model's compute they take, which this run cannot tell "
-            "(tb_devicecost.try_fixes measures it)"
-        )
+        return no_estimate(said("workers_share_cores", cores=run.cpu_count))
     after_ms = step_ms - min(starved_ms, step_ms)
-    wait = (
-        "wait above the cost of a ready batch"
-        if figures.ready_fetch_ms is not None
-        else "data wait (no fetch floor was measured, so all of it)"
-    )
     bound, why = input_bound(run)
     return _samples_estimate(
         figures,
         bound,
         after_ms,
-        f"the {fmt_ms(step_ms)} ms mean step without its {fmt_ms(starved_ms)} ms mean "
-        f"{wait}: {fmt_ms(after_ms)} ms, if the pipeline kept ahead of the step" + why,
+        said("input_basis", step_ms=step_ms, starved_ms=starved_ms, after_ms=after_ms,
+             floor_measured=figures.ready_fetch_ms is not None, why=why),
     )
 
 
@@ -239,7 +169,7 @@ def input_shares_cores(run):
 
 def input_bound(run):
     """`(bound, why)` of the input estimate: what the step without its wait
-    claims, by where the input ran.
+    claims, by where the input ran; `why`, a `reasons.Reason` or `None`.
 
     - Python input on threads beside the loop (`input_threads`), or a
       `tf.data` pipeline's threads on the few cores of a CPU-only host
@@ -256,42 +186,29 @@ def input_bound(run):
       its own), about.
     """
     if input_threads(run):
-        return "at_least", (
-            "; the input's Python ran on threads beside the loop and held the Python "
-            "lock (the GIL) the loop needs, a cost booked as compute and host overhead "
-            "that such a pipeline removes too, so this is a bound from below"
-        )
+        return "at_least", said("input_threads_held_gil")
     if input_shares_cores(run):
         # Issue 34, this machine's demo: the naive map's step computed
         # 48 ms against 28 ms with the augmentation in the model (the
         # wait predicted 1.8x, 3.1x achieved).
-        return "at_least", (
-            f"; the pipeline's own threads ran on the {fmt_count(run.cpu_count)} CPU "
-            "cores the model trains on, slowing its compute too, so this is a bound "
-            "from below"
-        )
+        return "at_least", said("input_threads_shared_cores", cores=run.cpu_count)
     if (run.input_pipeline or {}).get("kind") == "arrays" and is_accelerator(
             run.placement.device):
-        return "at_most", (
-            "; the steps are dispatched asynchronously, so the device may still be "
-            "working while the loop waits, and a faster pipeline buys at most this"
-        )
-    return "about", ""
+        return "at_most", said("input_dispatched_asynchronously")
+    return "about", None
 
 
 def host_estimate(run, figures):
     """At most: the mean step without any host overhead."""
     step_ms, host_ms = figures.step.mean, figures.host_overhead.mean
     if step_ms is None or host_ms is None:
-        return no_estimate("the run's mean step or host overhead was not recorded")
+        return no_estimate(said("step_or_host_unrecorded"))
     after_ms = step_ms - min(host_ms, step_ms)
     return _samples_estimate(
         figures,
         "at_most",
         after_ms,
-        f"the {fmt_ms(step_ms)} ms mean step without any of its {fmt_ms(host_ms)} ms "
-        f"mean host overhead: {fmt_ms(after_ms)} ms; some of the Keras loop always "
-        "remains, so this is a bound",
+        said("host_basis", step_ms=step_ms, host_ms=host_ms, after_ms=after_ms),
     )
 
 
@@ -302,43 +219,32 @@ def warmup_estimate(run, figures):
     warmup_ms = wall.warmup if wall.total and wall.warmup is not None else run.numbers.warmup_ms
     count = run.numbers.warmup_count or 1
     if step_ms is None or warmup_ms is None:
-        return no_estimate(
-            "no steady step was recorded to set against the warm-up"
-            if step_ms is None
-            else "the warm-up was not recorded"
-        )
+        return no_estimate(said("no_steady_step" if step_ms is None else "warmup_unrecorded"))
     saved_ms = max(0.0, warmup_ms - count * step_ms)
-    steps = "step" if count == 1 else f"{fmt_count(count)} steps"
     return _wall_estimate(
         run,
         figures,
         "at_most",
         saved_ms,
-        f"the fit's wall time if its warm-up {steps} ({fmt_ms(warmup_ms)} ms in "
-        f"total) had taken the {fmt_ms(step_ms)} ms mean steady step; compilation "
-        "is never free, so this is a bound",
+        said("warmup_basis", count=count, warmup_ms=warmup_ms, step_ms=step_ms),
     )
 
 
-def spike_estimate(run, figures, spikes, what):
+def spike_estimate(run, figures, spikes, finding_id):
     """At least: `spikes` steps each longer than SPIKE_RATIO x the p50 compute
-    were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical one."""
+    were at least (SPIKE_RATIO - 1) x the p50 compute longer than a typical
+    one; `finding_id`, `retracing` or `stalls`, says whose steps."""
     compute_ms = figures.compute.p50
     if not spikes or not compute_ms:
-        return no_estimate(
-            f"none of the {what} was a step longer than {vocabulary.SPIKE_RATIO:g}x "
-            "the p50 compute, so its cost is not set apart from the other steps'"
-        )
+        return no_estimate(said("no_spike", finding=finding_id, ratio=vocabulary.SPIKE_RATIO))
     saved_ms = spikes * (vocabulary.SPIKE_RATIO - 1.0) * compute_ms
     return _wall_estimate(
         run,
         figures,
         "at_least",
         saved_ms,
-        f"{fmt_count(spikes)} step(s) each took more than "
-        f"{vocabulary.SPIKE_RATIO:g}x the {fmt_ms(compute_ms)} ms p50 compute, so "
-        f"each was at least {fmt_ms((vocabulary.SPIKE_RATIO - 1.0) * compute_ms)} ms "
-        f"longer than a typical step: {fmt_ms(saved_ms)} ms in all",
+        said("spike_basis", spikes=spikes, ratio=vocabulary.SPIKE_RATIO,
+             compute_ms=compute_ms, saved_ms=saved_ms),
     )
 
 
@@ -356,19 +262,13 @@ def batch_estimate(run, figures):
     trace = run_device_trace(run)
     step_ms, batch = figures.step.mean, figures.samples_per_step or run.batch_size
     if trace is None or trace["busy_ms"] is None:
-        return no_estimate(
-            "what a larger batch buys needs the device's time per sample: a "
-            "trace window with a device plane (profile_steps), or runs of this "
-            "model at two batch sizes (see the comparison)"
-        )
+        return no_estimate(said("batch_needs_trace"))
     if not step_ms or not batch:
-        return no_estimate("the run's mean step or batch size was not recorded")
+        return no_estimate(said("step_or_batch_unrecorded"))
     busy_ms = min(trace["busy_ms"], step_ms)
     fixed_ms = step_ms - busy_ms
     if busy_ms <= 0 or fixed_ms <= 0:
-        return no_estimate(
-            "the trace shows no device time, or no time outside it, to set apart"
-        )
+        return no_estimate(said("trace_not_split"))
     per_sample_ms = busy_ms / batch
     half = batch * fixed_ms / busy_ms
     limit = LATENCY_MAX_BATCH_GROWTH * batch
@@ -377,20 +277,8 @@ def batch_estimate(run, figures):
     while target * 2 <= min(half, limit):
         target *= 2
     if target <= batch:
-        return no_estimate(
-            f"the device is already busy {fmt_share(busy_ms / step_ms)} of the mean "
-            "step: a larger batch fills little more of it"
-        )
+        return no_estimate(said("device_busy_already", share=busy_ms / step_ms))
     after_ms = fixed_ms + per_sample_ms * target
-    why = (
-        f"the largest power of two up to {fmt_count(limit)}, "
-        f"{fmt_count(LATENCY_MAX_BATCH_GROWTH)}x the batch that ran; capped there: "
-        "the device would be busy half the step only at about "
-        f"{fmt_count(half)} samples, further than one traced batch size supports"
-        if capped
-        else f"the largest power of two up to {fmt_count(half)}, the batch at "
-        "which the device would be busy half the step"
-    )
     # At least: the traced batch's device time per sample includes the
     # device's own cost per step, and the device works while the host
     # prepares the next step; both make the larger batch's step shorter
@@ -400,13 +288,9 @@ def batch_estimate(run, figures):
         figures,
         "at_least",
         after_ms,
-        f"the trace's {fmt_ms(busy_ms)} ms of device time per step for "
-        f"{fmt_count(batch)} samples is {fmt_ms(per_sample_ms * 1e3)} µs per sample; "
-        f"the rest of the {fmt_ms(step_ms)} ms mean step, {fmt_ms(fixed_ms)} ms, is a "
-        f"fixed cost paid at any batch. At batch {fmt_count(target)} ({why}) a "
-        f"step would take at most {fmt_ms(after_ms)} ms: one traced batch counts the "
-        "device's cost per step as a cost per sample, and the device works while "
-        "the host prepares the next step, so this is a bound from below",
+        said("batch_basis", busy_ms=busy_ms, batch=batch, per_sample_ms=per_sample_ms,
+             step_ms=step_ms, fixed_ms=fixed_ms, target=target, after_ms=after_ms,
+             capped=capped, limit=limit, growth=LATENCY_MAX_BATCH_GROWTH, half=half),
         samples_per_step=target,
         batch_size=target,
         capped=capped,
@@ -418,11 +302,7 @@ def straggler_estimate(straggler):
     step less what they wait for it (a `workers.Straggler`)."""
     mean_step_ms = straggler.mean_step_ms
     after_ms = mean_step_ms - straggler.saved_ms
-    estimate = no_estimate(
-        "the processes' mean step less the mean skew of the steps this "
-        "process arrived last at: what they wait for it; the steps are no "
-        "shorter than the next slowest process allows"
-    )
+    estimate = no_estimate(said("straggler_basis"))
     if mean_step_ms > 0 and after_ms > 0:
         speedup = mean_step_ms / after_ms
         estimate.update(
@@ -430,10 +310,8 @@ def straggler_estimate(straggler):
             speedup=speedup,
             of="step_ms",
             step_ms=after_ms,
-            text=(
-                f"at most {rounded(speedup)}x faster steps ({fmt_ms(after_ms)} ms "
-                f"instead of {fmt_ms(mean_step_ms)} ms, mean over the processes)"
-            ),
+            text=said("straggler_text", speedup=speedup, after_ms=after_ms,
+                      mean_step_ms=mean_step_ms),
         )
     return estimate
 
@@ -441,9 +319,7 @@ def straggler_estimate(straggler):
 def waiting_estimate(straggler_expected):
     """What a process `waiting_for_others` would gain: what the straggler's
     fix buys (its finding's `expected`)."""
-    return straggler_expected or no_estimate(
-        "what this process gains is what the straggler's fix buys"
-    )
+    return straggler_expected or no_estimate(said("waiting_basis"))
 
 
 def expected(finding, run, figures, retraced_spikes=0):
@@ -460,7 +336,7 @@ def expected(finding, run, figures, retraced_spikes=0):
     if kind in ("warmup", "warmup_dominated"):
         return warmup_estimate(run, figures)
     if kind == "retracing":
-        return spike_estimate(run, figures, retraced_spikes, "retraced steps")
+        return spike_estimate(run, figures, retraced_spikes, "retracing")
     if kind == "stalls":
         return spike_estimate(run, figures, finding.count, "stalls")
     return not_estimated(kind)

@@ -10,6 +10,7 @@ was importable in the recorded process (`tf_data_advisable`).
 """
 
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.format import backend_facts
 
 # Findings whose fix is a faster input pipeline.
 INPUT_FINDINGS = ("input_bound", "input_stalls")
@@ -26,14 +27,16 @@ def tf_data_advisable(run):
     recorded process (the run info's `importable`; unknown in older runs,
     whose advice keeps naming it)."""
     importable = run.importable
-    if not isinstance(importable, dict) or "tensorflow" not in importable:
+    if not isinstance(importable, dict):
         return True
-    return importable["tensorflow"] is True
+    # The package, not the Keras backend: a JAX run may import TensorFlow.
+    return importable.get("tensorflow", True) is True
 
 
 def spe_supported(run):
-    """`steps_per_execution` is a Keras setting of TensorFlow and JAX only."""
-    return run.backend != "torch"
+    """`steps_per_execution` is a Keras setting of TensorFlow and JAX only
+    (`backend_facts`)."""
+    return backend_facts.of(run.backend).steps_per_execution
 
 
 def input_change(run):

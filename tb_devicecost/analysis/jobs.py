@@ -13,7 +13,8 @@ processes.
 
 import dataclasses
 
-from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.reasons import Reason
+from tb_devicecost.analysis.reasons import reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,13 +23,13 @@ class Unaligned:
 
     `process_index` is the index its directory gives; `claimed_index` the
     one its run info gives, when that is a place in the job (`None`
-    otherwise); `reason` says why, in words.
+    otherwise); `reason` says why (a `reasons.Reason`, said by `words.jobs`).
     """
 
     run: str
     process_index: int
     claimed_index: int
-    reason: str
+    reason: Reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,37 +61,25 @@ def missing_ranges(count, present):
 
 
 def alignment_problem(members, names, series):
-    """Why no step could be lined up, in words (`None` when some were)."""
+    """Why no step could be lined up, a `reasons.Reason`."""
     if len(members) < 2:
-        which = f"process {members[0][0]}" if members else "no process"
-        return (f"Only {which} could be placed in the job, so there is nothing to "
-                "line it up with: no straggler can be named.")
+        return reason("only_one_placed", index=members[0][0] if members else None)
     empty = [name for name, item in zip(names, series) if item is None or not len(item.step)]
     if empty:
-        return (f"No steps lined up: {_names(empty)} {'has' if len(empty) == 1 else 'have'} "
-                "no steady steps (no per-step series was read, or every step is warm-up "
-                "or damaged), so no straggler can be named.")
-    spans = ", ".join(
-        f"process {index} steps {int(item.step[0]):,}\u2013{int(item.step[-1]):,}"
+        return reason("no_steady_steps", names=tuple(empty))
+    spans = tuple(
+        (index, int(item.step[0]), int(item.step[-1]))
         for (index, _), item in list(zip(members, series))[:4])
-    return (f"No steps lined up: the processes share no global step ({spans}"
-            f"{', ...' if len(members) > 4 else ''}), so no straggler can be named.")
-
-
-def _names(names, most=3):
-    shown = ", ".join(confined(name) for name in names[:most])
-    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
+    return reason("no_shared_step", spans=spans, more=len(members) > 4)
 
 
 def count_problem(counts):
-    """Why the job's size is uncertain, in words, or `None`: its runs' info
-    disagree on the process count (`JobRuns.counts`)."""
+    """Why the job's size is uncertain (a `reasons.Reason`), or `None`: its
+    runs' info disagree on the process count (`JobRuns.counts`)."""
     if len(counts) < 2:
         return None
-    said = ", ".join(f"{confined(run)} says {count:,}" for count, run in counts[:4])
-    return (f"The processes' run info disagree on the job's size ({said}"
-            f"{', ...' if len(counts) > 4 else ''}): it is taken as "
-            f"{max(count for count, _ in counts):,} processes.")
+    return reason("job_size_disagrees", counts=tuple(counts[:4]), more=len(counts) > 4,
+                  taken=max(count for count, _ in counts))
 
 
 def group_runs(runs, by_name, skipped=()):
@@ -114,7 +103,7 @@ def group_runs(runs, by_name, skipped=()):
         job["unaligned"].append(Unaligned(
             run=name, process_index=claim.directory_index,
             claimed_index=claim.index if lined_up else None,
-            reason=f"it is not reported ({why.rstrip('.')}), so it is not lined up.",
+            reason=reason("not_reported", why=why),
         ))
     for run in sorted(runs, key=lambda item: item.run):
         claim = run.process
@@ -127,21 +116,16 @@ def group_runs(runs, by_name, skipped=()):
                                         "counts": {}})
         job["count"] = max(job["count"], count)
         job["counts"].setdefault(count, name)
-        reason = None
+        why = None
         if index is None and claim.given_index is not None:
-            reason = (f"its directory says process {directory_index:,} but its run info "
-                      f"gives process index {confined(claim.given_index)}, which is no "
-                      "process's place, so it is not lined up.")
+            why = reason("index_no_place", directory_index=directory_index,
+                         given=claim.given_index)
         elif index is None:
-            reason = (f"its directory says process {directory_index:,} but its run info "
-                      "gives no process index, so it is not lined up.")
+            why = reason("index_missing", directory_index=directory_index)
         elif directory_index != index:
-            reason = (f"its directory says process {directory_index:,} but its run info "
-                      f"says process {index:,}, so it is not lined up (rename its "
-                      f"directory process_{index}).")
+            why = reason("index_disagrees", directory_index=directory_index, index=index)
         elif index >= count:
-            reason = (f"its run info says process {index:,} of {count:,} processes, "
-                      "an index beyond the count, so it is not lined up.")
+            why = reason("index_beyond_count", index=index, count=count)
         elif index in job["members"]:
             # Two runs claiming one index (`process_1` and `process_01`, or a
             # rerun into the same log_dir): the one named as the recording
@@ -151,16 +135,14 @@ def group_runs(runs, by_name, skipped=()):
                     f"/process_{index}/" not in f"/{first.run}/":
                 job["members"][index], run, name = run, first, first.run
                 directory_index = first.process.directory_index
-            reason = (f"process {index:,} is also recorded as "
-                      f"{confined(job['members'][index].run)}, which is "
-                      "the one lined up; this run is not.")
-        if reason is None:
+            why = reason("index_repeated", index=index, lined_up=job["members"][index].run)
+        if why is None:
             job["members"][index] = run
         else:
             job["unaligned"].append(Unaligned(
                 run=name, process_index=directory_index,
                 claimed_index=index if index is not None and index < count else None,
-                reason=reason,
+                reason=why,
             ))
     return {
         group: JobRuns(

@@ -12,6 +12,7 @@ documents the rules.
 import re
 
 from tb_devicecost.analysis import names
+from tb_devicecost.analysis.reasons import reason
 
 # A device named in a run name: `cpu`, `gpu0`, `GPU:1`, `tpu_2`... Two runs
 # whose names differ only in such words are the same model on two devices.
@@ -103,13 +104,7 @@ def plan(results, baseline):
                     siblings.append(sibling)
             else:
                 left_out.append(name)
-        reason = f"{baseline} was chosen as the baseline"
-        if siblings:
-            reason += (
-                "; runs of another role are compared with its run of that role ("
-                + ", ".join(siblings)
-                + ")"
-            )
+        figures = {"chosen": baseline, "siblings": tuple(siblings)}
     else:
         pairs = []
         for result in results:
@@ -117,14 +112,8 @@ def plan(results, baseline):
             if counterpart is not None:
                 against[result["run"]] = counterpart
                 against.setdefault(counterpart, counterpart)
-                pairs.append(f"{result['run']} with {counterpart}")
-        reason = (
-            "Each run is compared with the same model trained on the CPU: the "
-            "run of the same role whose name differs only in the device ("
-            + "; ".join(pairs[:3])
-            + ("; ..." if len(pairs) > 3 else "")
-            + ")"
-        )
+                pairs.append((result["run"], counterpart))
+        figures = {"pairs": tuple(pairs[:3]), "more": len(pairs) > 3}
     compared = {base for name, base in against.items() if name != base}
     pairs = [(name, against[name]) for name in run_names if against.get(name) in compared]
     if not compared:
@@ -139,14 +128,9 @@ def plan(results, baseline):
         )
     if not chosen_by_name:
         left_out = [name for name in run_names if name not in against]
-    if left_out:
-        shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
-        reason += (
-            "; left out, with no run of their role to compare with: "
-            if chosen_by_name
-            else "; left out, with no such run: "
-        ) + shown
-    return pairs, baseline, reason + "."
+    code = "baseline_named" if chosen_by_name else "baseline_cpu_counterparts"
+    return pairs, baseline, reason(code, left_out=tuple(left_out[:5]),
+                                   more_left_out=len(left_out) > 5, **figures)
 
 
 def default_baseline(results):

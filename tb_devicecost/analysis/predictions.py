@@ -42,10 +42,7 @@ import math
 
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import pairing
-from tb_devicecost.analysis import wording
-from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_ms
-from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.analysis.reasons import reason
 
 # A counterpart is a faster input pipeline when its mean wait above a ready
 # batch is at most this share of the run's: a quarter of the waiting gone.
@@ -57,9 +54,6 @@ FASTER_INPUT_WAIT = 0.75
 INPUT_FINDINGS = ("input_bound", "input_stalls")
 BATCH_FINDINGS = ("latency_bound", "small_batch")
 CHANGES = ("input_pipeline", "batch_size", "device")
-_BOUND_WORDS = {"about": "about", "at_most": "at most", "at_least": "at least"}
-
-
 def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -178,7 +172,7 @@ def _input_pairs(run, runs, signatures):
         predicted, unpredicted = _input_prediction(run, other, finding)
         pairs.append(_pair(
             run, other, "input_pipeline", finding["id"], finding, predicted,
-            f"the {finding['id']} finding's estimate, at the same batch size and device",
+            reason("prediction_same_setup", finding=finding["id"]),
             unpredicted=unpredicted,
         ))
     return pairs
@@ -195,10 +189,11 @@ def _input_prediction(run, other, finding):
     expected = finding.get("expected") or {}
     speedup = _number(expected.get("speedup"))
     if speedup is None or expected.get("of") != "samples_per_s":
-        return None, f"the {finding['id']} finding has no estimate: {expected.get('basis')}"
+        return None, reason("prediction_no_estimate", finding=finding["id"],
+                            basis=expected.get("basis"))
     change = _input_change(run.get("input_pipeline"), other.get("input_pipeline"))
     if change in ("threads", "processes"):
-        return None, wording.workers_unpredicted(change, expected.get("text"))
+        return None, reason("workers_unpredicted", kind=change, estimate=expected.get("text"))
     return speedup, None
 
 
@@ -322,30 +317,26 @@ def _batch_pairs(run, runs, signatures, sweeps=(), in_sweeps=()):
         measured = [point["batch_size"] for point in fit.get("points") or ()]
         extrapolated = bool(measured) and not all(
             min(measured) <= b <= max(measured) for b in (batch, size))
-        basis = (
-            f"the sweep {sweep['name']}'s fit of this model's step on {run['device']} (a "
-            f"fixed cost plus a cost per sample): {fmt_ms(fitted_ms(batch))} ms at batch "
-            f"{fmt_count(batch)}, {fmt_ms(fitted_ms(size))} ms at batch {fmt_count(size)}"
-        )
+        basis = reason("sweep_batch_basis", sweep=sweep["name"], device=run["device"],
+                       batch=batch, batch_ms=fitted_ms(batch), size=size,
+                       size_ms=fitted_ms(size))
         stated = {"speedup": predicted, "bound": "about", "batch_size": size,
-                  "text": f"about {fmt_speedup(predicted)} the samples/s at batch {fmt_count(size)}"}
+                  "text": reason("sweep_batch_text", speedup=predicted, size=size)}
         return [_pair(run, other, "batch_size", "sweep", stated, predicted, basis,
                       extrapolated=extrapolated, sweep=sweep["name"])]
     speedup = _number(expected.get("speedup"))
     if speedup is None or expected.get("of") != "samples_per_s" or not target:
         return [_pair(run, other, "batch_size", finding["id"], finding, None, None,
-                      unpredicted=f"the {finding['id']} finding has no estimate: "
-                      f"{expected.get('basis')}")]
+                      unpredicted=reason("prediction_no_estimate", finding=finding["id"],
+                                         basis=expected.get("basis")))]
     if size > target:
         return [_pair(
             run, other, "batch_size", finding["id"], finding, None, None,
-            unpredicted=(
-                f"batch {fmt_count(size)} is beyond the {fmt_count(target)} the "
-                f"{finding['id']} finding's estimate reaches from one traced batch; "
-                "a sweep of this model's batch sizes (tb_devicecost.sweep) predicts it"))]
+            unpredicted=reason("batch_beyond_estimate", size=size, target=target,
+                               finding=finding["id"]))]
     if size == target:
         return [_pair(run, other, "batch_size", finding["id"], finding, speedup,
-                      f"the {finding['id']} finding's estimate at batch {fmt_count(size)}")]
+                      reason("estimate_at_batch", finding=finding["id"], size=size))]
     # The finding's own line through the run's mean step and the step it
     # predicts at its batch, read at the counterpart's batch.
     samples = _number(run.get("samples_per_step")) or float(batch)
@@ -359,11 +350,7 @@ def _batch_pairs(run, runs, signatures, sweeps=(), in_sweeps=()):
     if step_at_size_ms <= 0:
         return []
     predicted = size / step_at_size_ms * 1e3 / _rate(run)
-    basis = (
-        f"the {finding['id']} finding estimated batch {fmt_count(target)}; its own "
-        f"line (the step as a fixed cost plus a cost per sample, through this "
-        f"run's mean step and the step it predicts there) at batch {fmt_count(size)}"
-    )
+    basis = reason("finding_line_basis", finding=finding["id"], target=target, size=size)
     return [_pair(run, other, "batch_size", finding["id"], finding, predicted, basis)]
 
 
@@ -427,23 +414,19 @@ def _device_pair(first, second, sweep):
         for point in fit.get("points") or ()
     ]
     extrapolated = bool(measured) and not min(measured) <= batch <= max(measured)
-    basis = (
-        f"the sweep {sweep['name']}'s fits of this model's step on each device "
-        f"(a fixed cost plus a cost per sample) at batch {fmt_count(batch)}: "
-        f"{fmt_ms(fitted_ms(slow))} ms on {slow['device']}, {fmt_ms(fitted_ms(fast))} ms on "
-        f"{fast['device']}"
-    )
+    basis = reason("sweep_device_basis", sweep=sweep["name"], batch=batch,
+                   slow_ms=fitted_ms(slow), slow=slow["device"], fast_ms=fitted_ms(fast),
+                   fast=fast["device"])
     predicted_by = {"speedup": predicted, "bound": "about", "batch_size": batch,
-                    "text": f"about {fmt_speedup(predicted)} the samples/s on {fast['device']}"}
+                    "text": reason("sweep_device_text", speedup=predicted, fast=fast["device"])}
     warming = [run["run"] for run in (slow, fast) if run.get("verdict") == "warmup_dominated"]
     if warming:
         # Issue 34: a short fit's steps after its warm-up are not yet
         # steady (JAX's CPU steps of warmup/short took 3.6 ms, of
         # warmup/long 1.5 ms); the sweep's fits are of steady steps.
         return _pair(slow, fast, "device", "sweep", predicted_by, None, basis,
-                     extrapolated=extrapolated, sweep=sweep["name"], unpredicted=(
-                         f"{warming[0]} is mostly warm-up, its steps not yet steady, and "
-                         "the sweep predicts the steps of a warmed-up fit"))
+                     extrapolated=extrapolated, sweep=sweep["name"],
+                     unpredicted=reason("mostly_warmup", run=warming[0]))
     return _pair(slow, fast, "device", "sweep", predicted_by, predicted, basis,
                  extrapolated=extrapolated, sweep=sweep["name"])
 
@@ -464,36 +447,14 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
         within, ratio = achieved >= predicted, None
     else:
         ratio = achieved / predicted if predicted else None
-    words = _BOUND_WORDS.get(bound, "about")
-    if predicted is None:
-        claim = f"no prediction for {other['run']}: {unpredicted}"
-    elif predicted_by == "sweep" and change == "batch_size":
-        claim = (
-            f"the sweep {sweep} (this model's step fitted on {run['device']}) predicted "
-            f"about {fmt_speedup(predicted)} the samples/s at batch "
-            f"{fmt_count(other['batch_size'])}"
-        )
-    elif predicted_by == "sweep":
-        claim = (
-            f"the sweep {sweep} (this model's step fitted on each device) predicted "
-            f"{words} {fmt_speedup(predicted)} the samples/s on {other['device']} at "
-            f"batch {fmt_count(other['batch_size'])}"
-        )
-    else:
-        claim = f"the {predicted_by} finding of {run['run']} predicted {expected.get('text')}"
-        if change == "batch_size" and other["batch_size"] != expected.get("batch_size"):
-            claim += (
-                f", so {words} {fmt_speedup(predicted)} at batch "
-                f"{fmt_count(other['batch_size'])} by its own line"
-            )
-    if within is not None:
-        verdict = ": the bound held." if within else ": the bound did not hold."
-    else:
-        verdict = f": {fmt_speedup(ratio)} the prediction." if ratio is not None else "."
-    text = (
-        f"{claim}; {other['run']} achieved {fmt_speedup(achieved)} "
-        f"({fmt_count(_rate(run))} to {fmt_count(_rate(other))} samples/s)" + verdict
-    )
+    # Said by `words.predictions`: what was predicted, what was achieved.
+    text = reason(
+        "prediction", run=run["run"], device=run["device"], counterpart=other["run"],
+        counterpart_device=other["device"], counterpart_batch=other["batch_size"],
+        change=change, predicted_by=predicted_by, sweep=sweep, predicted=predicted,
+        bound=bound, estimate=expected.get("text"), estimate_batch=expected.get("batch_size"),
+        unpredicted=unpredicted, within=within, ratio=ratio, achieved=achieved,
+        rate=_rate(run), counterpart_rate=_rate(other))
     return {
         "run": run["run"],
         "counterpart": other["run"],
@@ -516,5 +477,5 @@ def _pair(run, other, change, predicted_by, stated, predicted, basis,
         "batch_size": {"run": run.get("batch_size"), "counterpart": other.get("batch_size")},
         "device": {"run": run.get("device"), "counterpart": other.get("device")},
         "basis": basis,
-        "text": text[0].upper() + text[1:],
+        "text": text,
     }

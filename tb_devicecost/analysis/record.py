@@ -34,6 +34,7 @@ from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.names import run_name
 from tb_devicecost.analysis.placement_summary import read_placement
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.run_data import ModelSignature
 from tb_devicecost.analysis.run_data import RunData
 from tb_devicecost.analysis.run_data import StepNumbers
@@ -49,7 +50,8 @@ def read_run(record):
     """A `RunData` from a `reader.RunRecord` (or a dict with its fields).
 
     Problems found on the way (invalid numbers, sampled steps used) are
-    added to the record's own `problems`, as sentences.
+    added to the record's own `problems` (the reader's sentences) as
+    `reasons.Reason`s.
     """
     name = run_name(record)
     info = as_dict(record_field(record, "info", {}))
@@ -57,11 +59,7 @@ def read_run(record):
     aggregate = record_field(record, "aggregate")
     end = fit_end.read_end(info, aggregate, record_field(record, "series", {}))
     if end is not None and not end.own_aggregate and isinstance(aggregate, dict):
-        problems.append(
-            "The newest aggregate is another recording's (an earlier fit given "
-            "the same log_dir): the newest fit wrote none before it ended (or is "
-            "still starting), so its numbers come from the per-step rows."
-        )
+        problems.append(reason("aggregate_of_another_fit"))
         aggregate = None
     numbers = numbers_from_aggregate(aggregate, problems)
     if numbers is None:
@@ -89,10 +87,7 @@ def read_run(record):
         if isinstance(window, dict)
     ]
     if placement.device_source == "visible_devices":
-        problems.append(
-            "Where the step ran was not recorded (no op or variable placement): "
-            f"the device shown, {placement.device}, is only a visible one."
-        )
+        problems.append(reason("device_only_visible", device=placement.device))
     split, figures = device_split.run_split(windows)
     batch_size = as_count(info.get("batch_size")) or numbers.batch_max
     claim = process_steps.read_claim(name, info)
@@ -197,7 +192,7 @@ def skip_reason(record):
     if isinstance(record_field(record, "aggregate"), dict):
         return None
     problems = [str(problem) for problem in record_field(record, "problems", [])]
-    return problems[0] if problems else "Written by a newer tb-devicecost."
+    return problems[0] if problems else reason("newer_schema")
 
 
 # The settings of each kind of pipeline, and their types (`input_kind.py`).

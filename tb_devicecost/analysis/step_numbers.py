@@ -16,6 +16,7 @@ from tb_devicecost.analysis.guards import as_dict
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import plausible_array
 from tb_devicecost.analysis.guards import series_columns
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.run_data import Retraces
 from tb_devicecost.analysis.run_data import Stats
 from tb_devicecost.analysis.run_data import StepNumbers
@@ -52,13 +53,10 @@ def numbers_from_aggregate(aggregate, problems):
     error = aggregate.get("error")
     if isinstance(error, str) and error:
         # Written by a recording that could not write on (docs/FORMAT.md).
-        problems.append(
-            f"Recording stopped before the fit ended ({error}): the numbers "
-            "cover the steps recorded until then."
-        )
+        problems.append(reason("recording_stopped", error=error))
     components = aggregate.get("components")
     if not isinstance(components, dict):
-        problems.append("The aggregate has no components; used the sampled steps.")
+        problems.append(reason("aggregate_without_components"))
         return None
     stats = {
         name: _component_stats(components.get(name))
@@ -67,10 +65,7 @@ def numbers_from_aggregate(aggregate, problems):
     # The format's rule, which the reader applies too (`readable.py`).
     invalid = unreadable_components(components)
     if invalid:
-        problems.append(
-            "The aggregate holds invalid numbers (NaN, negative or missing) for "
-            f"{', '.join(invalid)}; used the sampled steps instead."
-        )
+        problems.append(reason("aggregate_invalid", components=tuple(invalid)))
         return None
     warmup = as_dict(aggregate.get("warmup"))
     spikes = as_dict(aggregate.get("spikes"))
@@ -153,10 +148,7 @@ def numbers_from_series(series, problems):
         valid &= plausible_array(values)
     dropped = int((~valid).sum())
     if dropped:
-        problems.append(
-            f"Ignored {dropped} sampled step(s) holding NaN, negative or "
-            "implausible values."
-        )
+        problems.append(reason("steps_dropped", dropped=dropped))
     steps = steps[valid]
     columns = {name: values[valid] for name, values in columns.items()}
     batch = batch[valid]
@@ -177,11 +169,8 @@ def numbers_from_series(series, problems):
         # the first fit; later fits' warm-ups cannot be told apart.
         warmup = steps == 0
     steady = ~warmup
-    problems.append(
-        f"No readable aggregate: the numbers come from {int(steps.size)} sampled "
-        "step(s), so totals are estimates"
-        + (" (step 0 taken as the warm-up)." if warmup.any() and not flagged else ".")
-    )
+    problems.append(reason("sampled_steps", steps=int(steps.size),
+                           first_is_warmup=bool(warmup.any()) and not flagged))
     stats = {}
     for name, values in list(columns.items()) + [("step", step_ms)]:
         values = values[steady]

@@ -23,11 +23,9 @@ device changes once between two adjacent batch sizes measured on both).
 
 import math
 
-from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_ms
-from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.guards import MAX_VALUE
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.reasons import reason
 
 # The statistic of each run's steady steps that the fit and the points use.
 STEP_STATISTIC = "mean"
@@ -77,9 +75,9 @@ def _guarded_sweep(name, members):
             "compared": None, "crossover_batch": None, "crossover_extrapolated": None,
             "faster_above": None, "faster_below": None, "measured_crossover": None,
             "your_batch_size": None, "faster_at": None,
-            "message": "This sweep could not be fitted.",
-            "problems": [f"The sweep could not be fitted ({type(error).__name__}: {error}); "
-                         "its runs are reported on their own."],
+            "message": reason("sweep_unfitted"),
+            "problems": [reason("sweep_failed", error=type(error).__name__,
+                                detail=str(error))],
         }
 
 
@@ -165,9 +163,7 @@ def _sweep(name, members):
             your_batch_sizes[batch] = your_batch_sizes.get(batch, 0) + 1
         step_ms = (run.get("step_ms") or {}).get(STEP_STATISTIC)
         if not step_ms:
-            problems.append(
-                f"{run['run']} has no steady-state step, so it is not a point of the sweep."
-            )
+            problems.append(reason("sweep_no_steady_step", run=run["run"]))
             continue
         by_device.setdefault(mark["device"], []).append(
             {
@@ -183,11 +179,7 @@ def _sweep(name, members):
         points = by_device[device]
         fixed_ms, per_sample_ms = fit_step_time([(p["batch_size"], p["step_ms"]) for p in points])
         if fixed_ms is None and len({p["batch_size"] for p in points}) >= 2:
-            problems.append(
-                f"{device}'s step time could not be fitted over its batch sizes (too close "
-                "together, or too large, for the arithmetic): it has no fixed and "
-                "per-sample cost, and no crossover with it."
-            )
+            problems.append(reason("sweep_device_unfitted", device=device))
         devices[device] = {
             "fixed_ms": fixed_ms,
             "per_sample_us": None if per_sample_ms is None else per_sample_ms * 1e3,
@@ -290,11 +282,8 @@ def _measured_crossover(devices, pair, problems):
         (low, high) for low, high in zip(gaps, gaps[1:]) if (low[1] > 0) != (high[1] > 0)
     ]
     if len(changes) > 1:
-        problems.append(
-            f"The faster of {pair[0]} and {pair[1]} changes {len(changes)} times across "
-            "the batch sizes measured, so the points are too noisy to read a "
-            "crossover from; the fit's crossover stands alone."
-        )
+        problems.append(reason("sweep_noisy", first=pair[0], second=pair[1],
+                               changes=len(changes)))
     if len(changes) != 1:
         return None
     (low, low_gap_ms), (high, high_gap_ms) = changes[0]
@@ -332,41 +321,22 @@ def _faster_at(devices, pair, batch_size):
 
 
 def _single_device_message(devices):
+    """Why a sweep compares no two devices: none fitted, or only one."""
     fitted = [(device, fit) for device, fit in devices.items() if fit["fixed_ms"] is not None]
     if not fitted:
-        return "No device of this sweep ran two batch sizes, so nothing could be fitted."
+        return reason("sweep_nothing_fitted")
     device, fit = fitted[0]
-    return (
-        f"Only {device} has a fit ({fmt_ms(fit['fixed_ms'])} ms per step plus "
-        f"{fmt_ms(fit['per_sample_us'])} \u00b5s per sample): there is no device to "
-        "compare it with."
-    )
+    return reason("sweep_one_device", device=device, fixed_ms=fit["fixed_ms"],
+                  per_sample_us=fit["per_sample_us"])
 
 
 def _message(result):
-    """The sweep in one sentence: the crossover, then the user's batch size."""
-    above, below = result["faster_above"], result["faster_below"]
-    if result["crossover_batch"] is not None:
-        text = (
-            f"{above} overtakes {below} above about {fmt_count(result['crossover_batch'])} "
-            "samples per step"
-        )
-        if result["crossover_extrapolated"]:
-            text += " (beyond the batch sizes measured, so an extrapolation)"
-        measured = result["measured_crossover"]
-        if measured is not None:
-            text += (
-                f" (measured: between {fmt_count(measured['between'][0])} and "
-                f"{fmt_count(measured['between'][1])})"
-            )
-    else:
-        other = [device for device in result["compared"] if device != above][0]
-        text = f"{above} is faster than {other} at every batch size, by the fit"
-    faster_at = result["faster_at"]
-    if faster_at is not None:
-        how = "measured" if faster_at["source"] == "measured" else "by the fit"
-        text += (
-            f"; at your batch of {fmt_count(faster_at['batch_size'])} {faster_at['device']} "
-            f"is {fmt_speedup(faster_at['times'])} as fast as {faster_at['other']} ({how})"
-        )
-    return text + "."
+    """The sweep in one sentence (`words.sweeps`): the crossover, then the
+    user's batch size."""
+    above = result["faster_above"]
+    return reason(
+        "sweep_message", above=above, below=result["faster_below"],
+        other=[device for device in result["compared"] if device != above][0],
+        crossover_batch=result["crossover_batch"],
+        extrapolated=result["crossover_extrapolated"],
+        measured=result["measured_crossover"], faster_at=result["faster_at"])

@@ -5,7 +5,7 @@ where it comes from: the input and host thresholds are the built-in
 profiler's (xprof's `InputAnalysis`,
 `op_stats_to_input_pipeline_analysis.cc`), so both tools call the same run
 input-bound. `verdicts.py` applies them (docs/VERDICTS.md), `data_wait.py`
-and `estimates.py` compute with them, and `finding_text.py` quotes them.
+and `estimates.py` compute with them, and `words/findings.py` quotes them.
 """
 
 # Steady-state share of each step spent waiting for data, above the fetch
@@ -96,3 +96,27 @@ NOISE_FLOOR = 0.02
 # workers: they take the model's own (issue 34: worker processes as advised
 # gave 0.59x on 2 cores, the model's compute per step rising 9.7 -> 16.5 ms).
 SHARED_CORES = 4
+# Our data wait and the trace's input wait for the same steps disagree when
+# they differ by more than this share of the larger one (and by more than
+# TRACE_DISAGREE_MIN_MS, below which both are noise; `trace_windows.py`).
+TRACE_DISAGREE_RATIO = 0.20
+TRACE_DISAGREE_MIN_MS = 0.05
+# Comparing runs (`compare.py`, docs/VERDICTS.md "Comparing runs"): speedups
+# within this distance of 1 read "as fast as".
+SAME_SPEED = 0.05
+# Components that differ by less than either of these are not explained as
+# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
+# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
+# both figures unless they print the same.
+SAME_COMPONENT_MS = 0.05
+SAME_COMPONENT_RATIO = 0.10
+# A run's warm-up is mentioned when it is this many times the baseline's
+# and longer by at least WARMUP_NOTE_MS.
+WARMUP_NOTE_RATIO = 2.0
+WARMUP_NOTE_MS = 100.0
+# A device's step reads "about X ms whatever the batch" when, at the largest
+# batch measured, its per-sample part is under this share of its fixed cost.
+FLAT_STEP_SHARE = 0.25
+# Fewer aligned steps than this are few (`workers.py`): a straggler named on
+# them rests on a short overlap of the processes' steps.
+FEW_ALIGNED_STEPS = 20

@@ -14,6 +14,8 @@ from tb_devicecost.analysis.guards import as_list
 from tb_devicecost.analysis.guards import as_number
 from tb_devicecost.analysis.guards import as_text
 from tb_devicecost.analysis.run_data import TraceWindow
+from tb_devicecost.analysis.thresholds import TRACE_DISAGREE_MIN_MS
+from tb_devicecost.analysis.thresholds import TRACE_DISAGREE_RATIO
 from tb_devicecost.format import vocabulary
 
 
@@ -89,3 +91,22 @@ def device_busy_fraction(windows):
     if not fractions:
         return None
     return min(sum(fractions) / len(fractions), 1.0)
+
+
+def data_wait_agreement(window):
+    """Our mean data wait for a `TraceWindow`'s steps beside the trace's
+    mean input wait: `{"ours_ms", "trace_ms", "relative_difference",
+    "disagree"}`, or `None` where either is unknown."""
+    ours_wait_ms = window.ours["data_wait_ms"]
+    trace_wait_ms = window.summary.get("mean_input_wait_ms")
+    if ours_wait_ms is None or trace_wait_ms is None:
+        return None
+    larger = max(ours_wait_ms, trace_wait_ms)
+    difference = abs(ours_wait_ms - trace_wait_ms)
+    relative = difference / larger if larger > 0 else 0.0
+    return {
+        "ours_ms": ours_wait_ms,
+        "trace_ms": trace_wait_ms,
+        "relative_difference": relative,
+        "disagree": relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS,
+    }

@@ -26,11 +26,8 @@ import dataclasses
 
 import numpy as np
 
-from tb_devicecost.analysis import wording
-from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_share
-from tb_devicecost.analysis.formatting import fmt_speedup
 from tb_devicecost.analysis.names import is_accelerator
+from tb_devicecost.analysis.reasons import reason
 from tb_devicecost.analysis.thresholds import INPUT_FREE_MIN_GAIN
 from tb_devicecost.analysis.thresholds import NOISE_FLOOR
 from tb_devicecost.analysis.thresholds import SHARED_CORES
@@ -158,22 +155,18 @@ def _predicted(change, run, baseline, base_object, ceiling):
     if change in vocabulary.CEILINGS:
         # Measured, not a fix: it bounds the input finding's estimate
         # (`_cap`), which the basis quotes.
-        return None, "a ceiling, measured, not a fix" + (
-            f"; the {finding['id']} finding estimated {fmt_speedup(speedup)} for the "
-            "step without its wait" if finding is not None and speedup is not None else "")
+        return None, reason(
+            "tried_ceiling", finding=finding["id"] if finding is not None else None,
+            speedup=speedup)
     if speedup is None:
-        return None, (
-            f"no finding of the baseline estimates what {change} buys"
-            if finding is None else f"its {finding['id']} finding has no estimate: "
-            + str(expected.get("basis") or "none was given"))
+        if finding is None:
+            return None, reason("tried_no_finding", change=change)
+        return None, reason("tried_no_estimate", finding=finding["id"],
+                            basis=expected.get("basis"))
     if expected.get("bound") != "about":
-        return None, (
-            f"its {finding['id']} finding gives a bound ({expected.get('text')}), "
-            "not a prediction of what this change buys")
+        return None, reason("tried_bound", finding=finding["id"], estimate=expected.get("text"))
     if change == "batch_size":
-        return None, (
-            "the finding's estimate is at another batch than the one tried; the "
-            "measured gain is of samples/s at the larger batch")
+        return None, reason("tried_other_batch")
     if change in vocabulary.INPUT_CHANGES:
         workers = change in ("workers", "use_multiprocessing")
         pipeline = baseline.input_pipeline or {}
@@ -181,29 +174,24 @@ def _predicted(change, run, baseline, base_object, ceiling):
                 pipeline.get("kind") == "PyDataset" and pipeline.get("use_multiprocessing")):
             # Issue 34: worker threads achieved 0.05-0.28 of what the wait
             # predicted: they share the GIL with the training loop.
-            return None, wording.workers_unpredicted("threads")
+            return None, reason("workers_unpredicted", kind="threads", estimate=None)
         cores = baseline.cpu_count
         if (workers and not is_accelerator(base_object.get("device")) and cores is not None
                 and cores <= SHARED_CORES):
-            return None, (
-                f"on a CPU-only host of {fmt_count(cores)} cores the workers take the "
-                "model's own cores, so what they buy cannot be told from the run")
+            return None, reason("tried_shared_cores", cores=cores)
         if workers:
             # Issue 34 on an H100: processes predicted 11x from the wait
             # measured 6.9x; each batch is pickled and sent between
             # processes, a cost the baseline never paid.
-            return None, wording.workers_unpredicted(
-                "processes", f"the {finding['id']} finding's {fmt_speedup(speedup)}")
+            return None, reason("workers_unpredicted", kind="processes",
+                                estimate=reason("finding_speedup", finding=finding["id"],
+                                                speedup=speedup))
         if ceiling is not None and ceiling <= 1.0:
-            return None, (
-                f"input_free, the same model with the input removed, measured "
-                f"{fmt_speedup(ceiling)}: no input fix can buy a gain here")
+            return None, reason("tried_no_gain_possible", ceiling=ceiling)
         if ceiling is not None and speedup > ceiling:
-            return None, (
-                f"the {finding['id']} estimate ({fmt_speedup(speedup)}) is above what "
-                f"input_free measured ({fmt_speedup(ceiling)}), which no input fix can "
-                "beat: at most that, a ceiling, not a prediction")
-    return speedup, f"the {finding['id']} finding's estimate"
+            return None, reason("tried_above_ceiling", finding=finding["id"], speedup=speedup,
+                                ceiling=ceiling)
+    return speedup, reason("tried_estimate", finding=finding["id"])
 
 
 def judge_session(session, by_name):
@@ -253,26 +241,27 @@ def judge_session(session, by_name):
     return entries, advised
 
 
-def tried_text(gain, spread):
-    """`tried: 1.3x (noise ±4%)`, `tried: 0.61x, slower (noise ±3%)`."""
+def standing(gain, spread):
+    """Where a measured `gain` stands against the baseline's noise `spread`:
+    `"unmeasured"`, `"slower"`, `"within_noise"` or `"measured"`."""
     if gain is None:
-        return "tried: no measurement (no fit of it or of the baseline completed)"
-    noise_words = f"noise ±{fmt_share(spread)}" if spread is not None else "noise unknown"
+        return "unmeasured"
     if spread is not None and gain < 1.0 - spread:
-        return f"tried: {fmt_speedup(gain)}, slower ({noise_words})"
+        return "slower"
     if spread is not None and gain <= 1.0 + spread:
-        return f"tried: {fmt_speedup(gain)}, within the noise ({noise_words})"
-    return f"tried: {fmt_speedup(gain)} ({noise_words})"
+        return "within_noise"
+    return "measured"
+
+
+def tried_text(gain, spread):
+    """An entry's `text` (`tried: 1.3x (noise ±4%)`), said by `words.tried`."""
+    return reason("tried_text", gain=gain, spread=spread, standing=standing(gain, spread))
 
 
 def ceiling_evidence(gain):
-    """Why a run whose `input_free` gained under 10% is not input-bound."""
-    return (
-        f"Tried: the same model stepping on batches already converted ran "
-        f"{fmt_speedup(gain)} as fast (under {fmt_share(INPUT_FREE_MIN_GAIN - 1.0)} "
-        "more), so no input fix can buy much: the input is not what limits "
-        "this run, whatever its data-wait share."
-    )
+    """Why a run whose `input_free` gained under `INPUT_FREE_MIN_GAIN` is
+    not input-bound, said by `words.tried`."""
+    return reason("ceiling_evidence", gain=gain, min_gain=INPUT_FREE_MIN_GAIN)
 
 
 def annotate(entries, advised, base_object):
@@ -289,13 +278,13 @@ def annotate(entries, advised, base_object):
         finding["tried"] = {key: entry[key] for key in (
             "run", "change", "measured", "noise", "kept", "slower", "text")}
         if not entry["kept"] and entry["measured"] is not None:
-            lead = (
-                f"Tried on this model, {entry['what'] or entry['change']} measured "
-                f"{entry['text'].split(': ', 1)[1]}: not advised."
-            )
-            if advised is not None:
-                lead += f" Measured best: {advised['change']} ({fmt_speedup(advised['measured'])})."
-            finding["fix"] = lead + " " + str(finding.get("fix") or "")
+            finding["fix"] = reason(
+                "not_advised", what=entry["what"] or entry["change"],
+                gain=entry["measured"], spread=entry["noise"],
+                standing=standing(entry["measured"], entry["noise"]),
+                best=None if advised is None else advised["change"],
+                best_gain=None if advised is None else advised["measured"],
+                fix=finding.get("fix"))
     base_object["advised"] = None if advised is None else {
         "change": advised["change"],
         "what": advised["what"],
@@ -314,11 +303,10 @@ def _cap(finding, ceiling):
             or finding.get("change") not in vocabulary.INPUT_CHANGES
             or expected.get("of") != "samples_per_s"):
         return
-    text = f"at most {fmt_speedup(ceiling)} the samples/s"
     finding["expected"] = dict(
-        expected, speedup=ceiling, bound="at_most", text=text,
-        basis=f"{expected.get('basis')}; capped at the {fmt_speedup(ceiling)} that input_free "
-              "measured (the same model with the input removed): no input fix buys more")
+        expected, speedup=ceiling, bound="at_most",
+        text=reason("capped_text", ceiling=ceiling),
+        basis=reason("capped_basis", basis=expected.get("basis"), ceiling=ceiling))
 
 
 def fixes_tried(run_data, runs):

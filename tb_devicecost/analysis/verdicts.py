@@ -5,9 +5,10 @@ figures (`run_figures.py`) and returns a `Verdict`: the verdict, the
 bottleneck that sets the pace, and the findings (`Finding`), each with an
 id, a severity and the numbers its rule decided on. This module decides
 which findings a run gets and how severe they are; it writes no sentence:
-each finding's words are `finding_text.py`'s (`finding_text.words`), what
-its fix would buy `estimates.py`'s (`estimates.expected`), and the report
-(`report.py`) sets them beside it.
+each finding's words are `tb_devicecost.words.findings`'s
+(`findings.words`), what its fix would buy `estimates.py`'s
+(`estimates.expected`), and the report (`words/report.py`) sets them
+beside it.
 """
 
 import dataclasses
@@ -77,7 +78,9 @@ class Finding:
     when known. The rest is what the rules decided beside it: a moderate
     input share (`input_severity`) or one left unjudged without a fetch
     floor (`unjudged`) next to the verdict's finding, and the steady-state
-    verdict under `warmup_dominated`.
+    verdict under `warmup_dominated`. `limits` are the thresholds the rule
+    judged against, `((name, value), ...)`, so that its words quote them
+    (`tb_devicecost.words` imports no threshold).
     """
 
     id: str
@@ -90,6 +93,11 @@ class Finding:
     steady_verdict: str = None
     # What `input_free` measured when it kept the input from the verdict.
     input_free_gain: float = None
+    limits: tuple = ()
+
+    def limit(self, name):
+        """The threshold `name` of `limits`."""
+        return dict(self.limits)[name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,21 +232,29 @@ def judge(run, figures=None, input_free_gain=None):
     findings = {}
     if input_severity:
         findings["input_bound"] = Finding(
-            "input_bound", input_severity, share=input_share, input_free_gain=ceiling)
+            "input_bound", input_severity, share=input_share, input_free_gain=ceiling,
+            limits=(("high", INPUT_HIGH), ("moderate", INPUT_MODERATE)))
     if unjudged:
+        # Why the wait is not called slow: each that holds.
+        under_high = input_share is None or input_share < INPUT_HIGH - EPSILON
+        under_floor = wait.p50 is None or wait.p50 < NO_FLOOR_MIN_P50_MS - EPSILON
         findings["no_fetch_floor"] = Finding(
-            "no_fetch_floor", "info", share=input_share, unjudged=unjudged)
+            "no_fetch_floor", "info", share=input_share, unjudged=unjudged,
+            limits=(("high", INPUT_HIGH), ("min_p50_ms", NO_FLOOR_MIN_P50_MS),
+                    ("under_high", under_high), ("under_min_p50", under_floor)))
     if stalls:
         findings["input_stalls"] = Finding("input_stalls", "info", share=input_share)
     if host_severity:
         findings["host_overhead_bound"] = Finding(
-            "host_overhead_bound", host_severity, share=host_share)
+            "host_overhead_bound", host_severity, share=host_share,
+            limits=(("high", HOST_HIGH), ("moderate", HOST_MODERATE)))
     if steady_verdict == "latency_bound":
         findings["latency_bound"] = Finding(
             "latency_bound",
             "high" if busy < LATENCY_HIGH_BUSY else "moderate",
             share=busy,
             input_severity=input_severity,
+            limits=(("device_busy", LATENCY_DEVICE_BUSY),),
         )
     if steady_verdict == "compute_bound":
         findings["compute_bound"] = Finding(
@@ -345,7 +361,8 @@ def _run_findings(run, figures):
         findings.append(Finding("fetch_in_graph", "info"))
     if figures.self_share is not None and figures.self_share > MEASURING_SHARE_MAX:
         # Our own time inside the steps: the verdict is uncertain by it.
-        findings.append(Finding("measuring_cost", "moderate", share=figures.self_share))
+        findings.append(Finding("measuring_cost", "moderate", share=figures.self_share,
+                                limits=(("share_max", MEASURING_SHARE_MAX),)))
     findings.extend(_retrace_findings(run, figures))
     placement = run.placement
     ops = placement.ops

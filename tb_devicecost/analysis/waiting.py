@@ -12,8 +12,8 @@ buys nothing while it waits. Where a trace window holds the device's split
 (`device_split`), the time its device spent in collectives is quoted too.
 The straggler keeps its own verdict and its `straggler` finding.
 
-This module decides (`find_waiting`, a typed `Waiting`); `job_text.py`
-words it and `report.py` sets it on the run object and the group
+This module decides (`find_waiting`, a typed `Waiting`); `words/jobs.py`
+words it and `words/report.py` sets it on the run object and the group
 (`report.mark_waiting`). `docs/VERDICTS.md` ("Stragglers") documents it.
 """
 

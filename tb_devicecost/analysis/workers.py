@@ -25,8 +25,8 @@ inside their compute just as long as it computes, which per-step times
 cannot tell from work; trace windows can (`device_busy_fraction`).
 
 It decides and words nothing: each job is a typed `Job` (its
-`ProcessEntry`s, its `Straggler`), which `report.py` writes as the
-report's group object and `job_text.py` words. `docs/SCALE.md` says what
+`ProcessEntry`s, its `Straggler`), which `words/report.py` writes as the
+report's group object and `words/jobs.py` words. `docs/SCALE.md` says what
 this costs at 8 to 512 processes, and `docs/VERDICTS.md` ("straggler") how
 the finding reads.
 """
@@ -36,7 +36,8 @@ import dataclasses
 import numpy as np
 
 from tb_devicecost.analysis import jobs
-from tb_devicecost.analysis.formatting import confined
+from tb_devicecost.analysis.reasons import reason
+from tb_devicecost.analysis.thresholds import FEW_ALIGNED_STEPS
 from tb_devicecost.analysis.thresholds import INPUT_HIGH
 from tb_devicecost.analysis.thresholds import INPUT_MODERATE
 
@@ -100,7 +101,8 @@ class Straggler:
     time lost waiting for it (`share`, the finding's `severity`), why it is
     late (`cause`: `input_bound` or `host_overhead_bound`), and the
     processes' mean step (`mean_step_ms`) beside what they would save per
-    step were it on time (`saved_ms`)."""
+    step were it on time (`saved_ms`); `few_steps`: it is named on fewer
+    than `FEW_ALIGNED_STEPS` aligned steps."""
 
     run: str
     process_index: int
@@ -109,6 +111,7 @@ class Straggler:
     cause: str
     mean_step_ms: float
     saved_ms: float
+    few_steps: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +203,7 @@ def analyze_group(group, members, runs, unaligned=(), count=None, counts=()):
         aligned = usable[0].step
         for item in usable[1:]:
             aligned = np.intersect1d(aligned, item.step, assume_unique=True)
-    problems = [f"{confined(item.run)}: {item.reason}" for item in unaligned]
+    problems = [reason("unaligned_run", run=item.run, why=item.reason) for item in unaligned]
     if jobs.count_problem(counts):
         problems.append(jobs.count_problem(counts))
     if aligned is None or not len(aligned):
@@ -301,6 +304,7 @@ def analyze_group(group, members, runs, unaligned=(), count=None, counts=()):
                      excess_stall_ms - excess_wait_ms),
         mean_step_ms=float(total.mean()),
         saved_ms=saved_ms,
+        few_steps=len(aligned) < FEW_ALIGNED_STEPS,
     ))
 
 

@@ -7,6 +7,7 @@ no backend names: they ask the `Backend` of `keras.backend.backend()`
 """
 
 from tb_devicecost.backends import devices
+from tb_devicecost.format import backend_facts
 
 
 class Backend:
@@ -40,6 +41,13 @@ class Backend:
     window_cost_s = 0.09
     profiler_lead = 0
     guards_step = False
+
+    @property
+    def facts(self):
+        """What the analysis and its words know of this backend, the same
+        `format.backend_facts.BackendFacts` they read for its runs: what it
+        supports, the input loaders advice names."""
+        return backend_facts.of(self.name)
 
     # Steps and their recording.
 

@@ -26,8 +26,8 @@ import importlib
 import os
 import sys
 
-from tb_devicecost import analysis
 from tb_devicecost import version
+from tb_devicecost import words
 from tb_devicecost.cli.renderers import common
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import jsonrenderer
@@ -268,7 +268,7 @@ def _report(args):
             "'logs/cpu')]) and pass 'logs'"
         )
     try:
-        report = analysis.build_report(records, baseline=args.baseline, unread=unread)
+        report = words.build_report(records, baseline=args.baseline, unread=unread)
     except ValueError as error:
         raise UsageError(common.one_line(error)) from None
     if not report["runs"]:
@@ -372,7 +372,7 @@ def _sweep(args):
         print(f"{PROG}: error: the sweep failed: {common.neutral(_brief_error(error))}", file=sys.stderr)
         return 1
     records, unread = _load_records(args.log_dir)
-    report = analysis.build_report(records, unread=unread)
+    report = words.build_report(records, unread=unread)
     _write(console.render_sweeps(report["sweeps"], args.log_dir, ascii_only=not _shows(console.BARS)))
     return 0
 

@@ -10,7 +10,7 @@ the one place above both the recording and the analysis.
 import os
 import sys
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import interventions
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.format import vocabulary
@@ -27,7 +27,7 @@ def _report(log_dir):
 
     scan = reader.scan_logdir(log_dir)
     records, unread = reader.read_logdir(reader.local_provider(log_dir, scan=scan), scan)
-    return analysis.build_report(records, unread=unread), records
+    return words.build_report(records, unread=unread), records
 
 
 def _advised_changes(log_dir, baseline_dir):

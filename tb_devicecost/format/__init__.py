@@ -11,5 +11,7 @@ read by it; users read the format in docs/FORMAT.md.
 - `document_limits`: the bounds of every JSON document written;
 - `readable`: which recorded numbers are plausible, and when an aggregate
   is usable;
-- `captures`: where profiler traces lie in a run directory.
+- `captures`: where profiler traces lie in a run directory;
+- `backend_facts`: what the analysis and its words know of each Keras
+  backend (what it supports, the input loaders advice may name).
 """

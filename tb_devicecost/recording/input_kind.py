@@ -7,7 +7,7 @@ that decide how far ahead it can run (a PyDataset's `workers` and
 `use_multiprocessing`, a DataLoader's `num_workers` and `pin_memory`, what
 a `tf.data` pipeline already does: `tf_data_settings`) let the input finding
 advise a fix for that pipeline, and never a setting it already has
-(`analysis/wording.py`, `input_fix`).
+(`words/phrases.py`, `input_fix`).
 """
 
 # Keras's adapter classes, by name: no import of Keras internals needed.

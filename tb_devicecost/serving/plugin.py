@@ -1,7 +1,7 @@
 """The Device Cost tab: TensorBoard routes serving the analysis as JSON.
 
 Routes only parse and check their parameters, then call a `*_impl` method
-that returns plain data built by `reader` and `analysis`: the same code the
+that returns plain data built by `reader`, `analysis` and `words`: the same code the
 `tb-devicecost report` command runs, so the tab and the report agree.
 """
 
@@ -21,7 +21,7 @@ from tensorboard.backend import json_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import record as run_records
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
@@ -228,7 +228,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
                 f"baseline. Runs with data: {sorted(known)[:20]}"
             )
         try:
-            report = analysis.build_report(
+            report = words.build_report(
                 snapshot.records, baseline=baseline, unread=snapshot.unread
             )
         except ValueError as error:  # e.g. a baseline whose data was skipped
@@ -261,7 +261,7 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         analysed = {member.run: snapshot.analysed(member.run)[0] for member in members}
         # Only the analysed members are lined up (as in the report), so
         # reading them again cannot fail.
-        groups = analysis.worker_groups(
+        groups = words.worker_groups(
             [run_records.read_run(member) for member in members if analysed[member.run]],
             [run for run in analysed.values() if run],
             # A process not reported is named with its reason, as in the report.
@@ -283,17 +283,17 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             runs=[run], series_points=reader.DEFAULT_SERIES_POINTS,
         )
         [record] = [record for record in records if record.run == run] or [snapshot.by_run[run]]
-        result, reason = analysis.analyze_record(record)
+        result, reason = words.analyze_record(record)
         if reason:
             raise errors.NotFoundError(f"Run {run!r} is not reported: {reason}")
         # A `try_fixes` baseline: what its findings' changes measured.
-        result = analysis.with_fixes_tried(result, record, snapshot.records)
+        result = words.with_fixes_tried(result, record, snapshot.records)
         group, result["job"], finding = self._job(snapshot, record)
         if finding is not None:
-            result["findings"] = list(result["findings"]) + [analysis.json_ready(finding)]
+            result["findings"] = list(result["findings"]) + [words.render(finding)]
         if group:
             # A process mostly waiting for the straggler, as the report says.
-            analysis.mark_waiting([analysis.json_ready(group)], [result])
+            words.mark_waiting([words.render(group)], [result])
         result["profile"] = self._profile_links(snapshot, run)
         for window in result["trace_windows"]:
             window["url"] = self._capture_link(window)
@@ -301,8 +301,8 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             key: [None if value != value else value for value in values.tolist()]
             for key, values in record.series.items()
         }
-        result["info"] = analysis.json_ready(record.info)
-        return analysis.json_ready(result)
+        result["info"] = words.render(record.info)
+        return words.render(result)
 
     def compare_impl(self, ctx, experiment, runs, baseline=None):
         if baseline is not None and baseline not in runs:
@@ -318,8 +318,8 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
             for result, _ in (snapshot.analysed(name) for name in snapshot.by_run)
             if result is not None
         ]
-        comparison = analysis.compare_runs(results, baseline=baseline, context=context) or {}
-        return analysis.json_ready({
+        comparison = words.compare_runs(results, baseline=baseline, context=context) or {}
+        return words.render({
             "baseline": comparison.get("baseline"),
             "baseline_reason": comparison.get("baseline_reason"),
             "runs": results,
@@ -382,10 +382,10 @@ class _Snapshot:
         self.bodies = {}
 
     def analysed(self, run):
-        """`analysis.analyze_record` of the run's record, `(result, reason)`,
+        """`words.analyze_record` of the run's record, `(result, reason)`,
         computed once."""
         if run not in self._analysed:
-            self._analysed[run] = analysis.analyze_record(self.by_run[run])
+            self._analysed[run] = words.analyze_record(self.by_run[run])
         return self._analysed[run]
 
     def require(self, run):

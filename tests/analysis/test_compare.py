@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import pairing
 from tb_devicecost.format import metadata
@@ -26,8 +27,8 @@ from tests.support.documents import (
 
 
 def test_fit_comparison_names_the_slower_run_and_why(fit_records):
-    results = [analysis.analyze_run(r) for r in fit_records.values()]
-    comparison = analysis.compare_runs(results, baseline="compute/train")
+    results = [words.analyze_run(r) for r in fit_records.values()]
+    comparison = words.compare_runs(results, baseline="compute/train")
     rows = {row["run"]: row for row in comparison["rows"]}
     row = rows["input/train"]
     base = next(r for r in results if r["run"] == "compute/train")
@@ -47,8 +48,8 @@ def test_fit_comparison_names_the_slower_run_and_why(fit_records):
 
 def test_compare_runs_needs_two():
     one = analyzed_run(0.0, 1.0, 0.0)
-    assert analysis.compare_runs([]) is None
-    assert analysis.compare_runs([one]) is None
+    assert words.compare_runs([]) is None
+    assert words.compare_runs([one]) is None
 
 
 def test_gpu_slower_than_cpu_at_a_small_batch():
@@ -59,8 +60,8 @@ def test_gpu_slower_than_cpu_at_a_small_batch():
         aggregate=make_aggregate(0.1, 1.9, 0.05, batch_size=10),
         placement=gpu_placement(),
     )
-    gpu = analysis.analyze_run(gpu_record)
-    comparison = analysis.compare_runs([gpu, cpu])
+    gpu = words.analyze_run(gpu_record)
+    comparison = words.compare_runs([gpu, cpu])
     assert comparison["baseline"] == "cpu/train"  # The CPU run, though second.
     rows = {row["run"]: row for row in comparison["rows"]}
     assert rows["cpu/train"]["speedup"] == 1.0
@@ -87,7 +88,7 @@ def test_close_components_are_never_called_the_same_when_they_print_apart():
     cpu = analyzed_run(0.4, 0.2, 0.024, name="cpu/train", batch_size=10)
     gpu = analyzed_run(0.57, 0.37, 0.040, name="gpu/train", batch_size=10)
     close = analyzed_run(0.41, 0.22, 0.024, name="close/train", batch_size=10)
-    comparison = analysis.compare_runs([gpu, cpu, close], baseline="cpu/train")
+    comparison = words.compare_runs([gpu, cpu, close], baseline="cpu/train")
     rows = {row["run"]: row for row in comparison["rows"]}
     explanation = rows["gpu/train"]["explanation"]
     assert "the host overhead differs by under 0.050 ms (0.040 ms against 0.024 ms per step)" in explanation
@@ -104,13 +105,13 @@ def test_close_components_are_never_called_the_same_when_they_print_apart():
 def test_explicit_and_unknown_baseline():
     a = analyzed_run(0.0, 1.0, 0.0, name="a/train")
     b = analyzed_run(0.0, 2.0, 0.0, name="b/train")
-    comparison = analysis.compare_runs([a, b], baseline="b/train")
+    comparison = words.compare_runs([a, b], baseline="b/train")
     assert comparison["baseline"] == "b/train"
     rows = {row["run"]: row for row in comparison["rows"]}
     assert rows["a/train"]["speedup"] == pytest.approx(2.0)
     assert "as fast as b/train" in rows["a/train"]["explanation"]
     with pytest.raises(ValueError, match=r"Unknown baseline run 'c/train'.*a/train, b/train"):
-        analysis.compare_runs([a, b], baseline="c/train")
+        words.compare_runs([a, b], baseline="c/train")
 
 
 def test_default_baseline_prefers_the_cpu_training_run():
@@ -120,7 +121,7 @@ def test_default_baseline_prefers_the_cpu_training_run():
     assert analysis.default_baseline([gpu, cpu_validation, cpu_train]) == "cpu/train"
     gpu_validation = analyzed_gpu_run()
     gpu_validation["run"] = "gpu/validation"
-    comparison = analysis.compare_runs([gpu, gpu_validation, cpu_validation, cpu_train])
+    comparison = words.compare_runs([gpu, gpu_validation, cpu_validation, cpu_train])
     against = {row["run"]: row["against"] for row in comparison["rows"]}
     # Validation runs are compared with the baseline's validation run.
     assert against == {
@@ -134,7 +135,7 @@ def test_default_baseline_prefers_the_cpu_training_run():
 def test_different_batch_sizes_compare_samples_per_second():
     small = analyzed_run(0.0, 1.0, 0.0, name="b32/train", batch_size=32)
     large = analyzed_run(0.0, 2.0, 0.0, name="b256/train", batch_size=256)
-    comparison = analysis.compare_runs([small, large], baseline="b32/train")
+    comparison = words.compare_runs([small, large], baseline="b32/train")
     row = {row["run"]: row for row in comparison["rows"]}["b256/train"]
     expected = (256 / 2.0) / (32 / 1.0)
     assert row["basis"] == "samples_per_s"
@@ -150,7 +151,7 @@ def test_different_batch_sizes_compare_samples_per_second():
 def test_same_speed_and_warmup_note():
     base = analyzed_run(0.1, 1.0, 0.0, name="a/train", warmup_ms=300.0)
     other = analyzed_run(0.1, 1.0, 0.0, name="b/train", warmup_ms=1800.0)
-    row = analysis.compare_runs([base, other], baseline="a/train")["rows"][1]
+    row = words.compare_runs([base, other], baseline="a/train")["rows"][1]
     assert row["explanation"].startswith("b/train is as fast as a/train")
     assert "warm-up took 1,800 ms in total against 300 ms" in row["explanation"]
 
@@ -166,8 +167,8 @@ def test_speedup_counts_rare_long_stalls():
                                    aggregate=make_aggregate(wait, 2.5, 0.1))
     rows = {
         row["run"]: row
-        for row in analysis.compare_runs(
-            [analysis.analyze_run(steady), analysis.analyze_run(stalling)], baseline="steady/train"
+        for row in words.compare_runs(
+            [words.analyze_run(steady), words.analyze_run(stalling)], baseline="steady/train"
         )["rows"]
     }
     stalled = rows["stalling/train"]
@@ -185,7 +186,7 @@ def test_comparison_says_its_speedup_is_of_mean_steps():
     steady = analyzed_run(0.2, 3.0, 0.1, name="cpu/train")
     stalling = analyzed_run(wait, 2.0, 0.1, name="gpu/train",
                            placement=gpu_placement())
-    comparison = analysis.compare_runs([steady, stalling])
+    comparison = words.compare_runs([steady, stalling])
     assert comparison["statistic"] == "mean"
     row = {row["run"]: row for row in comparison["rows"]}["gpu/train"]
     mean_step = float(np.mean(wait + 2.0 + 0.1))
@@ -203,15 +204,15 @@ def test_default_comparison_is_none_between_unrelated_runs():
     pinned = analyzed_run(0.1, 1.0, 0.0, name="placement/pinned_layer/train")
     augment = analyzed_run(2.0, 1.0, 0.0, name="input_pipeline/augment_in_model/train")
     assert analysis.default_baseline([pinned, augment]) is None
-    assert analysis.compare_runs([pinned, augment]) is None
+    assert words.compare_runs([pinned, augment]) is None
 
 
 def test_one_model_train_and_validation_has_no_comparison():
     train = analyzed_run(0.1, 1.0, 0.0, name="mine/train")
     validation = analyzed_run(0.1, 0.5, 0.0, name="mine/validation")
-    assert analysis.compare_runs([train, validation]) is None
-    assert analysis.compare_runs([train, validation], baseline="mine/validation") is None
-    assert analysis.build_report([
+    assert words.compare_runs([train, validation]) is None
+    assert words.compare_runs([train, validation], baseline="mine/validation") is None
+    assert words.build_report([
         make_record(name, aggregate=make_aggregate(0.1, 1.0, 0.0))
         for name in ("mine/train", "mine/validation")
     ], baseline="mine/validation")["comparison"] is None
@@ -224,7 +225,7 @@ def test_baseline_of_another_role_never_compares_a_run_with_itself():
         analyzed_run(0.1, 2.0, 0.0, name="other/train"),
         analyzed_run(0.1, 3.0, 0.0, name="solo/evaluation"),
     ]
-    comparison = analysis.compare_runs(runs, baseline="mine/validation")
+    comparison = words.compare_runs(runs, baseline="mine/validation")
     rows = {row["run"]: row for row in comparison["rows"]}
     for row in rows.values():
         assert _role_of(row["run"]) == _role_of(row["against"]), row
@@ -247,14 +248,14 @@ def _role_of(name):
 
 def test_comparison_says_why_its_baseline_was_chosen():
     cpu = analyzed_run(0.1, 0.8, 0.05, name="cpu/train")
-    gpu = analysis.analyze_run(make_record(
+    gpu = words.analyze_run(make_record(
         "gpu/train", aggregate=make_aggregate(0.1, 1.9, 0.05),
         placement=gpu_placement()))
-    comparison = analysis.compare_runs([gpu, cpu])
+    comparison = words.compare_runs([gpu, cpu])
     assert comparison["baseline"] == "cpu/train"
     assert "same model trained on the CPU" in comparison["baseline_reason"]
     assert "gpu/train with cpu/train" in comparison["baseline_reason"]
-    named = analysis.compare_runs([gpu, cpu], baseline="gpu/train")
+    named = words.compare_runs([gpu, cpu], baseline="gpu/train")
     assert named["baseline_reason"].startswith("gpu/train was chosen as the baseline")
 
 
@@ -263,9 +264,9 @@ def test_evaluation_runs_compare_with_evaluation_runs():
     runs = []
     for name in names:
         placement = gpu_placement() if name.startswith("gpu") else None
-        runs.append(analysis.analyze_run(make_record(
+        runs.append(words.analyze_run(make_record(
             name, aggregate=make_aggregate(0.1, 1.0, 0.0), placement=placement)))
-    against = {row["run"]: row["against"] for row in analysis.compare_runs(runs)["rows"]}
+    against = {row["run"]: row["against"] for row in words.compare_runs(runs)["rows"]}
     assert against == {"cpu/train": "cpu/train", "cpu/evaluation": "cpu/evaluation",
                        "gpu/train": "cpu/train", "gpu/evaluation": "cpu/evaluation"}
 
@@ -278,9 +279,9 @@ def test_each_model_is_compared_with_its_own_cpu_run():
     runs = []
     for name in names:
         placement = gpu_placement() if "gpu" in name else None
-        runs.append(analysis.analyze_run(make_record(
+        runs.append(words.analyze_run(make_record(
             name, aggregate=make_aggregate(0.1, 1.0, 0.0), placement=placement)))
-    comparison = analysis.compare_runs(runs)
+    comparison = words.compare_runs(runs)
     against = {row["run"]: row["against"] for row in comparison["rows"]}
     assert against["small_work/batch10-gpu0/train"] == "small_work/batch10-cpu0/train"
     assert against["small_work/batch512-gpu0/train"] == "small_work/batch512-cpu0/train"
@@ -295,10 +296,10 @@ def test_an_unknown_batch_size_reads_as_the_missing_value():
     # Samples were counted but no batch size was recorded (e.g. ragged batches).
     aggregate = make_aggregate(0.0, 1.0, 0.0, batch_size=None)
     aggregate.update(samples=100 * 32, batch_size={})
-    unknown = analysis.analyze_run(make_record("a/train", aggregate=aggregate))
+    unknown = words.analyze_run(make_record("a/train", aggregate=aggregate))
     known = analyzed_run(0.0, 1.5, 0.0, name="b/train", batch_size=64)
     assert unknown["batch_size"] is None and unknown["samples_per_step"] == 32
-    rows = analysis.compare_runs([unknown, known], baseline="b/train")["rows"]
+    rows = words.compare_runs([unknown, known], baseline="b/train")["rows"]
     row = {row["run"]: row for row in rows}["a/train"]
     assert row["basis"] == "samples_per_s"
     assert f"batch {formatting.MISSING} against 64" in row["explanation"]
@@ -338,7 +339,7 @@ def two_devices_two_batches(tmp_path):
     _recorded(tmp_path, "mlp_b32/cpu/train", 0.1 + 0.002 * 32, 32, cpu)
     _recorded(tmp_path, "mlp_b512/cpu/train", 0.1 + 0.002 * 512, 512, cpu)
     records = reader.read_runs(reader.local_provider(str(tmp_path)))
-    return analysis.build_report(records)
+    return words.build_report(records)
 
 
 def test_the_comparison_fits_each_device_over_batch_sizes(two_devices_two_batches):
@@ -393,10 +394,10 @@ def test_without_other_batch_sizes_the_trace_gives_the_fixed_cost():
     """One batch size per device: no fit and no crossover; the trace's
     device time still splits the GPU's step (2.05 ms, 0.06 ms busy)."""
     cpu = analyzed_run(0.1, 0.8, 0.05, name="cpu/train", batch_size=10)
-    gpu = analysis.analyze_run(make_record(
+    gpu = words.analyze_run(make_record(
         "gpu/train", aggregate=make_aggregate(0.1, 1.9, 0.05, batch_size=10),
         placement=gpu_placement(), trace=make_trace(0.03)))
-    [row] = [r for r in analysis.compare_runs([gpu, cpu])["rows"] if r["run"] == "gpu/train"]
+    [row] = [r for r in words.compare_runs([gpu, cpu])["rows"] if r["run"] == "gpu/train"]
     assert row["scaling"] is None
     assert "Across batch sizes" not in row["explanation"]
     assert row["parts"]["fixed_ms"]["run"] == pytest.approx(2.05 - 0.06)
@@ -418,11 +419,11 @@ def test_devices_that_never_cross_have_no_crossover(gpu_per_sample, cpu_per_samp
     for device, fixed, per_sample in (("gpu", 1.0, gpu_per_sample), ("cpu", 0.1, cpu_per_sample)):
         for batch in (32, large):
             placement = gpu_placement() if device == "gpu" else cpu_placement()
-            results.append(analysis.analyze_run(make_record(
+            results.append(words.analyze_run(make_record(
                 f"mlp_b{batch}/{device}/train", placement=placement,
                 aggregate=make_aggregate(0.0, fixed + per_sample * batch, 0.0,
                                                  batch_size=batch))))
-    row = next(r for r in analysis.compare_runs(results)["rows"]
+    row = next(r for r in words.compare_runs(results)["rows"]
                if r["run"] == "mlp_b32/gpu/train")
     assert row["scaling"]["crossover_batch"] is None
     assert row["scaling"]["faster_above"] == row["scaling"]["faster_below"] == "CPU:0"
@@ -440,16 +441,16 @@ def test_a_baseline_of_another_model_is_said_so_in_each_row():
     runs = []
     for name in names:
         placement = gpu_placement() if "gpu" in name else None
-        runs.append(analysis.analyze_run(make_record(
+        runs.append(words.analyze_run(make_record(
             name, aggregate=make_aggregate(0.1, 1.0, 0.0), placement=placement)))
     rows = {row["run"]: row for row in
-            analysis.compare_runs(runs, baseline="input/naive-cpu0/train")["rows"]}
+            words.compare_runs(runs, baseline="input/naive-cpu0/train")["rows"]}
     for name in names[:2]:
         assert rows[name]["same_model"] is False
         assert " Different models or set-ups: " in rows[name]["explanation"]
     assert rows["input/naive-cpu0/train"]["same_model"] is True
     rows = {row["run"]: row for row in
-            analysis.compare_runs(runs, baseline="small_work/batch10-cpu0/train")["rows"]}
+            words.compare_runs(runs, baseline="small_work/batch10-cpu0/train")["rows"]}
     assert rows["small_work/batch512-gpu0/train"]["same_model"] is True
     assert "Different models" not in rows["small_work/batch512-gpu0/train"]["explanation"]
     assert pairing.same_model("a/gpu/train", "a/cpu/train")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import fit_end
 
 from tests.support.documents import make_aggregate
@@ -27,7 +27,7 @@ def series(count):
 def run_of(aggregate_document, info=INFO, rows=150):
     record = {"run": "a/train", "info": info, "aggregate": aggregate_document,
               "series": series(rows)}
-    [run] = analysis.build_report([record])["runs"]
+    [run] = words.build_report([record])["runs"]
     return run
 
 

@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from tb_devicecost import analysis
 from tb_devicecost import cli
+from tb_devicecost import words
 from tb_devicecost.analysis import predictions
 from tb_devicecost.analysis import record
 from tb_devicecost.analysis.run_data import ModelSignature
@@ -229,7 +229,7 @@ def test_without_a_sweep_the_batch_finding_is_not_read_beyond_its_batch(recorded
     assert finding["expected"]["batch_size"] < 1024
     signature = ModelSignature("x", 1, "float32")
     data = [type("RunData", (), {"run": r["run"], "model": signature})() for r in kept]
-    pairs = [p for p in predictions.check_predictions(kept, data, sweeps=())
+    pairs = [p for p in words.render(predictions.check_predictions(kept, data, sweeps=()))
              if p["change"] == "batch_size" and p["run"] == run["run"]]
     [pair] = pairs
     assert pair["predicted_speedup"] is None
@@ -325,7 +325,7 @@ def test_only_the_same_model_in_the_same_directory_is_a_counterpart():
         ("elsewhere/fast-cpu0/train", 0.1, 1.9, 32, MLP),
         ("pipe/unknown-cpu0/train", 0.1, 1.9, 32, {"backend": "tensorflow"}),
     ])
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     assert [(p["run"], p["counterpart"]) for p in report["predictions"]] == [
         ("pipe/slow-cpu0/train", "pipe/fast-cpu0/train")]
     [pair] = report["predictions"]
@@ -343,7 +343,7 @@ def test_a_pipeline_that_waits_nearly_as_long_is_no_fix():
         ("pipe/b-cpu0/train", 9.1, 1.9, 32, MLP),
         ("pipe/c-cpu0/train", 10.1, 1.9, 64, MLP),
     ])
-    assert analysis.build_report(records)["predictions"] == []
+    assert words.build_report(records)["predictions"] == []
 
 
 def _piped(records, pipelines):
@@ -365,7 +365,7 @@ def test_pairs_are_judged_by_which_run_is_the_change_so_regressions_show():
         ("pipe/workers-cpu0/train", 10.1, 6.5, 32, MLP),
         ("pipe/workers_again-cpu0/train", 10.0, 6.5, 32, MLP),
     ]), {"before": one, "before_again": one, "workers": four, "workers_again": four})
-    pairs = analysis.build_report(records)["predictions"]
+    pairs = words.build_report(records)["predictions"]
     assert [(p["run"], p["counterpart"]) for p in pairs] == [
         ("pipe/before-cpu0/train", "pipe/workers-cpu0/train")]
     # 10.2 ms against 16.7 ms a step (host 0.1 ms each): slower, shown as such.
@@ -389,7 +389,7 @@ def _one_worker_and_processes():
 def test_worker_processes_get_no_prediction_and_say_why():
     """One worker against four processes: each batch crosses a pipe, a cost
     the run never paid (issue 34, on an H100: 0.63 of the wait's estimate)."""
-    [pair] = analysis.build_report(_one_worker_and_processes())["predictions"]
+    [pair] = words.build_report(_one_worker_and_processes())["predictions"]
     assert pair["counterpart"] == "pipe/processes-cpu0/train"
     assert pair["predicted_speedup"] is None and pair["achieved_speedup"] > 1
     assert "pickled" in pair["unpredicted"]
@@ -403,7 +403,7 @@ def test_no_device_prediction_without_a_sweep():
         "m/b32-gpu0/train",
         aggregate=make_aggregate(0.1, 2.0, 0.1, batch_size=32, fetch_floor_ms=0.1),
         placement=gpu_placement(), info=dict({"batch_size": 32}, **gpu)))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     assert [run["device"] for run in report["runs"]] == ["CPU:0", "GPU:0"]
     assert report["predictions"] == []
 
@@ -424,15 +424,16 @@ def test_an_upper_bound_says_whether_it_held():
     other = dict(run, run="a/y-cpu0/train", samples_per_s=150.0)
     stated = {"expected": {"speedup": 2.0, "bound": "at_most", "text": "at most 2x",
                            "batch_size": None}}
-    pair = predictions._pair(run, other, "input_pipeline", "host_overhead_bound", stated,
-                             2.0, "basis")
+    pair = words.render(predictions._pair(run, other, "input_pipeline", "host_overhead_bound",
+                                          stated, 2.0, "basis"))
     assert pair["within_bound"] is True
     # A bound is no prediction to set a ratio against: it held or it broke.
     assert pair["achieved_over_predicted"] is None
     assert "the bound held" in pair["text"]
     assert not math.isnan(pair["achieved_speedup"])
-    broken = predictions._pair(run, dict(other, samples_per_s=300.0), "input_pipeline",
-                               "host_overhead_bound", stated, 2.0, "basis")
+    broken = words.render(predictions._pair(run, dict(other, samples_per_s=300.0),
+                                            "input_pipeline", "host_overhead_bound", stated,
+                                            2.0, "basis"))
     assert broken["within_bound"] is False and "did not hold" in broken["text"]
 
 
@@ -461,7 +462,7 @@ def _input_expected(pipeline, cpu_count=16, gpu=False):
     """The input_bound finding's `expected` of a run that waits 6 ms of a
     10 ms step (0.1 ms to hand over a ready batch)."""
     kwargs = {"placement": gpu_placement()} if gpu else {}
-    result = analysis.analyze_run(make_record(
+    result = words.analyze_run(make_record(
         "p/train", aggregate=make_aggregate(6.1, 3.5, 0.4, fetch_floor_ms=0.1),
         info={"backend": "jax", "input_pipeline": pipeline, "cpu_count": cpu_count}, **kwargs))
     return next(f for f in result["findings"] if f["id"] == "input_bound")["expected"]
@@ -487,8 +488,8 @@ def test_the_input_estimate_is_a_bound_where_the_wait_cannot_say_all(pipeline, c
     expected = _input_expected(pipeline, cpu_count, gpu)
     assert expected["speedup"] == pytest.approx(10.0 / 4.0, rel=1e-6)
     assert expected["bound"] == bound
-    words = {"about": "about 2.5x", "at_least": "at least 2.5x", "at_most": "at most 2.5x"}
-    assert expected["text"].startswith(words[bound])
+    stated = {"about": "about 2.5x", "at_least": "at least 2.5x", "at_most": "at most 2.5x"}
+    assert expected["text"].startswith(stated[bound])
     if bound == "at_least":
         assert "bound from below" in expected["basis"]
     if bound == "at_most":
@@ -500,8 +501,8 @@ def test_runs_of_try_fixes_are_never_paired_here():
     the noise of interleaved fits; pairing them here made the baseline a
     "fix" of worker processes (this machine's demo)."""
     records = _one_worker_and_processes()
-    assert len(analysis.build_report(records)["predictions"]) == 1
+    assert len(words.build_report(records)["predictions"]) == 1
     for record_ in records:
         record_.info["tried"] = {"name": "pipe", "change": "workers", "baseline": "baseline",
                                  "fits": []}
-    assert analysis.build_report(records)["predictions"] == []
+    assert words.build_report(records)["predictions"] == []

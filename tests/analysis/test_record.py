@@ -8,7 +8,7 @@ from what the recorder writes.
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import guards
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import record
@@ -32,7 +32,7 @@ def test_series_fallback_without_aggregate():
     series = {"step": steps, "data_wait_ms": wait, "compute_ms": compute,
               "host_overhead_ms": host, "batch_size": np.full(60, 32.0)}
     record = make_record("s/train", series=series, info={"batch_size": 32})
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     step = (wait + compute + host)[1:]
     assert result["source"] == "series"
     assert result["steps"] == 60
@@ -63,12 +63,12 @@ def test_series_fallback_takes_the_warmup_steps_as_flagged():
     assert numbers.warmup_ms == pytest.approx(300.0 + 40.0 + 250.0 + 3 * 0.6)
     assert numbers.steady_records == 57
     assert numbers.stats["step"].mean == pytest.approx(2.6)
-    assert not any("step 0 taken" in problem for problem in run.problems)
+    assert not any("step 0 taken" in problem for problem in words.render(run.problems))
     # Without the flag (older runs), step 0 is taken as the only warm-up.
     del series["warmup"]
     run = record.read_run(make_record("s/train", series=series))
     assert run.numbers.warmup_steps == [0]
-    assert any("step 0 taken as the warm-up" in problem for problem in run.problems)
+    assert any("step 0 taken as the warm-up" in problem for problem in words.render(run.problems))
 
 
 def test_nan_and_negative_values_are_ignored():
@@ -83,7 +83,7 @@ def test_nan_and_negative_values_are_ignored():
         "batch_size": np.full(6, 32.0),
     }
     record = make_record("n/train", aggregate=aggregate, series=series)
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["source"] == "series"
     # Steps 2, 3, 4 hold NaN, negative or infinite values; 0 is the warm-up.
     assert result["steady_steps"] == 2
@@ -96,7 +96,7 @@ def test_invalid_percentile_in_aggregate_becomes_none():
     aggregate = make_aggregate(1.0, 3.0, 0.2)
     aggregate["components"]["host_overhead"]["p90_ms"] = float("nan")
     aggregate["samples_per_s"] = -3.0
-    result = analysis.analyze_run(make_record("p/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("p/train", aggregate=aggregate))
     assert result["source"] == "aggregate"
     assert result["host_overhead_ms"]["p90"] is None
     # Derived from the batch size and the mean step instead.
@@ -112,10 +112,10 @@ def test_device_choice():
     record = make_record(
         "v/train", aggregate=make_aggregate(0.0, 1.0, 0.0), placement=placement
     )
-    assert analysis.analyze_run(record)["device"] == "CPU:1"
+    assert words.analyze_run(record)["device"] == "CPU:1"
     bare = make_record("none/train", aggregate=make_aggregate(0.0, 1.0, 0.0))
     bare.placement = None
-    result = analysis.analyze_run(bare)
+    result = words.analyze_run(bare)
     assert result["device"] is None
     assert result["placement"]["ops"] == {}
 
@@ -125,7 +125,7 @@ def test_device_is_where_the_step_ran_not_the_visible_devices():
         record = make_record(
             "d/train", aggregate=make_aggregate(0.0, 1.0, 0.0),
             placement=placement)
-        return analysis.analyze_run(record)
+        return words.analyze_run(record)
 
     # Two logical CPUs visible, every op on the first.
     plain = cpu_placement(ops=400)
@@ -151,7 +151,7 @@ def test_analyze_run_accepts_a_dict():
     record = make_record("d/train", aggregate=make_aggregate(0.0, 1.0, 0.0))
     as_dict = {field: getattr(record, field) for field in
                ("run", "aggregate", "info", "placement", "trace", "series", "problems")}
-    assert analysis.analyze_run(as_dict) == analysis.analyze_run(record)
+    assert words.analyze_run(as_dict) == words.analyze_run(record)
 
 
 # The typed record.
@@ -205,7 +205,7 @@ def test_device_busy_fraction_is_the_mean_of_the_trace_windows():
 
 def test_trace_windows_set_our_numbers_beside_the_traces():
     trace = make_trace(0.4, step_ms=2.0)
-    result = analysis.analyze_run(make_record(
+    result = words.analyze_run(make_record(
         "gpu/train", aggregate=make_aggregate(0.1, 1.8, 0.1),
         placement=gpu_placement(), trace=trace))
     [window] = result["trace_windows"]
@@ -231,7 +231,7 @@ def test_integers_too_large_for_a_float_are_ignored():
     aggregate["steps"] = 10**400
     aggregate["samples"] = 10**400
     aggregate["components"]["compute"]["p90_ms"] = 10**400
-    result = analysis.analyze_run(make_record("big/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("big/train", aggregate=aggregate))
     assert result["steps"] is None
     assert result["compute_ms"]["p90"] is None
     assert result["step_ms"]["mean"] == pytest.approx(2.6)
@@ -250,7 +250,7 @@ def test_extreme_finite_values_in_the_series_are_ignored():
     series = {"step": steps, "data_wait_ms": np.array([1.0, 1.0, 1e308, 1.0, 1.0, 1.0]),
               "compute_ms": np.array([2.0, 2.0, 2.0, 1e-310, 2.0, 2.0]),
               "host_overhead_ms": np.full(6, 0.1), "batch_size": np.full(6, 32.0)}
-    result = analysis.analyze_run(make_record("odd/train", series=series))
+    result = words.analyze_run(make_record("odd/train", series=series))
     assert result["steady_steps"] == 3
     assert result["step_ms"]["max"] == pytest.approx(3.1)
     assert_json_clean(result)
@@ -263,7 +263,7 @@ def test_a_trace_document_with_an_unhashable_step_is_read():
     window["recorded_steps"][1]["step"] = {"a": 1}
     window["start_step"] = {"deep": [1]}
     window["host"] = ["not", "a", "host"]
-    result = analysis.analyze_run(make_record(
+    result = words.analyze_run(make_record(
         "gpu/train", aggregate=make_aggregate(0.1, 1.0, 0.1), trace=trace))
     [analysed] = result["trace_windows"]
     assert analysed["steps"][0]["step"] is None
@@ -278,7 +278,7 @@ def test_what_a_run_object_holds_is_bounded_whatever_a_document_holds():
     aggregate["warmup"]["steps"] = list(range(100_000))
     placement = cpu_placement()
     placement["ops"] = {f"CPU:{index}": 1 for index in range(100_000)}
-    result = analysis.analyze_run(make_record(
+    result = words.analyze_run(make_record(
         "big/train", aggregate=aggregate, trace=trace, placement=placement))
     assert len(result["trace_windows"]) == guards.MAX_TRACE_WINDOWS
     assert result["warmup_steps"] == list(range(100_000 - guards.MAX_ITEMS, 100_000))

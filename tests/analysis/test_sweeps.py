@@ -15,6 +15,7 @@ import pytest
 
 import tb_devicecost
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import sweeps
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.cli.renderers import console
@@ -62,7 +63,7 @@ def report_of(logdir, mark=None):
             dataclasses.replace(record, info=dict(record.info, sweep=mark(record.run)))
             for record in records
         ]
-    return analysis.build_report(records)
+    return words.build_report(records)
 
 
 def test_costs_and_crossover_of_two_devices(tmp_path):
@@ -209,14 +210,14 @@ def test_a_malformed_sweep_entry_falls_back_to_the_name(tmp_path):
 
 
 def h100_runs():
-    return analysis.build_report(reader.read_runs(reader.local_provider(H100_SWEEP)))["runs"]
+    return words.build_report(reader.read_runs(reader.local_provider(H100_SWEEP)))["runs"]
 
 
 def test_h100_sweep_is_recognised_by_its_run_names():
     """The dense sweep recorded on an NVIDIA H100 (JAX backend, the seeds'
     MLP, 11 batch sizes from 16 to 16384 per device), recorded before
     sweeps were marked in the run info."""
-    [sweep] = analysis.find_sweeps(h100_runs())
+    [sweep] = words.render(analysis.find_sweeps(h100_runs()))
     assert sweep["source"] == "run_name"
     assert {device: len(fit["points"]) for device, fit in sweep["devices"].items()} == {
         "CPU:0": 11, "GPU:0": 11,
@@ -233,12 +234,12 @@ def test_h100_five_batch_sizes_predict_the_dense_crossover_within_2x():
     lies within 2x of the crossover measured from all 11 points, which the
     data places between 1024 and 2048 samples per step."""
     runs = h100_runs()
-    [dense] = analysis.find_sweeps(runs)
+    [dense] = words.render(analysis.find_sweeps(runs))
     measured = dense["measured_crossover"]
     assert measured["between"] == [1024, 2048]
     assert measured["faster_above"] == "GPU:0"
     subset = [run for run in runs if run["sweep"]["batch_size"] in (16, 64, 256, 1024, 4096)]
-    [sparse] = analysis.find_sweeps(subset)
+    [sparse] = words.render(analysis.find_sweeps(subset))
     assert len(sparse["devices"]["GPU:0"]["points"]) == 5
     assert sparse["faster_above"] == "GPU:0"
     ratio = sparse["crossover_batch"] / measured["batch"]

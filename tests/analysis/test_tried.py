@@ -5,11 +5,11 @@ them."""
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import interventions
 from tb_devicecost.analysis import record
-from tb_devicecost.analysis import wording
+from tb_devicecost.words import phrases
 from tb_devicecost.format import vocabulary
 from tests.support.documents import make_aggregate
 from tests.support.documents import make_record
@@ -46,7 +46,7 @@ def _run(change, rates, steps=None, pipeline=None, backend="jax", importable=Non
 
 
 def _report(*records):
-    return analysis.build_report(list(records))
+    return words.build_report(list(records))
 
 
 def _entries(report):
@@ -229,15 +229,15 @@ def test_no_tf_data_advice_where_tensorflow_was_not_importable(kind):
     without = {"tensorflow": False, "jax": True, "torch": False, "grain": False}
     run = _run_data(pipeline, importable=without)
     assert not interventions.tf_data_advisable(run)
-    result = analysis.analyze_run(make_record(
+    result = words.analyze_run(make_record(
         "a/train", aggregate=make_aggregate(6.0, 3.5, 0.5, fetch_floor_ms=0.1),
         info={"backend": "jax", "input_pipeline": pipeline, "importable": without}))
     for finding in result["findings"]:
         assert "tf.data" not in finding["fix"], finding
-    assert "tf.data" not in wording.input_out_of_process(pipeline, tf_data=False)
+    assert "tf.data" not in phrases.input_out_of_process(pipeline, tf_data=False)
     # JAX's input advice names grain or a PyDataset's workers.
     if kind in ("arrays", "generator"):
-        fix = wording.input_fix(pipeline, "jax", tf_data=False)
+        fix = phrases.input_fix(pipeline, "jax", tf_data=False)
         assert "grain" in fix and "PyDataset" in fix
     # Where TensorFlow was importable, tf.data may be advised.
     with_tf = _run_data(pipeline, importable=dict(without, tensorflow=True))
@@ -245,9 +245,9 @@ def test_no_tf_data_advice_where_tensorflow_was_not_importable(kind):
 
 
 def test_advice_never_repeats_what_the_run_already_has():
-    fix = wording.input_fix({"kind": "PyDataset", "workers": 4, "use_multiprocessing": True})
+    fix = phrases.input_fix({"kind": "PyDataset", "workers": 4, "use_multiprocessing": True})
     assert "pass use_multiprocessing=True" not in fix
-    fix = wording.input_fix({"kind": "tf.data", "maps": 1, "parallel_map": True,
+    fix = phrases.input_fix({"kind": "tf.data", "maps": 1, "parallel_map": True,
                              "prefetch": True, "cache": False, "python_function": False})
     assert "num_parallel_calls" not in fix and "end the pipeline with .prefetch" not in fix
 
@@ -258,7 +258,7 @@ def test_a_cpu_tf_data_run_on_few_cores_says_its_maps_share_the_compute():
     pipeline = {"kind": "tf.data", "maps": 1, "parallel_map": True, "prefetch": True,
                 "cache": False, "python_function": False}
     def compute_fix(cpu_count):
-        result = analysis.analyze_run(make_record(
+        result = words.analyze_run(make_record(
             "t/train", aggregate=make_aggregate(0.05, 30.0, 0.2, fetch_floor_ms=0.1),
             info={"backend": "tensorflow", "input_pipeline": pipeline, "cpu_count": cpu_count}))
         return next(f for f in result["findings"] if f["id"] == "compute_bound")["fix"]

@@ -6,7 +6,7 @@ its job (`ProcessClaim`), its distribution (`Distribution`), its steady
 steps (`ProcessSteps`) and its model (`ModelSignature`) come in its
 `RunData`; `verdicts.judge(RunData)` returns a `Verdict` of `Finding`s;
 `workers.build_workers` takes `RunData`s and returns typed `Job`s, which
-`report.py` alone writes as dicts. Every expected figure here is one
+`words/report.py` alone writes as dicts. Every expected figure here is one
 the recording wrote (the run info, `results.json`), never one computed by
 the code under test.
 """
@@ -17,11 +17,9 @@ import os
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import record as run_records
-from tb_devicecost.analysis import report
 from tb_devicecost.analysis import run_figures
-from tb_devicecost.analysis import job_text
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
@@ -29,6 +27,8 @@ from tb_devicecost.analysis.run_data import Distribution
 from tb_devicecost.analysis.run_data import ModelSignature
 from tb_devicecost.analysis.run_data import ProcessClaim
 from tb_devicecost.reading import reader
+from tb_devicecost.words import jobs as job_words
+from tb_devicecost.words import report
 
 from tests.support import paths
 
@@ -156,7 +156,7 @@ def test_workers_take_run_data(run_data, recorded):
 
 
 def test_the_report_is_the_same_through_the_typed_path(records, recorded):
-    report_ = analysis.build_report(list(records.values()))
+    report_ = words.build_report(list(records.values()))
     waiting = {
         run["run"]: run["verdict"] for run in report_["runs"]
     }
@@ -232,7 +232,7 @@ def test_a_job_is_typed_and_frozen(job_case):
 
 def test_the_group_object_is_written_from_the_typed_job(job_case):
     groups = {group["group"]: group
-              for group in analysis.worker_groups(job_case["data"], job_case["runs"])}
+              for group in words.worker_groups(job_case["data"], job_case["runs"])}
     expected = job_case["cases"]["mlp_slowed"]
     group = groups["mlp_slowed/train"]
     assert list(group) == [
@@ -260,7 +260,7 @@ def test_the_group_object_is_written_from_the_typed_job(job_case):
 
 def test_the_processes_waiting_for_the_straggler(job_case):
     groups = {group["group"]: group
-              for group in analysis.worker_groups(job_case["data"], job_case["runs"])}
+              for group in words.worker_groups(job_case["data"], job_case["runs"])}
     runs = {run["run"]: run for run in job_case["runs"]}
     for case, expected in job_case["cases"].items():
         group = groups[f"{case}/train"]
@@ -277,7 +277,7 @@ def test_the_processes_waiting_for_the_straggler(job_case):
             assert found.wait_share == pytest.approx(process["wait_share"])
             assert found.communication_fraction == pytest.approx(
                 process["device_split"]["communication"])
-            headline, message, fix = job_text.waiting_for_others(found)
+            headline, message, fix = job_words.waiting_for_others(found)
             assert headline.startswith(f"Process {process['process_index']} spends ")
             assert f"waiting for process {expected['straggler_index']}" in message
             assert f"Its own verdict, {process['own_verdict']}, is set aside" in message

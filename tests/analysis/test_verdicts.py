@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tb_devicecost
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import thresholds
 from tb_devicecost.analysis import verdicts
@@ -34,7 +34,7 @@ from tests.support.fits import INPUT_SLEEP_S
 
 def test_input_bound_fit_is_input_bound(fit_records):
     record = fit_records["input/train"]
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["verdict"] == "input_bound"
     assert result["steady_verdict"] == "input_bound"
     assert result["findings"][0]["id"] == "input_bound"
@@ -58,7 +58,7 @@ def test_input_bound_fit_is_input_bound(fit_records):
 
 def test_compute_bound_fit_is_not_input_bound(fit_records):
     record = fit_records["compute/train"]
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     numbers = {key: result[key] for key in (
         "data_wait_ms", "step_ms", "fetch_floor_ms", "ready_fetch_ms", "input_share")}
     assert result["verdict"] != "input_bound", numbers
@@ -82,7 +82,7 @@ def test_compute_bound_fit_is_not_input_bound(fit_records):
 
 
 def test_pinned_layer_shows_second_device_and_copies(fit_records):
-    result = analysis.analyze_run(fit_records["pinned/train"])
+    result = words.analyze_run(fit_records["pinned/train"])
     placement = result["placement"]
     assert placement["ops"].get("CPU:1", 0) > 0
     assert placement["variables"].get("CPU:1", 0) >= 1
@@ -327,7 +327,7 @@ def test_visible_accelerator_left_unused():
         "gpu/train", aggregate=make_aggregate(0.0, 1.0, 0.0, batch_size=512),
         placement=placement,
     )
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["device"] == "CPU:0"
     found = finding_of(result, "cpu_ops_on_accelerator_run")
     assert found["severity"] == "high"
@@ -342,7 +342,7 @@ def test_cross_device_copies_severity():
         "cpu/train", aggregate=make_aggregate(0.0, 1.0, 0.0, batch_size=512),
         placement=cpu_placement(copies=2, extra_devices={"CPU:1": 3}),
     )
-    found = finding_of(analysis.analyze_run(record), "cross_device_copies")
+    found = finding_of(words.analyze_run(record), "cross_device_copies")
     assert found["severity"] == "info"
     assert "2 edge(s)" in found["message"]
     assert "CPU:1 (3 ops)" in found["message"]
@@ -367,7 +367,7 @@ def test_small_batch_on_accelerator_is_moderate():
 
 
 def test_every_finding_has_numbers_and_a_fix(fit_records):
-    results = [analysis.analyze_run(r) for r in fit_records.values()]
+    results = [words.analyze_run(r) for r in fit_records.values()]
     results.append(analyzed_gpu_run(batch_size=10, copies=3, cpu_op_types=("Unique",)))
     results.append(analyzed_run(3.0, 1.0, 0.5, spikes=4, warmup_ms=300.0))
     for result in results:
@@ -389,13 +389,13 @@ def test_every_finding_has_numbers_and_a_fix(fit_records):
                 assert expected["speedup"] > 0, item
 
 
-@pytest.mark.parametrize("status, words", [
+@pytest.mark.parametrize("status, said", [
     ("running", "still being written"), ("interrupted", "interrupted")])
-def test_unfinished_run_says_so(status, words):
+def test_unfinished_run_says_so(status, said):
     result = analyzed_run(0.0, 2.0, 0.0, status=status)
     assert result["status"] == status
     found = finding_of(result, "incomplete_run")
-    assert words in found["message"]
+    assert said in found["message"]
     assert f"the {result['steps']} step(s) recorded so far" in found["message"]
     assert finding_of(analyzed_run(0.0, 2.0, 0.0), "incomplete_run") is None
 
@@ -413,7 +413,7 @@ def sentences_with_figures(text):
 
 
 def test_every_sentence_with_a_figure_names_its_statistic(fit_records):
-    results = [analysis.analyze_run(r) for r in fit_records.values()]
+    results = [words.analyze_run(r) for r in fit_records.values()]
     results += [
         analyzed_run(3.0, 1.0, 0.5, spikes=4, warmup_ms=300.0),
         analyzed_run(0.5, 6.0, 0.1, name="cpu/validation"),
@@ -423,12 +423,12 @@ def test_every_sentence_with_a_figure_names_its_statistic(fit_records):
         analyzed_gpu_run(trace=make_trace(0.03)),
     ]
     cpu = analyzed_run(0.1, 0.8, 0.05, name="cpu/train", batch_size=10)
-    gpu = analysis.analyze_run(make_record(
+    gpu = words.analyze_run(make_record(
         "gpu/train", aggregate=make_aggregate(0.1, 1.9, 0.05, batch_size=10,
                                                       warmup_ms=900.0),
         placement=gpu_placement()))
     texts = [f["message"] for result in results for f in result["findings"]]
-    texts += [row["explanation"] for row in analysis.compare_runs([cpu, gpu])["rows"]]
+    texts += [row["explanation"] for row in words.compare_runs([cpu, gpu])["rows"]]
     checked = 0
     for text in texts:
         for sentence in sentences_with_figures(text):
@@ -536,7 +536,7 @@ def test_spikes_without_retrace_evidence_are_stalls_not_retracing(retraces):
     aggregate = make_aggregate(0.0, 5.0, 0.0, batch_size=512, spikes=7)
     if retraces is not None:
         aggregate["retraces"] = retraces
-    result = analysis.analyze_run(make_record("s/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("s/train", aggregate=aggregate))
     assert finding_of(result, "retracing") is None
     stalls = finding_of(result, "stalls")
     assert stalls["severity"] == "info"
@@ -557,7 +557,7 @@ def test_recorded_retraces_are_retracing():
     # Spikes at steps 10-13; the train function was traced again at 11 and 13.
     aggregate["retraces"] = {"count": 2, "steps": [11, 13],
                              "source": "tf.function tracing count"}
-    result = analysis.analyze_run(make_record("r/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("r/train", aggregate=aggregate))
     assert result["retraces"] == aggregate["retraces"]
     found = finding_of(result, "retracing")
     assert found["severity"] == "info"
@@ -570,7 +570,7 @@ def test_recorded_retraces_are_retracing():
     assert "steps 10, 12" in stalls["message"]
     many = make_aggregate(0.0, 5.0, 0.0, batch_size=512)
     many["retraces"] = {"count": 3, "steps": [], "source": "tf.function tracing count"}
-    result = analysis.analyze_run(make_record("m/train", aggregate=many))
+    result = words.analyze_run(make_record("m/train", aggregate=many))
     assert finding_of(result, "retracing")["severity"] == "moderate"
     assert finding_of(result, "stalls") is None
 
@@ -590,7 +590,7 @@ def test_a_two_step_warmup_in_one_fit_is_not_called_two_fits():
     the traced step); the finding counts steps and fits apart."""
     aggregate = make_aggregate(0.0, 1.0, 0.0, warmup_ms=400.0, sessions=1)
     aggregate["warmup"].update(count=2, steps=[0, 1])
-    result = analysis.analyze_run(make_record("cpu/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("cpu/train", aggregate=aggregate))
     [finding] = [f for f in result["findings"] if f["id"] in ("warmup", "warmup_dominated")]
     assert "2 steps at the start of the fit" in finding["message"]
     assert "fits" not in finding["message"]
@@ -618,7 +618,7 @@ def _recorded_loop(run_dir, steps, batch=32):
         clock.advance(host)
     recorder.close()
     [record] = reader.read_runs(reader.local_provider(str(run_dir)))
-    return analysis.analyze_run(record)
+    return words.analyze_run(record)
 
 
 def test_an_input_bound_loop_expects_the_step_without_its_wait(tmp_path):
@@ -684,7 +684,7 @@ def _traced_gpu_run(run_dir, busy_ms, kernels=17, kernel_us=2.94):
     recorder.write_document(metadata.TAG_TRACE, trace)
     recorder.end_session()
     [record] = reader.read_runs(reader.local_provider(str(run_dir)))
-    return analysis.analyze_run(record)
+    return words.analyze_run(record)
 
 
 def test_a_latency_bound_run_quotes_the_trace_and_expects_a_larger_batch(tmp_path):
@@ -804,7 +804,7 @@ def _short_validation(tmp_path, name):
         recorder.end_compute()
     recorder.end_session()
     [record] = reader.read_runs(reader.local_provider(str(tmp_path / "logs")))
-    return analysis.analyze_run(record)
+    return words.analyze_run(record)
 
 
 def test_a_short_validation_run_is_judged_by_its_typical_step(tmp_path):

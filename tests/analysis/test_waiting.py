@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown
 
@@ -38,7 +38,7 @@ def _runs(report):
 
 
 def test_the_processes_that_wait_for_the_straggler_are_waiting_for_others():
-    report = analysis.build_report(_job())
+    report = words.build_report(_job())
     runs = _runs(report)
     for name in ("job/process_0/train", "job/process_1/train"):
         run = runs[name]
@@ -73,7 +73,7 @@ def test_a_process_waiting_a_little_keeps_its_own_verdict():
         job_record("small/process_0/train", 0, 2, [0.0] * N, [12.0] * N, [0.0] * N),
         job_record("small/process_1/train", 1, 2, [4.0] * N, [8.0] * N, [0.0] * N),
     ]
-    runs = _runs(analysis.build_report(records))
+    runs = _runs(words.build_report(records))
     assert runs["small/process_0/train"]["steady_verdict"] == "compute_bound"
 
 
@@ -82,7 +82,7 @@ def test_balanced_processes_wait_for_nobody():
         job_record(f"even/process_{i}/train", i, 2, [0.0] * N, [5.0] * N, [0.0] * N)
         for i in range(2)
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     assert all(run["steady_verdict"] == "compute_bound" for run in report["runs"])
 
 
@@ -96,7 +96,7 @@ def test_the_trace_time_in_collectives_is_quoted_as_evidence():
                      "idle_fraction": 0.02}],
         "device_busy_fraction": 0.04,
     }
-    report = analysis.build_report(_job(trace={"windows": [window]}))
+    report = words.build_report(_job(trace={"windows": [window]}))
     finding = _runs(report)["job/process_0/train"]["findings"][0]
     assert finding["communication_fraction"] == pytest.approx(0.93)
     assert "93% of each traced step in collectives" in finding["message"]

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.analysis import jobs
 from tb_devicecost.analysis import record as run_records
@@ -52,7 +52,7 @@ def test_a_process_slow_to_fetch_is_the_straggler_with_its_cause():
         job_record("job/process_1/train", 1, 3, [0.0] * n, [12.0] * n, [0.0] * n),
         job_record("job/process_2/train", 2, 3, [10.0] * n, [2.0] * n, [0.0] * n),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     group = by_group(report)["job/train"]
     assert group["process_count"] == 3
     assert group["aligned_steps"] == n  # the warm-up step is left out
@@ -97,7 +97,7 @@ def test_host_overhead_after_a_step_delays_the_next_step():
         job_record("j/process_0/train", 0, 2, [0.0] * n, [2.0] + [10.0] * (n - 1), [0.0] * n),
         job_record("j/process_1/train", 1, 2, [0.0] * n, [2.0] * n, [8.0] * n),
     ]
-    group = by_group(analysis.build_report(records))["j/train"]
+    group = by_group(words.build_report(records))["j/train"]
     assert group["straggler_index"] == 1
     assert group["cause"] == "host_overhead_bound"
     # The first aligned step follows the warm-up step (no host overhead
@@ -110,7 +110,7 @@ def test_host_overhead_after_a_step_delays_the_next_step():
     for record in records:
         for key, values in record["series"].items():
             record["series"][key] = values[keep]
-    group = by_group(analysis.build_report(records))["j/train"]
+    group = by_group(words.build_report(records))["j/train"]
     assert group["aligned_steps"] == len(keep) - 1
     assert group["straggler_index"] == 1
     assert group["skew_ms"]["p50"] == pytest.approx(8.0)
@@ -124,7 +124,7 @@ def test_processes_that_keep_pace_have_no_straggler():
         job_record("even/process_0/train", 0, 2, jitter, [5.0] * n, [0.0] * n),
         job_record("even/process_1/train", 1, 2, jitter[1:] + [0.1], [5.0] * n, [0.0] * n),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     group = by_group(report)["even/train"]
     assert group["straggler"] is None and group["finding"] is None
     assert group["cause"] is None and group["straggler_share"] is None
@@ -147,7 +147,7 @@ def test_steps_are_aligned_by_global_step_and_clocks_compared_on_one_host():
     keep = np.arange(0, n + 1, 2)
     for key, values in records[1]["series"].items():
         records[1]["series"][key] = values[keep]
-    group = by_group(analysis.build_report(records))["a/train"]
+    group = by_group(words.build_report(records))["a/train"]
     assert group["aligned_steps"] == len(keep) - 1  # the warm-up step 0 is left out
     assert group["series"]["step"] == list(range(2, n + 1, 2))
     assert group["same_host"] is True
@@ -156,7 +156,7 @@ def test_steps_are_aligned_by_global_step_and_clocks_compared_on_one_host():
     assert group["end_spread_ms"]["p50"] == pytest.approx(2.0, abs=1e-3)
     # Another host's clock is not compared.
     records[1]["info"]["hostname"] = "node-b"
-    group = by_group(analysis.build_report(records))["a/train"]
+    group = by_group(words.build_report(records))["a/train"]
     assert group["same_host"] is False
     assert group["start_spread_ms"] == {"p50": None, "p90": None, "mean": None}
     assert group["skew_ms"]["p50"] == 0
@@ -168,11 +168,11 @@ def test_each_process_device_busy_share_side_by_side():
         job_record("b/process_0/train", 0, 2, [0.0] * n, [9.0] * n, [0.0] * n),
         job_record("b/process_1/train", 1, 2, [6.0] * n, [3.0] * n, [0.0] * n),
     ]
-    group = by_group(analysis.build_report(records))["b/train"]
+    group = by_group(words.build_report(records))["b/train"]
     assert group["device_busy_spread"] is None  # no trace window
     runs = [{"run": "b/process_0/train", "device_busy_fraction": 0.3, "device_compute_ms": 1.2},
             {"run": "b/process_1/train", "device_busy_fraction": 0.9, "device_compute_ms": 3.0}]
-    [group] = analysis.worker_groups([run_records.read_run(item) for item in records], runs)
+    [group] = words.worker_groups([run_records.read_run(item) for item in records], runs)
     assert [entry["device_busy_fraction"] for entry in group["runs"]] == [0.3, 0.9]
     # The spread is of the device's compute per step, relative: (3 - 1.2) / 3.
     assert group["device_busy_spread"] == pytest.approx(0.6)
@@ -189,7 +189,7 @@ def test_which_runs_form_a_job():
         # One process alone is not a job.
         dict(job_record("solo/train", 0, 1, *good)),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     groups = by_group(report)
     assert list(groups) == ["x/train"]
     # Process 2's run is there, under the wrong directory: named, not
@@ -208,7 +208,7 @@ def test_damaged_steps_are_left_out_of_the_alignment():
         job_record("d/process_0/train", 0, 2, [0.0] * n, [float("nan")] + [9.0] * (n - 1), [0.0] * n),
         job_record("d/process_1/train", 1, 2, [6.0] * n, [3.0] * n, [-1.0] + [0.0] * (n - 1)),
     ]
-    group = by_group(analysis.build_report(records))["d/train"]
+    group = by_group(words.build_report(records))["d/train"]
     # Step 1 is damaged in both: steps 2..6 remain.
     assert group["aligned_steps"] == n - 1
     assert group["straggler_index"] == 1
@@ -222,7 +222,7 @@ def test_a_run_name_made_of_markup_is_text_in_the_renderers():
         job_record("<b>x</b>/process_0/train", 0, 2, [0.0] * n, [9.0] * n, [0.0] * n),
         job_record(name, 1, 2, [6.0] * n, [3.0] * n, [0.0] * n),
     ]
-    text = markdown.render(analysis.build_report(records))
+    text = markdown.render(words.build_report(records))
     assert "<b>" not in text.replace("`<b>x</b>", "")
 
 
@@ -329,7 +329,7 @@ def test_torch_ddp_processes_recorded_by_step_recorder(tmp_path):
         assert record.info["loop"] == "custom"
         assert record.info["process_count"] == 2
         assert record.info["distributed"] == "torch.distributed (gloo)"
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     group = by_group(report)["ddp"]
     assert group["straggler"] == "ddp/process_1"
     assert group["cause"] == "input_bound"
@@ -357,7 +357,7 @@ def test_mirrored_strategy_records_replicas_and_the_per_replica_batch(tmp_path):
     assert info["process_count"] == 1
     assert info["local_devices"] == facts["devices"]
     assert (info["global_batch"], info["per_process_batch"], info["per_replica_batch"]) == (64, 64, 32)
-    run = analysis.build_report(records)["runs"][0]
+    run = words.build_report(records)["runs"][0]
     assert run["batch_size"] == facts["global_batch"] == 64
     assert run["distribution"]["per_replica_batch"] == 32
     assert run["distribution"]["global_batch"] == 64
@@ -382,7 +382,7 @@ def test_damaged_documents_of_one_process_cost_only_the_alignment(damage):
                                            if isinstance(value, dict) and key == "info"
                                            else value)
                                      for key, value in damage.items()})
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     json.dumps(report, allow_nan=False)
     for group in report["workers"]:
         assert group["straggler"] is None or group["aligned_steps"] > 0
@@ -397,7 +397,7 @@ def test_a_straggler_whose_own_verdict_is_not_its_stall_is_late_by_its_stall():
         job_record(f"m/process_{index}/train", index, 3, [0.0] * n, [12.0] * n, [0.0] * n)
         for index in (0, 1)
     ] + [job_record("m/process_2/train", 2, 3, [1.5] * n, [10.5] * n, [0.0] * n)]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     group = by_group(report)["m/train"]
     runs = {run["run"]: run for run in report["runs"]}
     assert runs["m/process_2/train"]["steady_verdict"] == "compute_bound"
@@ -438,7 +438,7 @@ def test_a_huge_process_count_is_summarised_as_ranges(count):
         job_record("huge/process_0/train", 0, count, [0.0] * n, [3.0] * n, [0.0] * n),
         job_record("huge/process_1/train", 1, count, [0.0] * n, [3.0] * n, [0.0] * n),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["process_count"] == count
     assert group["missing_processes"] == [[2, count - 1]]
@@ -461,7 +461,7 @@ def test_runs_that_do_not_fit_their_job_are_named_not_dropped():
         job_record("y/process_7/train", 2, 4, *good),
         job_record("y/process_9/train", 9, 4, *good),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert [entry["run"] for entry in group["runs"]] == ["y/process_0/train", "y/process_1/train"]
     unaligned = {item["run"]: item for item in group["unaligned"]}
@@ -489,7 +489,7 @@ def test_no_aligned_steps_never_claims_balance():
         job_record("s/process_1/train", 1, 2, [9.0] * n, [3.0] * n, [0.0] * n,
                    steps=np.arange(100, 100 + n + 1)),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["aligned_steps"] == 0 and group["straggler"] is None
     assert group["problems"] and "no global step" in group["problems"][-1]
@@ -506,7 +506,7 @@ def test_a_straggler_of_200_processes_is_said_once():
                    [8.0 if index == 7 else 0.0] * n, [10.0] * n, [0.0] * n)
         for index in range(count)
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["straggler_index"] == 7
     carrying = [run["run"] for run in report["runs"]
@@ -553,7 +553,7 @@ def test_a_process_index_of_minus_one_is_said_as_it_is():
     good = [0.0] * n, [3.0] * n, [0.0] * n
     records = [job_record("q/process_0/train", 0, 2, *good),
                job_record("q/process_1/train", -1, 2, *good)]
-    [group] = analysis.build_report(records)["workers"]
+    [group] = words.build_report(records)["workers"]
     [item] = group["unaligned"]
     assert "gives process index -1, which is no process's place" in item["reason"], item
 
@@ -563,7 +563,7 @@ def test_processes_whose_counts_disagree_are_said():
     good = [0.0] * n, [3.0] * n, [0.0] * n
     records = [job_record(f"c/process_{index}/train", index, count, *good)
                for index, count in ((0, 2), (1, 4), (2, 3))]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["process_count"] == 4
     [said] = [problem for problem in group["problems"] if "disagree on the job's size" in problem]
@@ -575,7 +575,7 @@ def test_a_process_with_run_info_but_no_step_is_not_said_unrecorded():
     good = [0.0] * n, [3.0] * n, [0.0] * n
     records = [job_record(f"e/process_{index}/train", index, 3, *good) for index in (0, 1)]
     records.append({"run": "e/process_2/train", "info": {"process_index": 2, "process_count": 3}})
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["missing_processes"] == []
     [item] = group["unaligned"]
@@ -589,7 +589,7 @@ def test_a_straggler_over_three_aligned_steps_is_noted_as_short():
         job_record("t/process_0/train", 0, 2, [0.0] * 10, [3.0] * 10, [0.0] * 10),
         job_record("t/process_1/train", 1, 2, [9.0] * 3, [3.0] * 3, [0.0] * 3),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [group] = report["workers"]
     assert group["aligned_steps"] == 3 and group["straggler"] == "t/process_1/train"
     assert "only 3 steps of the processes line up" in group["finding"]["message"]

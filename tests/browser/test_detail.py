@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
@@ -126,7 +126,7 @@ def test_a_findings_fix_shows_what_it_would_buy(browser, tmp_path, screenshots):
 
     source = os.path.join(paths.DATA, "h100_traced", "jax_mlp_b32")
     shutil.copytree(source, tmp_path / "jax_mlp_b32")
-    report = analysis.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
+    report = words.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
     run = next(item for item in report["runs"] if item["run"] == "jax_mlp_b32/gpu/train")
     latency = next(item for item in run["findings"] if item["id"] == "latency_bound")
     process, url = serve.start_tensorboard(str(tmp_path), expected_runs=1)

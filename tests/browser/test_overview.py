@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def test_overview_lists_each_run_with_the_cli_verdict(tab, logdir, screenshots):
     page, frame, problems = tab
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     for run in report["runs"]:
         row = frame.locator(f'.dc-run-row[data-run="{run["run"]}"]')
         expect(row).to_have_count(1)

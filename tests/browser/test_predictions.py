@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
@@ -32,7 +32,7 @@ def test_the_handover_is_shaded_apart_and_predictions_are_checked(browser, tmp_p
     source = os.path.join(paths.DATA, "h100_demo", "jax")
     shutil.copytree(source, tmp_path / "jax")
     logdir = str(tmp_path / "jax")
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"]: run for run in report["runs"]}
     process, url = serve.start_tensorboard(logdir, expected_runs=len(runs))
     try:

@@ -5,7 +5,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
@@ -34,7 +34,7 @@ def test_the_sweep_chart_says_where_the_gpu_wins(browser, tmp_path, screenshots)
     x, y = data()
     tb_devicecost.sweep(build, x, y, batch_sizes=(8, 64), devices=("cpu:0", "cpu:1"),
                         log_dir=tmp_path / "mine", steps=4, your_batch_size=8)
-    report = analysis.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
+    report = words.build_report(reader.read_runs(reader.local_provider(str(tmp_path))))
     sweeps = {sweep["name"]: sweep for sweep in report["sweeps"]}
     h100 = sweeps["sweep_jax"]
     assert h100["faster_above"] == "GPU:0"

@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 
@@ -23,7 +23,7 @@ def _traced_window(logdir):
     """The one trace window of `cpu/train` (keras.callbacks.TensorBoard's)."""
     [run] = [
         run
-        for run in analysis.build_report(reader.read_runs(reader.local_provider(logdir)))["runs"]
+        for run in words.build_report(reader.read_runs(reader.local_provider(logdir)))["runs"]
         if run["run"] == "cpu/train"
     ]
     [window] = run["trace_windows"]

@@ -6,7 +6,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 from demo import serve
@@ -25,7 +25,7 @@ def test_the_workers_view_names_the_straggler_of_a_distributed_fit(browser, jax_
     report's figures, the other job as keeping pace; the straggler's detail
     carries the same finding."""
     logdir = jax_job["logdir"]
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     groups = {group["group"]: group for group in report["workers"]}
     slow = groups["slow/train"]
     assert slow["straggler_index"] == 1

@@ -13,6 +13,7 @@ import pytest
 from tb_devicecost import analysis
 from tb_devicecost import cli
 from tb_devicecost import version
+from tb_devicecost import words
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.format import metadata
 from tb_devicecost.format import vocabulary
@@ -194,7 +195,7 @@ def test_json_report_has_every_documented_key(fit_logdir, capsys):
 def test_json_matches_the_analysis(fit_logdir, fit_records, capsys):
     code, out, _ = run_main(capsys, "report", fit_logdir, "--json")
     assert code == 0
-    expected = analysis.build_report(list(fit_records.values()))
+    expected = words.build_report(list(fit_records.values()))
     assert json.loads(out) == json.loads(json.dumps(expected))
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.cli.renderers import common
 from tb_devicecost.cli.renderers import console
@@ -42,7 +42,7 @@ def report():
             0.1, 2.0, 0.1, batch_size=None), placement=bare, info={"batch_size": None}),
         make_record("empty/train"),
     ]
-    return analysis.build_report(records)
+    return words.build_report(records)
 
 
 def test_console_fits_80_columns_and_shows_every_part(report):
@@ -201,7 +201,7 @@ def test_a_pipeline_that_keeps_up_reads_as_handover_not_waiting():
         make_record("starved/train", aggregate=make_aggregate(
             5.0, 4.0, 1.0, fetch_floor_ms=0.2)),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     runs = {run["run"]: run for run in report["runs"]}
     ready, starved = runs["ready/train"], runs["starved/train"]
     # Figures of the aggregates above: 0.2 of 1.0 ms, and 0.2 of 10 ms.

@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 from demo import serve
 
@@ -45,7 +46,7 @@ def _demo_runs(tmp_path_factory, *options):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert completed.returncode == 0, completed.stderr[-3000:]
     _OUTPUT[options] = completed.stdout, completed.stderr
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"]: run for run in report["runs"]}
     cpu_seconds = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return completed.stdout, runs, cpu_seconds
@@ -409,7 +410,7 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
     assert f"Backend: {backend}." in completed.stdout
     for skipped in ("placement: skipped", "tfrecord: skipped", "input_pipeline: skipped: the `tf_ops` variant"):
         assert skipped in completed.stdout
-    report = analysis.build_report(reader.read_runs(reader.local_provider(str(logdir))))
+    report = words.build_report(reader.read_runs(reader.local_provider(str(logdir))))
     runs = {run["run"]: run for run in report["runs"]}
     assert sorted(runs) == [
         "input_pipeline/augment_in_model-cpu0/train",

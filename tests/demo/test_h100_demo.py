@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 
 from tests.support import paths
@@ -46,7 +46,7 @@ SWEEP_RUNS = [
 @pytest.fixture(scope="module", params=["jax", "torch"])
 def demo(request):
     logdir = os.path.join(DATA, request.param)
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     return request.param, report, {run["run"]: run for run in report["runs"]}
 
 
@@ -172,10 +172,9 @@ def test_the_comparison_gives_the_sweeps_crossover():
     Compared alone, with every run as context (as the tab's compare route
     does: tests/serving/test_plugin.py), the two runs say the same."""
     from tb_devicecost.analysis import formatting
-    from tb_devicecost.analysis import compare
 
     logdir = os.path.join(DATA, "jax")
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     [sweep] = report["sweeps"]
     [row] = [row for row in report["comparison"]["rows"]
              if row["run"] == "small_work/batch10-gpu0/train"]
@@ -189,7 +188,7 @@ def test_the_comparison_gives_the_sweeps_crossover():
     # As the tab compares them: the two runs chosen, every run as context.
     runs = {run["run"]: run for run in report["runs"]}
     chosen = [runs["small_work/batch10-gpu0/train"], runs["small_work/batch10-cpu0/train"]]
-    tab = compare.compare_runs(chosen, context=report["runs"])
+    tab = words.compare_runs(chosen, context=report["runs"])
     [tab_row] = [r for r in tab["rows"] if r["run"] == "small_work/batch10-gpu0/train"]
     assert tab_row["scaling"] == row["scaling"]
     assert tab_row["explanation"] == row["explanation"]
@@ -217,7 +216,7 @@ def test_the_jax_sweep_finds_the_crossover_of_the_dense_sweep():
     crossed (tests/data/h100/sweep_jax, 11 batch sizes: the GPU's mean step
     was longer than the CPU's at batch 1,024 and shorter at 2,048)."""
     logdir = os.path.join(DATA, "jax")
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     [sweep] = report["sweeps"]
     assert 1024 / 2 <= sweep["crossover_batch"] <= 2048 * 2
 
@@ -229,7 +228,7 @@ def test_the_readme_section_is_written_from_these_runs():
     from demo import tour
 
     logdir = os.path.join(DATA, "jax")
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     runs = {run["run"]: run for run in report["runs"]}
     text = tour.render_gpu(report, source="tests/data/h100_demo/jax")
     gpu = runs["small_work/batch10-gpu0/train"]

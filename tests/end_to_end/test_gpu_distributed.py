@@ -17,7 +17,7 @@ import statistics
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 
 from tests.support import paths
@@ -66,7 +66,7 @@ def _recorded(machine):
 def _job(directory, case):
     logdir = os.path.join(directory, "runs", case)
     records = reader.read_runs(reader.local_provider(logdir))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     [job] = report["workers"]
     runs = {run["run"]: run for run in report["runs"]}
     return job, [runs[entry["run"]] for entry in job["runs"]]

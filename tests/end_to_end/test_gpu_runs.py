@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.reading import reader
 
@@ -28,7 +28,7 @@ DATA = os.path.join(paths.DATA, "h100")
 @pytest.fixture(scope="module")
 def report():
     records = reader.read_runs(reader.local_provider(DATA))
-    return analysis.build_report(records)
+    return words.build_report(records)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_a_gpu_trace_window_is_digested_into_device_busy_time(traced, backend):
 
 
 def test_the_small_batch_gpu_run_is_latency_bound_in_steady_state(traced):
-    run = analysis.analyze_run(traced["jax_mlp_b32/gpu/train"])
+    run = words.analyze_run(traced["jax_mlp_b32/gpu/train"])
     assert run["steady_verdict"] == "latency_bound"
     assert run["device_busy_fraction"] < 0.10
 
@@ -155,7 +155,7 @@ def test_the_small_batch_gpu_run_is_latency_bound_in_steady_state(traced):
     ],
 )
 def test_latency_bound_quotes_the_trace_of_the_h100(traced, backend, evidence):
-    run = analysis.analyze_run(traced[f"{backend}_mlp_b32/gpu/train"])
+    run = words.analyze_run(traced[f"{backend}_mlp_b32/gpu/train"])
     [finding] = [f for f in run["findings"] if f["id"] == "latency_bound"]
     assert evidence in finding["message"]
     assert "the rest is a fixed cost paid on every step" in finding["message"].lower()
@@ -175,7 +175,7 @@ def test_a_larger_batch_is_expected_to_help_and_the_h100_sweep_agrees(traced, ru
     half = 32 * fixed / busy
     batch = 2 ** int(math.log2(half))
     expected_step = fixed + busy / 32 * batch
-    run = analysis.analyze_run(record)
+    run = words.analyze_run(record)
     [finding] = [f for f in run["findings"] if f["id"] == "latency_bound"]
     expected = finding["expected"]
     assert expected["batch_size"] == batch == 512

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 from tests.support import paths
 
@@ -29,7 +29,7 @@ def test_the_recording_is_kept():
 
 def _report(backend):
     logdir = os.path.join(ROOT, backend)
-    return analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    return words.build_report(reader.read_runs(reader.local_provider(logdir)))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -85,7 +85,7 @@ def test_the_advised_change_is_the_best_measured_that_keeps_the_arithmetic(backe
 def test_no_finding_advises_tf_data_without_tensorflow(backend):
     logdir = os.path.join(ROOT, backend)
     records = reader.read_runs(reader.local_provider(logdir))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     importable = {record.run: (record.info or {}).get("importable") or {} for record in records}
     for run in report["runs"]:
         if importable[run["run"]].get("tensorflow") is False:

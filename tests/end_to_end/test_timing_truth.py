@@ -23,7 +23,7 @@ checked on the runs recorded on an H100 (`test_gpu_truth.py`).
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 
 from tests.support.scripts import run_backend_script
 
@@ -47,7 +47,7 @@ def truth(request, tmp_path_factory):
     backend = request.param
     logdir = tmp_path_factory.mktemp(f"truth-{backend}")
     facts, records = run_backend_script(SCRIPT, backend, logdir)
-    report = analysis.build_report(list(records.values()))
+    report = words.build_report(list(records.values()))
     runs = {
         run["run"].split("/")[0]: run for run in report["runs"] if run["run"].endswith("/train")
     }
@@ -125,7 +125,7 @@ def test_validation_s_own_threaded_input_is_its_data_wait(truth):
     thread for the GIL)."""
     _, facts, records, _ = truth
     assert "validation_threads" in facts["cases"]
-    [run] = analysis.build_report([records["validation_threads/validation"]])["runs"]
+    [run] = words.build_report([records["validation_threads/validation"]])["runs"]
     # Four threads hand batches over in bursts, so the typical step's
     # host overhead against the mean step. Before validation's pipeline was
     # read (quiet machine): host overhead p50 5.1 ms against a mean step of

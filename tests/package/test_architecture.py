@@ -8,6 +8,7 @@ asks anyone), and nothing but the public surface sits at the top level.
 
 import ast
 import os
+import re
 
 import tb_devicecost
 
@@ -20,10 +21,12 @@ MAY_IMPORT = {
     "traces": {"format"},
     "reading": {"format"},
     "analysis": {"format"},
+    # Above the analysis: it says what the analysis decided.
+    "words": {"analysis", "format"},
     "backends": {"traces", "format"},
     "recording": {"backends", "traces", "format", "version"},
-    "serving": {"reading", "analysis", "format"},
-    "cli": {"recording", "reading", "analysis", "format", "version"},
+    "serving": {"reading", "words", "analysis", "format"},
+    "cli": {"recording", "reading", "words", "analysis", "format", "version"},
 }
 # The top level: the public surface, `python -m tb_devicecost` and the version.
 TOP_LEVEL = {"__init__.py", "__main__.py", "version.py"}
@@ -107,3 +110,81 @@ def test_each_module_holds_one_responsibility_s_worth_of_lines():
 def _line_count(path):
     with open(path, encoding="utf-8") as source:
         return sum(1 for _ in source)
+
+
+# Issue 37: the analysis decides and `words/` says. A string of three words
+# in a row is a sentence (or part of one); identifiers, units and format
+# specs never hold one.
+_SENTENCE = re.compile(r"[A-Za-z]+ [A-Za-z]+ [A-Za-z]+")
+_BACKEND_NAMES = {"tensorflow", "jax", "torch"}
+
+
+def _tree(path):
+    with open(path, encoding="utf-8") as source:
+        return ast.parse(source.read())
+
+
+def _allowed_strings(tree):
+    """Docstrings, and the messages of exceptions raised (a `ValueError`
+    for a caller's mistake, an arithmetic guard caught by the caller):
+    Python's errors, for programmers, never a user's words."""
+    allowed = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)):
+            allowed.add(id(body[0].value))
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            allowed.update(id(inner) for inner in ast.walk(node.exc))
+    return allowed
+
+
+def test_the_analysis_holds_no_sentence():
+    """Every sentence a user reads is `words/`'s: the analysis returns
+    codes and figures (`reasons.Reason`, typed results)."""
+    found = []
+    for path in _modules()["analysis"]:
+        tree = _tree(path)
+        allowed = _allowed_strings(tree)
+        found += [
+            (os.path.relpath(path, PACKAGE), node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in allowed and _SENTENCE.search(node.value)
+        ]
+    assert not found, found
+
+
+def test_words_import_no_threshold():
+    """The analysis decides by its thresholds; `words/` quotes those a
+    result carries (`Finding.limits`) and imports none."""
+    for path in _modules()["words"]:
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            assert not [name for name in names if name.startswith(
+                "tb_devicecost.analysis.thresholds")], os.path.relpath(path, PACKAGE)
+
+
+def test_no_backend_name_is_compared_outside_the_backends():
+    """What differs per backend is `format/backend_facts.py`'s (and the
+    `Backend`s'): the analysis and its words compare no backend name."""
+    found = []
+    for package in ("analysis", "words"):
+        for path in _modules()[package]:
+            for node in ast.walk(_tree(path)):
+                if not isinstance(node, ast.Compare):
+                    continue
+                for side in [node.left] + node.comparators:
+                    values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                    found += [
+                        (os.path.relpath(path, PACKAGE), node.lineno, value.value)
+                        for value in values
+                        if isinstance(value, ast.Constant) and value.value in _BACKEND_NAMES
+                    ]
+    assert not found, found

@@ -2,7 +2,7 @@
 
 import time
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import collisions
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
@@ -67,7 +67,7 @@ def test_a_rerun_in_one_process_is_a_fit_of_its_own(tmp_path):
     assert "one after another" in said
     assert "30 steps, batch 32" in said and "10 steps, batch 64" in said, said
     assert "its figures are fit 2's" in said
-    [run] = analysis.build_report(list(records.values()))["runs"]
+    [run] = words.build_report(list(records.values()))["runs"]
     assert said in run["problems"]
 
 

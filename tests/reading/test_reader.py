@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
 
@@ -121,7 +121,7 @@ def test_a_run_whose_summary_metadata_has_a_newer_schema_is_skipped_with_the_rea
     newer = records["newer/train"]
     assert newer.newer_schema and newer.aggregate is None and not newer.series
     assert any("schema version 99" in problem for problem in newer.problems)
-    report = analysis.build_report(list(records.values()), unread=unread)
+    report = words.build_report(list(records.values()), unread=unread)
     assert [run["run"] for run in report["runs"]] == ["good/train"]
     [skipped] = report["skipped"]
     assert skipped["run"] == "newer/train"
@@ -228,7 +228,7 @@ def test_unreadable_event_files_are_skipped_with_the_reason(tmp_path, monkeypatc
     [item] = unread
     assert item["run"] == "locked/train"
     assert "could not be opened (PermissionError" in item["reason"]
-    report = analysis.build_report(list(records.values()), unread=unread)
+    report = words.build_report(list(records.values()), unread=unread)
     assert {run["run"] for run in report["runs"]} == {"extra/train", "good/train"}
     assert [item["run"] for item in report["skipped"]] == ["locked/train"]
 
@@ -255,7 +255,7 @@ def test_runs_are_read_one_by_one_so_a_bad_one_costs_only_itself(tmp_path):
     assert records["good/train"].series["step"].size == 20
     assert any("per-step series could not be read" in problem
                for problem in records["bad/train"].problems)
-    assert analysis.build_report(list(records.values()))["runs"]
+    assert words.build_report(list(records.values()))["runs"]
 
 
 def test_runs_listing_reads_series_where_the_aggregate_is_lost(tmp_path):
@@ -272,8 +272,8 @@ def test_runs_listing_reads_series_where_the_aggregate_is_lost(tmp_path):
     assert listing["good/train"].series == {}
     assert listing["lost/train"].series["step"].size == 30
     full = {r.run: r for r in reader.read_runs(provider)}
-    assert (analysis.build_report(list(listing.values()))
-            == analysis.build_report(list(full.values())))
+    assert (words.build_report(list(listing.values()))
+            == words.build_report(list(full.values())))
 
 
 def test_a_document_larger_than_any_of_ours_is_a_format_error():
@@ -534,7 +534,7 @@ def test_two_fits_written_at_once_into_one_run_are_said_to_collide(tmp_path):
     assert list(records) == ["same/train"] and unread == []
     [problem] = [text for text in records["same/train"].problems if "at once" in text]
     assert "111" in problem and "222" in problem
-    report = analysis.build_report(list(records.values()))
+    report = words.build_report(list(records.values()))
     [run] = report["runs"]
     assert any("at once" in text for text in run["problems"])
 

@@ -372,9 +372,9 @@ def test_after_a_full_disk_the_run_says_it_was_interrupted_and_why(tmp_path, mon
     assert "No space left on device" in record.aggregate["error"]
     # The aggregate covers the steps recorded until the disk filled.
     assert 64 <= record.aggregate["steps"] < 1000
-    from tb_devicecost import analysis
+    from tb_devicecost import words
 
-    [run] = analysis.build_report([record])["runs"]
+    [run] = words.build_report([record])["runs"]
     assert run["status"] == "interrupted"
     assert any("Recording stopped before the fit ended" in p for p in run["problems"])
 

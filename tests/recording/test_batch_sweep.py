@@ -12,8 +12,8 @@ import os
 import pytest
 
 import tb_devicecost
-from tb_devicecost import analysis
 from tb_devicecost import cli
+from tb_devicecost import words
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms_unit
 from tb_devicecost.reading import reader
@@ -48,7 +48,7 @@ def check_marked_sweep(records, steps):
             "batch_sizes": [8, 128],
             "devices": ["cpu:0", "cpu:1"],
         }
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     for run in report["runs"]:
         device, batch_size = RUNS[run["run"]]
         # Each fit ran where its scope put it, with the batch size asked for.
@@ -99,7 +99,7 @@ def test_sweep_on_two_jax_host_devices(tmp_path, monkeypatch):
 def test_sweep_on_the_pytorch_cpu(tmp_path):
     facts, records = run_backend_script("sweep_fits.py", "torch", tmp_path)
     assert [(item["device"], item["batch_size"]) for item in facts["ran"]] == PLAN[:2]
-    report = analysis.build_report(list(records.values()))
+    report = words.build_report(list(records.values()))
     assert {run["run"]: run["sweep"]["device"] for run in report["runs"]} == {
         "sweep/cpu_b8/train": "CPU:0", "sweep/cpu_b128/train": "CPU:0",
     }
@@ -179,7 +179,7 @@ def test_cli_sweep(tmp_path, capsys):
     )
     assert code == 0, err
     assert sorted(os.listdir(logdir)) == ["cpu1_b64", "cpu1_b8", "cpu_b64", "cpu_b8"]
-    [sweep] = analysis.build_report(read(logdir))["sweeps"]
+    [sweep] = words.build_report(read(logdir))["sweeps"]
     assert out.startswith(f"tb-devicecost sweep under {logdir}\n")
     assert "SWEEP cli: step = fixed + per sample × batch" in out
     # The same sentence as the report's (the terminal wraps it).

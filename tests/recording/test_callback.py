@@ -234,9 +234,9 @@ def test_validation_steps_are_recorded_apart(tmp_path):
     # run's placement, said to be measured there).
     placement = records["val/validation"].placement
     assert placement is not None and placement["measured_in"] == "train"
-    from tb_devicecost import analysis
+    from tb_devicecost import words
 
-    runs = {run["run"]: run for run in analysis.build_report(list(records.values()))["runs"]}
+    runs = {run["run"]: run for run in words.build_report(list(records.values()))["runs"]}
     assert runs["val/validation"]["device"] == runs["val/train"]["device"] is not None
     # Both runs' fits are closed, whole.
     assert runs["val/validation"]["status"] == runs["val/train"]["status"] == "complete"

@@ -1,5 +1,5 @@
 """What fed a fit (tb_devicecost/recording/input_kind.py), recorded in the run info,
-and the input fix chosen by it (analysis/wording.py's `input_fix`): each
+and the input fix chosen by it (analysis/phrases.py's `input_fix`): each
 kind its own fix, never a setting the run already has (issue 23)."""
 
 import dataclasses
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import tb_devicecost
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import record as run_records
-from tb_devicecost.analysis import report
-from tb_devicecost.analysis import wording
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import input_kind
+from tb_devicecost.words import phrases
+from tb_devicecost.words import report
 
 from tests.support.documents import make_aggregate, make_record
 
@@ -61,7 +61,7 @@ def recorded(tmp_path_factory):
     _fit(str(root / "pydataset"), Batches(workers=2, use_multiprocessing=False), shuffle=False)
     _fit(str(root / "generator"), generator(), steps_per_epoch=8, shuffle=False)
     _fit(str(root / "arrays"), x, y=y, batch_size=32)
-    report = analysis.build_report(reader.read_runs(reader.local_provider(str(root))))
+    report = words.build_report(reader.read_runs(reader.local_provider(str(root))))
     return {run["run"].split("/")[0]: run for run in report["runs"]}
 
 
@@ -153,13 +153,13 @@ def test_the_fix_fits_the_backend_and_the_device():
 
 
 def test_the_latency_advice_keeps_what_the_run_has():
-    assert wording.input_out_of_process(
+    assert phrases.input_out_of_process(
         {"kind": "PyDataset", "workers": 4, "use_multiprocessing": True}) is None
     # Arrays: no Python of the user's to move; the slicing is Keras's.
-    arrays = wording.input_out_of_process({"kind": "arrays"})
+    arrays = phrases.input_out_of_process({"kind": "arrays"})
     assert "from_tensor_slices" in arrays and "PyDataset" not in arrays
-    assert wording.input_out_of_process({"kind": "torch DataLoader", "num_workers": 2}) is None
-    assert "use_multiprocessing=True" in wording.input_out_of_process(
+    assert phrases.input_out_of_process({"kind": "torch DataLoader", "num_workers": 2}) is None
+    assert "use_multiprocessing=True" in phrases.input_out_of_process(
         {"kind": "PyDataset", "workers": 1, "use_multiprocessing": False})
 
 
@@ -212,7 +212,7 @@ def tf_data_pipelines(tmp_path_factory):
     # Keras's own map and prefetch for class_weight are not the user's.
     _fit(str(root / "class_weight"), source().map(_tf_augment).batch(32), shuffle=False,
          class_weight={0: 1.0, 1: 2.0})
-    report = analysis.build_report(reader.read_runs(reader.local_provider(str(root))))
+    report = words.build_report(reader.read_runs(reader.local_provider(str(root))))
     return {run["run"].split("/")[0]: run["input_pipeline"] for run in report["runs"]}
 
 
@@ -271,6 +271,6 @@ def test_tf_data_settings_are_unknown_rather_than_wrong():
     fix then advises them all."""
     unknown = input_kind.tf_data_settings(object())
     assert unknown == dict.fromkeys(input_kind.TF_DATA_SETTINGS)
-    fix = wording.input_fix(dict(unknown, kind="tf.data"))
-    assert fix == wording.input_fix({"kind": "tf.data"})
+    fix = phrases.input_fix(dict(unknown, kind="tf.data"))
+    assert fix == phrases.input_fix({"kind": "tf.data"})
     assert fix.startswith("Make the tf.data pipeline parallel and ahead of the model: dataset.map(")

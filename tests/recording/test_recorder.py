@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import StepRecorder
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 
 from tests.support.clock import FakeClock
@@ -47,7 +47,7 @@ def test_a_custom_loop_says_its_measuring_cost_was_not_recorded(tmp_path):
     recorder.close()
     record = read_back(tmp_path)["custom"]
     assert record.aggregate["self_ms"] is None
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["self_us_per_step"] is None
     assert "not recorded" in result["self_cost_text"]
 

@@ -10,7 +10,7 @@ import pytest
 import keras
 
 import tb_devicecost
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.backends import placement
 from tb_devicecost.reading import reader
 
@@ -69,7 +69,7 @@ def test_a_fit_records_its_own_time_positive_and_below_the_step(plain):
 
 
 def test_without_an_injected_cost_the_verdict_is_not_uncertain(plain):
-    result = analysis.analyze_run(plain)
+    result = words.analyze_run(plain)
     assert result["step_ms"]["mean"] >= 1.0
     assert result["self_us_per_step"] == pytest.approx(
         plain.aggregate["self_ms"]["training_thread"] * 1e3 / plain.aggregate["steps"])
@@ -90,7 +90,7 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     # went through the timed step function, which spun.
     spun_steps = aggregate["steps"] - 1
     assert aggregate["self_ms"]["training_thread"] >= 0.8 * injected_s * 1e3 * spun_steps
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["self_us_per_step"] >= 0.8 * injected_s * 1e6 * spun_steps / aggregate["steps"]
     finding = finding_of(result, "measuring_cost")
     assert finding is not None

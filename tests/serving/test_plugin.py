@@ -16,8 +16,8 @@ from tensorboard.backend.event_processing import plugin_event_multiplexer
 from tensorboard.plugins import base_plugin
 from werkzeug import test as werkzeug_test
 
-from tb_devicecost import analysis
 from tb_devicecost import cli
+from tb_devicecost import words
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
 from tb_devicecost.serving import plugin as plugin_module
@@ -88,7 +88,7 @@ def test_runs_route_serves_the_same_analysis_as_the_report(client, logdir):
     body = get_json(client, "/runs")
     names = [run["run"] for run in body["runs"]]
     assert names == sorted(["cpu/train", "slow/train", f"{plugin_runs.XSS_RUN_DIR}/train"])
-    expected = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    expected = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     for served, reported in zip(body["runs"], expected["runs"]):
         assert served["verdict"] == reported["verdict"]
         assert served["step_ms"] == reported["step_ms"]
@@ -328,14 +328,14 @@ def test_run_and_compare_routes_skip_a_run_the_analysis_cannot_take(logdir, monk
     """`/run` and `/compare` are guarded as `/runs` is: a run whose
     analysis raises is a 404 with the reason, never a 500."""
     client = make_client(logdir)  # A plugin whose `runs` body is not built yet.
-    original = analysis.report.run_object
+    original = words.report.run_object
 
     def analyze(run):
         if run.run == "slow/train":
             raise TypeError("unhashable type: 'list'")
         return original(run)
 
-    monkeypatch.setattr(analysis.report, "run_object", analyze)
+    monkeypatch.setattr(words.report, "run_object", analyze)
     body = get_json(client, "/runs")
     reason = {item["run"]: item["reason"] for item in body["skipped"]}["slow/train"]
     assert "TypeError" in reason
@@ -361,8 +361,8 @@ def test_runs_route_is_built_again_exactly_when_its_data_changes(tmp_path, monke
         base_plugin.TBContext(logdir=str(tmp_path), data_provider=provider))
     client = werkzeug_test.Client(application.TensorBoardWSGI([plugin], data_provider=provider))
     built = []
-    original = analysis.build_report
-    monkeypatch.setattr(analysis, "build_report",
+    original = words.build_report
+    monkeypatch.setattr(words, "build_report",
                         lambda *args, **kwargs: built.append(1) or original(*args, **kwargs))
 
     [run] = get_json(client, "/runs")["runs"]
@@ -401,7 +401,7 @@ def test_compare_route_gives_the_same_models_sweep_crossover():
     gpu, cpu = "small_work/batch10-gpu0/train", "small_work/batch10-cpu0/train"
     body = get_json(make_client(logdir), f"/compare?run={gpu}&run={cpu}")
     [tab_row] = [row for row in body["rows"] if row["run"] == gpu]
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     [sweep] = report["sweeps"]
     assert tab_row["scaling"]["sweep"] == sweep["name"]
     assert tab_row["scaling"]["crossover_batch"] == sweep["crossover_batch"]
@@ -418,7 +418,7 @@ def test_compare_route_explains_with_the_same_models_other_runs_as_the_report():
     gpu, cpu = "jax_mlp_b32/gpu/train", "jax_mlp_b32/cpu/train"
     body = get_json(make_client(logdir), f"/compare?run={gpu}&run={cpu}")
     [tab_row] = [row for row in body["rows"] if row["run"] == gpu]
-    report = analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
     [report_row] = [row for row in report["comparison"]["rows"] if row["run"] == gpu]
     assert tab_row["scaling"] is not None
     assert tab_row["scaling"] == report_row["scaling"]

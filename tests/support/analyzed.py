@@ -2,7 +2,7 @@
 
 import json
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 
 from tests.support.documents import gpu_placement
 from tests.support.documents import make_aggregate
@@ -21,7 +21,7 @@ def analyzed_run(data_wait, compute, host, name="cpu/train", **options):
         if key in options
     }
     aggregate = make_aggregate(data_wait, compute, host, **aggregate_options)
-    return analysis.analyze_run(make_record(name, aggregate=aggregate, **options))
+    return words.analyze_run(make_record(name, aggregate=aggregate, **options))
 
 
 def analyzed_gpu_run(trace=None, batch_size=512, **placement):
@@ -31,7 +31,7 @@ def analyzed_gpu_run(trace=None, batch_size=512, **placement):
         "gpu/train", aggregate=aggregate, placement=gpu_placement(**placement),
         trace=trace,
     )
-    return analysis.analyze_run(record)
+    return words.analyze_run(record)
 
 
 def finding_of(result, finding_id):

@@ -28,7 +28,7 @@ import unicodedata
 
 import numpy as np
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown
 from tb_devicecost.format import metadata
@@ -207,10 +207,10 @@ def lying_block(run_dir, step, rows, shape_rows):
     writer.close()
 
 
-def skipped_as(run, words):
+def skipped_as(run, phrase):
     def check(report, text):
         reasons = {item["run"]: item["reason"] for item in report["skipped"]}
-        assert words in reasons.get(run, ""), reasons
+        assert phrase in reasons.get(run, ""), reasons
     return check
 
 
@@ -363,5 +363,5 @@ def report_and_text(logdir):
     """The report as `tb-devicecost report` builds it (the scan too), and its text."""
     scan = reader.scan_logdir(logdir)
     records, unread = reader.read_logdir(reader.local_provider(logdir, scan=scan), scan)
-    report = analysis.build_report(records, unread=unread)
+    report = words.build_report(records, unread=unread)
     return json.loads(json.dumps(report)), console.render(report, logdir)

@@ -3,7 +3,7 @@
 import json
 import os
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 
 
@@ -14,4 +14,4 @@ def read_recorded(directory, backend):
     with open(os.path.join(directory, f"{backend}.json"), encoding="utf-8") as handle:
         facts = json.loads(handle.read().strip().splitlines()[-1])
     records = reader.read_runs(reader.local_provider(os.path.join(directory, backend)))
-    return facts, records, analysis.build_report(records)["runs"]
+    return facts, records, words.build_report(records)["runs"]

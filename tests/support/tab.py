@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.reading import reader
 
 
@@ -62,7 +62,7 @@ def rewrite_json(page, pattern, change):
 
 
 def report_of(logdir):
-    return analysis.build_report(reader.read_runs(reader.local_provider(logdir)))
+    return words.build_report(reader.read_runs(reader.local_provider(logdir)))
 
 
 def run_result(logdir, name):

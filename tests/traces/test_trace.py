@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.traces import trace
 from tb_devicecost.traces import xspace_schema
 
@@ -105,7 +105,7 @@ def test_a_gpu_run_with_an_idle_device_is_latency_bound():
         },
         "trace": {"windows": [window]},
     }
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["device"] == "GPU:0"
     assert result["device_busy_fraction"] == pytest.approx(digest["summary"]["device_busy_fraction"])
     assert result["steady_verdict"] == "latency_bound"

@@ -1,4 +1,4 @@
-"""Renderers: a report (`tb_devicecost.analysis.build_report`) as text.
+"""Renderers: a report (`tb_devicecost.words.build_report`) as text.
 
 One module per output form, each with a `render(report, ...)` function
 returning a string:

@@ -107,7 +107,7 @@ def verdict_text(run):
 
 
 def headline(finding):
-    """A finding's headline: one plain sentence (`analysis/wording.py`); its
+    """A finding's headline: one plain sentence (`analysis/phrases.py`); its
     message for a report of an older version, which had none."""
     return finding.get("headline") or finding.get("message") or ""
 

@@ -108,7 +108,7 @@ def render(report, logdir=None, ascii_only=False, verbose=False):
     """The report as lines of at most `WIDTH` characters.
 
     Args:
-        report: A report of `tb_devicecost.analysis.build_report`.
+        report: A report of `tb_devicecost.words.build_report`.
         logdir: The log directory named in the title. Defaults to `None`
             (not named).
         ascii_only: Whether to write only ASCII characters, for a terminal

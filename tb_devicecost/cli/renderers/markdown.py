@@ -53,7 +53,7 @@ def render(report, verbose=False):
     """The report as Markdown: a table of runs, findings, the comparison.
 
     Args:
-        report: A report of `tb_devicecost.analysis.build_report`.
+        report: A report of `tb_devicecost.words.build_report`.
         verbose: Whether to show each finding's details (the arithmetic
             behind its headline). Defaults to `False`.
     """

@@ -3,20 +3,16 @@
 
 `workers.py` decides who holds a job back and why (a `workers.Straggler`
 in a `workers.Job`), `waiting.py` which processes mostly wait for it (a
-`waiting.Waiting`); this module words them as `finding_text.py` words a
+`waiting.Waiting`); this module words them as `findings.py` words a
 run's findings: each function returns `(headline, message, fix)`, the
-headline from `wording.py`, the message the arithmetic behind it, quoting
+headline from `phrases.py`, the message the arithmetic behind it, quoting
 the figures as `formatting` writes them, the fix what to change.
 """
 
-from tb_devicecost.analysis import wording
 from tb_devicecost.analysis.formatting import confined
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
-
-# Fewer aligned steps than this are said to be few: a straggler named on
-# them rests on a short overlap of the processes' steps.
-FEW_ALIGNED_STEPS = 20
+from tb_devicecost.words import phrases
 
 # The straggler's fix when its own findings hold none for its cause.
 STRAGGLER_FIXES = {
@@ -66,7 +62,7 @@ def straggler(job, shares, own_verdict, own_fix):
         )
         + f"; its own verdict: {own_verdict or 'none'})."
     )
-    if job.aligned_steps < FEW_ALIGNED_STEPS:
+    if late.few_steps:
         message += (
             f" Note: only {job.aligned_steps} step{'s' if job.aligned_steps != 1 else ''} "
             "of the processes line up (the steps they all recorded), few to name a "
@@ -80,7 +76,7 @@ def straggler(job, shares, own_verdict, own_fix):
         + " Check that every process gets the same share of the data, the "
         "same input pipeline and a host no busier than the others'."
     ).strip()
-    return wording.straggler(late.process_index, late.share), message, fix
+    return phrases.straggler(late.process_index, late.share), message, fix
 
 
 def waiting_for_others(waiting):
@@ -109,6 +105,90 @@ def waiting_for_others(waiting):
         f"Nothing to change in this process: make process {waiting.waits_for} keep pace "
         f"(its `straggler` finding: cause {waiting.cause or 'unknown'})."
     )
-    headline = wording.waiting_for_others(
+    headline = phrases.waiting_for_others(
         waiting.process_index, waiting.wait_share, waiting.waits_for)
     return headline, message, fix
+
+
+# Why runs of a job, or their steps, could not be lined up (`analysis/jobs.py`).
+
+
+def _names(names, most=3):
+    shown = ", ".join(confined(name) for name in names[:most])
+    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
+
+
+def only_one_placed(index):
+    which = f"process {index}" if index is not None else "no process"
+    return (f"Only {which} could be placed in the job, so there is nothing to "
+            "line it up with: no straggler can be named.")
+
+
+def no_steady_steps(names):
+    return (f"No steps lined up: {_names(names)} {'has' if len(names) == 1 else 'have'} "
+            "no steady steps (no per-step series was read, or every step is warm-up "
+            "or damaged), so no straggler can be named.")
+
+
+def no_shared_step(spans, more):
+    shown = ", ".join(f"process {index} steps {first:,}\u2013{last:,}"
+                      for index, first, last in spans)
+    return (f"No steps lined up: the processes share no global step ({shown}"
+            f"{', ...' if more else ''}), so no straggler can be named.")
+
+
+def job_size_disagrees(counts, more, taken):
+    said = ", ".join(f"{confined(run)} says {count:,}" for count, run in counts)
+    return (f"The processes' run info disagree on the job's size ({said}"
+            f"{', ...' if more else ''}): it is taken as {taken:,} processes.")
+
+
+def not_reported(why):
+    return f"it is not reported ({why.rstrip('.')}), so it is not lined up."
+
+
+def index_no_place(directory_index, given):
+    return (f"its directory says process {directory_index:,} but its run info "
+            f"gives process index {confined(given)}, which is no "
+            "process's place, so it is not lined up.")
+
+
+def index_missing(directory_index):
+    return (f"its directory says process {directory_index:,} but its run info "
+            "gives no process index, so it is not lined up.")
+
+
+def index_disagrees(directory_index, index):
+    return (f"its directory says process {directory_index:,} but its run info "
+            f"says process {index:,}, so it is not lined up (rename its "
+            f"directory process_{index}).")
+
+
+def index_beyond_count(index, count):
+    return (f"its run info says process {index:,} of {count:,} processes, "
+            "an index beyond the count, so it is not lined up.")
+
+
+def index_repeated(index, lined_up):
+    return (f"process {index:,} is also recorded as {confined(lined_up)}, which is "
+            "the one lined up; this run is not.")
+
+
+def unaligned_run(run, why):
+    return f"{confined(run)}: {why}"
+
+
+# The sentence of each `reasons.Reason` code this module says.
+SAYS = {
+    "only_one_placed": only_one_placed,
+    "no_steady_steps": no_steady_steps,
+    "no_shared_step": no_shared_step,
+    "job_size_disagrees": job_size_disagrees,
+    "not_reported": not_reported,
+    "index_no_place": index_no_place,
+    "index_missing": index_missing,
+    "index_disagrees": index_disagrees,
+    "index_beyond_count": index_beyond_count,
+    "index_repeated": index_repeated,
+    "unaligned_run": unaligned_run,
+}

@@ -1,4 +1,4 @@
-"""The words a user reads first (analysis/wording.py, issue 23): every
+"""The words a user reads first (`words/phrases.py`, issue 23): every
 finding's headline is one plain sentence of at most 25 words with a number,
 and no internal name. The other test files assert finding ids and numbers;
 the sentences are tested here, in one place."""
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from tb_devicecost import analysis
-from tb_devicecost.analysis import wording
+from tb_devicecost import words
+from tb_devicecost.words import phrases
 from tb_devicecost.reading import reader
 
 from tests.support import paths
@@ -22,10 +22,10 @@ RECORDED = ("h100", "h100_demo", "h100_traced", "h100_truth", "h100x2", "h100x4"
 
 def check_headline(headline, where):
     assert isinstance(headline, str) and headline, where
-    assert wording.words(headline) <= wording.MAX_HEADLINE_WORDS, (where, headline)
+    assert phrases.words(headline) <= phrases.MAX_HEADLINE_WORDS, (where, headline)
     assert re.search(r"\d", headline), (where, headline)
     assert headline.endswith("."), (where, headline)
-    for term in wording.JARGON:
+    for term in phrases.JARGON:
         assert not re.search(r"\b" + re.escape(term) + r"\b", headline, re.I), (
             where, term, headline)
 
@@ -42,7 +42,7 @@ def _findings(report):
 @pytest.fixture(scope="module")
 def recorded_reports():
     return {
-        name: analysis.build_report(
+        name: words.build_report(
             reader.read_runs(reader.local_provider(os.path.join(DATA, name))))
         for name in RECORDED
     }
@@ -66,7 +66,7 @@ def test_every_recorded_finding_has_a_plain_headline(recorded_reports):
 
 
 def test_a_tensorflow_fit_has_plain_headlines(fit_records):
-    report = analysis.build_report(list(fit_records.values()))
+    report = words.build_report(list(fit_records.values()))
     assert {run["backend"] for run in report["runs"]} == {"tensorflow"}
     for run, finding in _findings(report):
         check_headline(finding["headline"], (run, finding["id"]))
@@ -87,30 +87,30 @@ def test_the_headline_quotes_the_numbers_of_its_run(recorded_reports):
 
 # Every wording, also those no recorded run has, at small and large figures.
 CASES = {
-    "no_steps": lambda: wording.no_steps(),
-    "input_bound_high": lambda: wording.input_bound("high", 30.04, 41.6),
-    "input_bound_moderate": lambda: wording.input_bound("moderate", 0.158, 1.25),
-    "no_fetch_floor": lambda: wording.no_fetch_floor(0.5, 0.07),
-    "input_stalls": lambda: wording.input_stalls(120.0),
-    "host_high": lambda: wording.host_overhead_bound("high", 12.5, 20.0),
-    "host_moderate": lambda: wording.host_overhead_bound("moderate", 0.5, 10.0),
-    "latency_bound": lambda: wording.latency_bound("GPU:0", 0.066, 1.25),
-    "compute_bound": lambda: wording.compute_bound(7.09, 7.1),
-    "compute_in_graph": lambda: wording.compute_bound(7.09, 7.1, fetch_in_graph=True),
-    "warmup_one": lambda: wording.warmup(1, 607.0, 0.41, True),
-    "warmup_two": lambda: wording.warmup(2, 12345.0, 0.93, False),
-    "incomplete_running": lambda: wording.incomplete_run("running", 12),
-    "incomplete_interrupted": lambda: wording.incomplete_run("interrupted", 1),
-    "fetch_in_graph": lambda: wording.fetch_in_graph(8),
-    "retracing": lambda: wording.retracing(3),
-    "stalls": lambda: wording.stalls(14, 10.0),
-    "cpu_ops_off": lambda: wording.cpu_ops_off_accelerator(1234),
-    "cpu_ops_on": lambda: wording.cpu_ops_on_accelerator_run(3, 120, "GPU:0"),
-    "cross_device_copies": lambda: wording.cross_device_copies(4),
-    "small_batch": lambda: wording.small_batch(32, 2.4),
-    "measuring_cost": lambda: wording.measuring_cost(0.072),
-    "straggler": lambda: wording.straggler(1, 0.45),
-    "waiting_for_others": lambda: wording.waiting_for_others(0, 0.6, 1),
+    "no_steps": lambda: phrases.no_steps(),
+    "input_bound_high": lambda: phrases.input_bound("high", 30.04, 41.6),
+    "input_bound_moderate": lambda: phrases.input_bound("moderate", 0.158, 1.25),
+    "no_fetch_floor": lambda: phrases.no_fetch_floor(0.5, 0.07),
+    "input_stalls": lambda: phrases.input_stalls(120.0),
+    "host_high": lambda: phrases.host_overhead_bound("high", 12.5, 20.0),
+    "host_moderate": lambda: phrases.host_overhead_bound("moderate", 0.5, 10.0),
+    "latency_bound": lambda: phrases.latency_bound("GPU:0", 0.066, 1.25),
+    "compute_bound": lambda: phrases.compute_bound(7.09, 7.1),
+    "compute_in_graph": lambda: phrases.compute_bound(7.09, 7.1, fetch_in_graph=True),
+    "warmup_one": lambda: phrases.warmup(1, 607.0, 0.41, True),
+    "warmup_two": lambda: phrases.warmup(2, 12345.0, 0.93, False),
+    "incomplete_running": lambda: phrases.incomplete_run("running", 12),
+    "incomplete_interrupted": lambda: phrases.incomplete_run("interrupted", 1),
+    "fetch_in_graph": lambda: phrases.fetch_in_graph(8),
+    "retracing": lambda: phrases.retracing(3),
+    "stalls": lambda: phrases.stalls(14, 10.0),
+    "cpu_ops_off": lambda: phrases.cpu_ops_off_accelerator(1234),
+    "cpu_ops_on": lambda: phrases.cpu_ops_on_accelerator_run(3, 120, "GPU:0"),
+    "cross_device_copies": lambda: phrases.cross_device_copies(4),
+    "small_batch": lambda: phrases.small_batch(32, 2.4),
+    "measuring_cost": lambda: phrases.measuring_cost(0.072),
+    "straggler": lambda: phrases.straggler(1, 0.45),
+    "waiting_for_others": lambda: phrases.waiting_for_others(0, 0.6, 1),
 }
 
 
@@ -120,7 +120,7 @@ def test_every_wording_is_a_plain_headline(case):
 
 
 def test_the_words_of_the_issue():
-    assert wording.input_bound("high", 30.0, 42.0) == (
+    assert phrases.input_bound("high", 30.0, 42.0) == (
         "Input-bound: on average each step waits 30.0 ms of its 42.0 ms for data.")
-    assert wording.warmup(1, 607.0, 0.41, True).startswith("Warm-up (the first step,")
-    assert "1 step." in wording.incomplete_run("running", 1)
+    assert phrases.warmup(1, 607.0, 0.41, True).startswith("Warm-up (the first step,")
+    assert "1 step." in phrases.incomplete_run("running", 1)

@@ -1,14 +1,14 @@
 """What our own measuring took of a step: the run object's figures, the
 `measuring_cost` finding above 5% of the step, the line of every report,
-and data recorded before it was (`measuring_text.py`)."""
+and data recorded before it was (`words/measuring.py`)."""
 
 import json
 import os
 
 import pytest
 
-from tb_devicecost import analysis
 from tb_devicecost import cli
+from tb_devicecost import words
 from tb_devicecost.analysis import thresholds
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import markdown
@@ -30,12 +30,12 @@ def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2)):
 
 
 def _report(*records):
-    return analysis.build_report(list(records))
+    return words.build_report(list(records))
 
 
 def test_each_run_says_what_measuring_took_of_a_step():
     # 101 steps (a warm-up and 100 steady ones) of 2 ms; 20.2 ms of ours.
-    result = analysis.analyze_run(_run(20.2, worker_ms=5.05))
+    result = words.analyze_run(_run(20.2, worker_ms=5.05))
     assert result["self_us_per_step"] == pytest.approx(200.0)
     assert result["worker_self_us_per_step"] == pytest.approx(50.0)
     assert result["self_share"] == pytest.approx(0.1)
@@ -45,8 +45,8 @@ def test_each_run_says_what_measuring_took_of_a_step():
 
 def test_above_five_percent_of_the_step_the_verdict_is_uncertain():
     # 6% and 4% of a 2 ms step: 120 and 80 µs a step over 101 steps.
-    above = analysis.analyze_run(_run(0.12 * 101))
-    below = analysis.analyze_run(_run(0.08 * 101))
+    above = words.analyze_run(_run(0.12 * 101))
+    below = words.analyze_run(_run(0.08 * 101))
     assert thresholds.MEASURING_SHARE_MAX == 0.05
     finding = finding_of(above, "measuring_cost")
     assert finding is not None and finding["severity"] == "moderate"
@@ -74,7 +74,7 @@ def test_the_reports_show_it_in_one_line():
 
 
 def test_a_run_recorded_before_it_reads_not_recorded():
-    result = analysis.analyze_run(_run(None))
+    result = words.analyze_run(_run(None))
     assert result["self_us_per_step"] is None
     assert result["self_share"] is None
     assert result["verdict_uncertain"] is False
@@ -88,7 +88,7 @@ def test_a_run_recorded_before_it_reads_not_recorded():
 @pytest.mark.parametrize("name", ["h100", "h100x2", "h200_threads"])
 def test_recorded_data_that_predates_it_reads_without_error(name, capsys):
     records = reader.read_runs(reader.local_provider(os.path.join(paths.DATA, name)))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     assert report["runs"]
     for run in report["runs"]:
         assert run["self_us_per_step"] is None

@@ -5,40 +5,35 @@ severities (`verdicts.Finding`); this module words them (`words`). Each
 function takes the `RunData`, its `RunFigures` (and what the rules
 decided: a severity, the share left unjudged) and returns `(headline,
 message, fix)`: the headline is one plain sentence
-written by `wording.py`; the message the arithmetic behind it (the tab's
+written by `phrases.py`; the message the arithmetic behind it (the tab's
 "details", the CLI's `--verbose`), quoting the run's own numbers as
 `tb_devicecost.analysis.formatting` writes them and the thresholds they were judged
-by; the fix what to change. A change of words, or a translation, touches
-this module and `wording.py` only.
+by (the `Finding`'s `limits`: this floor imports no threshold); the fix
+what to change. A change of words, or a translation, touches
+this module and `phrases.py` only.
 """
 
-from tb_devicecost.analysis import fit_end
-from tb_devicecost.analysis import measuring_text
-from tb_devicecost.analysis import wording
-from tb_devicecost.analysis.interventions import tf_data_advisable
-from tb_devicecost.analysis.data_wait import unclamped_ready_fetch_ms
+from tb_devicecost.analysis.data_wait import ready_batch_case
 from tb_devicecost.analysis.device_side import run_device_trace
+from tb_devicecost.analysis.estimates import input_shares_cores
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.interventions import tf_data_advisable
 from tb_devicecost.analysis.names import is_accelerator
 from tb_devicecost.analysis.names import role
-from tb_devicecost.analysis.thresholds import EPSILON
-from tb_devicecost.analysis.thresholds import FETCH_FLOOR_MAX_FACTOR
-from tb_devicecost.analysis.thresholds import HOST_HIGH
-from tb_devicecost.analysis.thresholds import HOST_MODERATE
-from tb_devicecost.analysis.thresholds import INPUT_HIGH
-from tb_devicecost.analysis.thresholds import INPUT_MODERATE
-from tb_devicecost.analysis.thresholds import LATENCY_DEVICE_BUSY
-from tb_devicecost.analysis.thresholds import NO_FLOOR_MIN_P50_MS
+from tb_devicecost.format import backend_facts
 from tb_devicecost.format import vocabulary
+from tb_devicecost.words import fit_end
+from tb_devicecost.words import measuring
+from tb_devicecost.words import phrases
 
 
 def no_steps():
     """The words of `no_steps`: nothing recorded yet to judge."""
     return (
-        wording.no_steps(),
+        phrases.no_steps(),
         "No training step was recorded yet, so nothing can be judged.",
         "Let the fit run past its first epoch (aggregates are written "
         "at each epoch end), then report again.",
@@ -61,17 +56,18 @@ def _wait_clause(run, figures):
             f"wait of {fmt_ms(mean_ms)} ms per step (p50 {fmt_ms(p50_ms)} ms) can be set "
             "apart as the fixed cost of handing over a batch that is already ready"
         )
-    factor = f"{FETCH_FLOOR_MAX_FACTOR:g}x"
+    case, factor, clamped = ready_batch_case(p50_ms, floor_ms, mean_ms)
+    factor = f"{factor:g}x"
     typical = (
         f"the fetch floor, the p50 cost of next() on an iterator whose batches "
         f"are ready, is {fmt_ms(floor_ms)} ms, and the p50 data wait {fmt_ms(p50_ms)} ms"
     )
-    if p50_ms is not None and p50_ms <= floor_ms:
+    if case == "at_floor":
         typical += (
             ": no more than the floor, so the typical step got a ready batch and "
             "its cost is the p50 wait itself, not the larger floor"
         )
-    elif p50_ms is not None and p50_ms <= FETCH_FLOOR_MAX_FACTOR * floor_ms:
+    elif case == "within_factor":
         typical += (
             f": within {factor} the floor, so the typical step got a ready batch "
             f"and {fmt_ms(p50_ms)} ms (p50) is this pipeline's cost of handing one over"
@@ -81,8 +77,7 @@ def _wait_clause(run, figures):
             f": more than {factor} the floor, so the typical step waited for its "
             "batch and only the floor counts as the cost of a ready one"
         )
-    cost_ms = unclamped_ready_fetch_ms(p50_ms, floor_ms)
-    if cost_ms is not None and mean_ms is not None and cost_ms > mean_ms + EPSILON:
+    if clamped:
         split = (
             f"that cost is more than the mean data wait of {fmt_ms(mean_ms)} ms per "
             f"step, so it is clamped to it: of the mean data wait of {fmt_ms(mean_ms)} ms "
@@ -100,17 +95,19 @@ def _is_training(run):
     return role(run.run)[1] in ("train", "")
 
 
-def input_bound(run, figures, severity):
+def input_bound(run, figures, finding):
     """The words of `input_bound`: the wait above the cost of a ready batch,
     and a fix for the pipeline that fed the fit."""
     step_ms = figures.step.mean
+    severity = finding.severity
     adverb = "HIGHLY" if severity == "high" else "MODERATELY"
     message = (
         f"{fmt_share(figures.input_share)} of the mean step is spent waiting for "
         "the input pipeline beyond the cost of a ready batch: "
         f"{fmt_ms(figures.starved_data_wait_ms)} ms of the {fmt_ms(step_ms)} ms mean "
         f"step ({adverb} input-bound by the profiler's "
-        f"{fmt_share(INPUT_HIGH)}/{fmt_share(INPUT_MODERATE)} thresholds, which "
+        f"{fmt_share(finding.limit('high'))}/{fmt_share(finding.limit('moderate'))} "
+        "thresholds, which "
         "apply to this share"
         + (
             ""
@@ -122,7 +119,7 @@ def input_bound(run, figures, severity):
         f"{_wait_clause(run, figures)}."
     )
     pipeline = run.input_pipeline
-    fix = wording.input_fix(pipeline, run.backend, is_accelerator(run.placement.device),
+    fix = phrases.input_fix(pipeline, run.backend, is_accelerator(run.placement.device),
                             tf_data_advisable(run))
     if _is_training(run):
         fix += (
@@ -131,28 +128,28 @@ def input_bound(run, figures, severity):
             "RandomRotation...) so it runs with the step on the accelerator."
         )
     elif (pipeline or {}).get("kind") in (None, "tf.data"):
-        fix += wording.tf_data_eval_fix(pipeline)
-    return wording.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
+        fix += phrases.tf_data_eval_fix(pipeline)
+    return phrases.input_bound(severity, figures.starved_data_wait_ms, step_ms), message, fix
 
 
-def no_fetch_floor(run, figures):
+def no_fetch_floor(run, figures, finding):
     """The words of `no_fetch_floor`: why a wait without a floor is not
     called slow."""
     wait = figures.data_wait
     share = figures.input_share
     reasons = []
-    if share is None or share < INPUT_HIGH - EPSILON:
+    if finding.limit("under_high"):
         reasons.append(
-            f"a share under the {fmt_share(INPUT_HIGH)} high threshold could be the "
+            f"a share under the {fmt_share(finding.limit('high'))} high threshold could be the "
             "cost of handing over ready batches alone"
         )
-    if wait.p50 is None or wait.p50 < NO_FLOOR_MIN_P50_MS - EPSILON:
+    if finding.limit("under_min_p50"):
         reasons.append(
-            f"the p50 wait is under {fmt_ms(NO_FLOOR_MIN_P50_MS)} ms, within what "
+            f"the p50 wait is under {fmt_ms(finding.limit('min_p50_ms'))} ms, within what "
             "handing over a ready batch costs"
         )
     return (
-        wording.no_fetch_floor(wait.mean, figures.shares["data_wait"]),
+        phrases.no_fetch_floor(wait.mean, figures.shares["data_wait"]),
         "No fetch floor was measured for this run (validation and custom-loop "
         "runs have none), so its data wait cannot be split into the fixed cost "
         "of handing over a ready batch and real waiting. The data wait is "
@@ -161,7 +158,7 @@ def no_fetch_floor(run, figures):
         "Judged conservatively, that is no evidence of a slow pipeline: "
         + " and ".join(reasons)
         + ".",
-        "Nothing to fix unless the wait grows. " + wording.ready_batches(tf_data_advisable(run))
+        "Nothing to fix unless the wait grows. " + phrases.ready_batches(tf_data_advisable(run))
         + "; training runs recorded by DeviceCostCallback get a "
         "fetch floor to judge the wait against.",
     )
@@ -171,14 +168,14 @@ def input_stalls(run, figures):
     """The words of `input_stalls`: a few long waits, not starvation."""
     wait = figures.data_wait
     return (
-        wording.input_stalls(_wait_max(wait)),
+        phrases.input_stalls(_wait_max(wait)),
         f"Nine steps in ten got their batch within {fmt_ms(wait.p90)} ms (the "
         f"p90 data wait; a ready batch costs {fmt_ms(figures.ready_fetch_ms)} ms), "
         f"but a few waited up to {fmt_ms(_wait_max(wait))} ms (the max): "
         f"{fmt_ms(figures.starved_data_wait_ms)} ms per step as a mean, "
         f"{fmt_share(figures.input_share)} of the mean step. The pipeline keeps up; "
         "these are occasional stalls, not starvation.",
-        wording.stalls_fix(tf_data_advisable(run)),
+        phrases.stalls_fix(tf_data_advisable(run)),
     )
 
 
@@ -186,19 +183,20 @@ def _wait_max(wait):
     return wait.max if wait.max is not None else wait.p99
 
 
-def host_overhead_bound(run, figures, severity):
+def host_overhead_bound(run, figures, finding):
     """The words of `host_overhead_bound`: the time outside the step function."""
     step_ms = figures.step.mean
     host_ms = figures.host_overhead.mean
+    severity = finding.severity
     adverb = "highly" if severity == "high" else "moderately"
     return (
-        wording.host_overhead_bound(severity, host_ms, step_ms),
+        phrases.host_overhead_bound(severity, host_ms, step_ms),
         f"{fmt_share(figures.shares['host_overhead'])} of the total steady-state "
         "time is host overhead outside the step function: "
         f"{fmt_ms(host_ms)} ms of the {fmt_ms(step_ms)} ms mean step "
         "(the Keras loop, callbacks, logging and the progress bar; "
         f"{adverb} host-bound by the profiler's "
-        f"{fmt_share(HOST_HIGH)}/{fmt_share(HOST_MODERATE)} thresholds"
+        f"{fmt_share(finding.limit('high'))}/{fmt_share(finding.limit('moderate'))} thresholds"
         + (
             ""
             if severity == "high"
@@ -213,15 +211,17 @@ def host_overhead_bound(run, figures, severity):
     )
 
 
-def latency_bound(run, figures, input_severity=None):
+def latency_bound(run, figures, finding):
     """The words of `latency_bound`: the accelerator idle most of the step,
-    with the trace's evidence (`input_severity`: a moderate wait beside it)."""
+    with the trace's evidence (its `input_severity`: a moderate wait beside it)."""
+    input_severity = finding.input_severity
+    busy_limit = finding.limit("device_busy")
     if input_severity:
         # A moderate wait: the pipeline's Python may also hold the GIL
         # that dispatching and completing the step need.
         opening = (
             f"The input keeps up only in part ({fmt_share(figures.input_share)} "
-            f"of the mean step waits for it), and {_busy_evidence(run)}. The "
+            f"of the mean step waits for it), and {_busy_evidence(run, busy_limit)}. The "
             "rest is host time paid on every step: the Keras loop, "
             "dispatching the step, launching kernels and waiting for their "
             "results, and the input pipeline's Python, which holds the GIL "
@@ -230,12 +230,12 @@ def latency_bound(run, figures, input_severity=None):
         )
     else:
         opening = (
-            f"The input keeps up, yet {_busy_evidence(run)}. The rest is a "
+            f"The input keeps up, yet {_busy_evidence(run, busy_limit)}. The rest is a "
             "fixed cost paid on every step (the Keras loop, dispatching the "
             "step, launching kernels and waiting for their results)"
         )
     return (
-        wording.latency_bound(run.placement.device, run.device_busy_fraction, figures.step.mean),
+        phrases.latency_bound(run.placement.device, run.device_busy_fraction, figures.step.mean),
         f"{opening}, not arithmetic; our mean steady step is "
         f"{fmt_ms(figures.step.mean)} ms.",
         "Give each launch more work: a larger batch; "
@@ -243,14 +243,14 @@ def latency_bound(run, figures, input_severity=None):
         "kernels (XLA); or train this model on the CPU, which has no launch "
         "latency."
         + (
-            " " + wording.input_out_of_process(run.input_pipeline, tf_data_advisable(run))
-            if input_severity and wording.input_out_of_process(run.input_pipeline)
+            " " + phrases.input_out_of_process(run.input_pipeline, tf_data_advisable(run))
+            if input_severity and phrases.input_out_of_process(run.input_pipeline)
             else ""
         ),
     )
 
 
-def _busy_evidence(run):
+def _busy_evidence(run, busy_limit):
     """`GPU:0 was busy only 2.2% of each traced step: ...`, from the trace.
 
     The share is the run's `device_busy_fraction`; the milliseconds, kernel
@@ -262,7 +262,7 @@ def _busy_evidence(run):
     text = (
         f"{run.placement.device or 'the accelerator'} was busy only "
         f"{fmt_share(run.device_busy_fraction)} of each traced step (under "
-        f"{fmt_share(LATENCY_DEVICE_BUSY)})"
+        f"{fmt_share(busy_limit)})"
     )
     if trace.get("busy_ms") is not None and trace.get("traced_step_ms") is not None:
         # Windows digested since the split count compute kernels only
@@ -323,8 +323,8 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         "(keras.mixed_precision.set_global_policy('mixed_float16')) on GPUs "
         "with tensor cores, a larger batch for better device utilisation."
     )
-    if not is_accelerator(run.placement.device) and run.backend == "tensorflow":
-        fix += wording.shared_map_threads(run.input_pipeline, run.cpu_count)
+    if backend_facts.of(run.backend).map_threads_share_cores and input_shares_cores(run):
+        fix += phrases.shared_map_threads(run.cpu_count)
     if is_accelerator(run.placement.device) and run.device_busy_fraction is None:
         fix += (
             " A device trace would tell whether the accelerator is busy or "
@@ -334,7 +334,7 @@ def compute_bound(run, figures, input_severity=None, unjudged=None):
         if note.get("reason"):
             # The default window was not traced: say why (trace_budget).
             fix += " " + note["reason"]
-    return wording.compute_bound(compute_ms, step_ms, run.fetch_in_graph), message, fix
+    return phrases.compute_bound(compute_ms, step_ms, run.fetch_in_graph), message, fix
 
 
 def warmup(run, figures, finding_id, steady_verdict=None):
@@ -385,7 +385,7 @@ def warmup(run, figures, finding_id, steady_verdict=None):
         "calls instead of recompiling, and expect a longer first step with "
         "jit_compile=True."
     )
-    return wording.warmup(count, warmup_ms, share, bool(wall.total)), message, fix
+    return phrases.warmup(count, warmup_ms, share, bool(wall.total)), message, fix
 
 
 def _steps_text(steps, limit=5):
@@ -409,7 +409,7 @@ def retracing(run):
             "TensorFlow trace the step again."
         )
     return (
-        wording.retracing(count),
+        phrases.retracing(count),
         f"The step function was traced again {fmt_count(count)} time(s) "
         f"after warm-up{_steps_text(retraces.steps)}, by "
         f"{retraces.source or 'the backend'}: each retrace repeats "
@@ -439,7 +439,7 @@ def stalls(run, unexplained, unexplained_steps):
     else:
         evidence = "The retraces recorded do not account for them."
     return (
-        wording.stalls(unexplained, vocabulary.SPIKE_RATIO),
+        phrases.stalls(unexplained, vocabulary.SPIKE_RATIO),
         f"{fmt_count(unexplained)} step(s) after warm-up took more than "
         f"{vocabulary.SPIKE_RATIO:g}x the p50 compute{_steps_text(unexplained_steps)}. "
         + evidence
@@ -462,7 +462,7 @@ def incomplete_run(run, figures):
 def fetch_in_graph(run):
     """The words of `fetch_in_graph`: the input's wait hidden in compute."""
     return (
-        wording.fetch_in_graph(run.steps_per_record),
+        phrases.fetch_in_graph(run.steps_per_record),
         f"With steps_per_execution={run.steps_per_record} each record "
         "covers one execution, and the batches are fetched inside the "
         "compiled function: waiting for data is counted in compute, so "
@@ -478,7 +478,7 @@ def cpu_ops_off_accelerator(run):
     ops = placement.ops
     accelerators = [name for name in placement.devices if is_accelerator(name)]
     return (
-        wording.cpu_ops_off_accelerator(sum(ops.values())),
+        phrases.cpu_ops_off_accelerator(sum(ops.values())),
         f"An accelerator is visible ({', '.join(accelerators) or 'GPU'}) "
         f"but none of the step's {fmt_count(sum(ops.values()))} ops ran on it: "
         f"the model trained on {placement.device}.",
@@ -497,7 +497,7 @@ def cpu_ops_on_accelerator_run(run):
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     cpu_ops = sum(n for name, n in ops.items() if not is_accelerator(name))
     return (
-        wording.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
+        phrases.cpu_ops_on_accelerator_run(cpu_ops, sum(ops.values()), device),
         f"The step runs on {device}, yet {fmt_count(cpu_ops)} of its "
         f"{fmt_count(sum(ops.values()))} ops ran on the CPU, of {len(names)} "
         f"type(s): {shown}. Each forces copies between host and device "
@@ -519,7 +519,7 @@ def cross_device_copies(run):
         if n
     )
     return (
-        wording.cross_device_copies(copies),
+        phrases.cross_device_copies(copies),
         f"The step's graph has {fmt_count(copies)} edge(s) where data crosses "
         f"between devices (Send/Recv pairs); its ops ran on "
         f"{busy or MISSING}. "
@@ -538,7 +538,7 @@ def small_batch(run, figures):
     median_ms = figures.step.p50
     on_accelerator = is_accelerator(run.placement.device)
     return (
-        wording.small_batch(batch, median_ms),
+        phrases.small_batch(batch, median_ms),
         f"Each step processes only {batch} samples in {fmt_ms(median_ms)} ms "
         f"(p50): at this size the fixed cost of a step (the Python "
         "loop, dispatch"
@@ -558,11 +558,11 @@ def words(finding, run, figures):
     severity = finding.severity
     by_id = {
         "no_steps": no_steps,
-        "input_bound": lambda: input_bound(run, figures, severity),
-        "no_fetch_floor": lambda: no_fetch_floor(run, figures),
+        "input_bound": lambda: input_bound(run, figures, finding),
+        "no_fetch_floor": lambda: no_fetch_floor(run, figures, finding),
         "input_stalls": lambda: input_stalls(run, figures),
-        "host_overhead_bound": lambda: host_overhead_bound(run, figures, severity),
-        "latency_bound": lambda: latency_bound(run, figures, finding.input_severity),
+        "host_overhead_bound": lambda: host_overhead_bound(run, figures, finding),
+        "latency_bound": lambda: latency_bound(run, figures, finding),
         "compute_bound": lambda: compute_bound(
             run, figures, finding.input_severity, finding.unjudged),
         "warmup": lambda: warmup(run, figures, finding.id, finding.steady_verdict),
@@ -578,6 +578,6 @@ def words(finding, run, figures):
             else cpu_ops_on_accelerator_run(run)),
         "cross_device_copies": lambda: cross_device_copies(run),
         "small_batch": lambda: small_batch(run, figures),
-        "measuring_cost": lambda: measuring_text.measuring_cost(figures),
+        "measuring_cost": lambda: measuring.measuring_cost(figures, finding),
     }
     return by_id[finding.id]()

@@ -7,44 +7,38 @@ windows beside our own numbers, and the verdict with its findings.
 report's group object, with its `straggler` finding; `attach_findings` and
 `mark_waiting` set the job's findings on its runs' objects.
 `build_report` analyses every run, compares them and says what was skipped.
-Everything returned is plain JSON-ready data: no NaN, `None` where a number
-is unknown.
+The analysis decides (`tb_devicecost.analysis`: typed results, and a
+`reasons.Reason` where a sentence goes); this module writes its results as
+the report's documents with their words (`words.render`). Everything
+returned is plain JSON-ready data: no NaN, `None` where a number is
+unknown.
 """
-
-
 
 from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import estimates
-from tb_devicecost.analysis import finding_text
 from tb_devicecost.analysis import interventions
-from tb_devicecost.analysis import job_text
-from tb_devicecost.analysis import measuring_text
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis import predictions as predictions_module
 from tb_devicecost.analysis import process_steps
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.analysis import sweeps as sweeps_module
+from tb_devicecost.analysis import trace_windows
 from tb_devicecost.analysis import tried
 from tb_devicecost.analysis import verdicts
 from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
-from tb_devicecost.analysis.formatting import json_ready
 from tb_devicecost.analysis.guards import record_field
-from tb_devicecost.analysis.formatting import fmt_ms
-from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.analysis.run_figures import run_figures
+from tb_devicecost.words import findings
+from tb_devicecost.words import jobs
+from tb_devicecost.words import measuring
+from tb_devicecost.words.render import render
+from tb_devicecost.words.render import say
 
 # The schema of the report JSON (`build_report`'s `"schema"`), bumped when a
 # reader of the report would misread it. Not the event files' format
 # version, which is `metadata.SCHEMA_VERSION`.
 REPORT_SCHEMA = 1
-
-# Our data wait and the trace's input wait for the same steps disagree when
-# they differ by more than this share of the larger one (and by more than
-# TRACE_DISAGREE_MIN_MS, below which both are noise).
-TRACE_DISAGREE_RATIO = 0.20
-TRACE_DISAGREE_MIN_MS = 0.05
-
 
 def analyze_run(record):
     """Numbers, verdict and findings of one run.
@@ -66,7 +60,7 @@ def analyze_run(record):
 def run_object(run, input_free_gain=None):
     """The run object of one `RunData` (`analyze_run`): its figures
     (`run_figures`), its verdict (`verdicts.judge`) and each finding's
-    words (`finding_text.words`) and estimate (`estimates.expected`);
+    words (`findings.words`) and estimate (`estimates.expected`);
     `input_free_gain`: what `try_fixes`'s replay measured (`verdicts.judge`)."""
     figures = run_figures(run)
     numbers = run.numbers
@@ -135,7 +129,7 @@ def run_object(run, input_free_gain=None):
         "self_us_per_step": figures.self_us_per_step,
         "self_share": figures.self_share,
         "worker_self_us_per_step": figures.worker_self_us_per_step,
-        "self_cost_text": measuring_text.self_cost_line(
+        "self_cost_text": measuring.self_cost_line(
             figures.self_us_per_step, figures.self_share),
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
@@ -164,7 +158,7 @@ def run_object(run, input_free_gain=None):
     ]
     result["borderline"] = list(verdict.borderline)
     result["verdict_uncertain"] = verdict.uncertain
-    return _json_ready(result)
+    return render(result)
 
 
 def with_fixes_tried(result, record, records):
@@ -189,16 +183,16 @@ def with_fixes_tried(result, record, records):
     if gain is not None:
         result = dict(result, **run_object(data, input_free_gain=gain))
     tried.fixes_tried(run_data, [result])
-    return result
+    return render(result)
 
 
 def finding_object(finding, run, figures, retraced_spikes=0):
     """A finding of the run object (docs/CLI.md): a `verdicts.Finding`'s id
-    and severity, its words (`finding_text.words`: headline, message, fix)
+    and severity, its words (`findings.words`: headline, message, fix)
     and what its fix would buy (`estimates.expected`)."""
-    headline, message, fix = finding_text.words(finding, run, figures)
+    headline, message, fix = findings.words(finding, run, figures)
     if finding.input_free_gain is not None:
-        message += " " + tried.ceiling_evidence(finding.input_free_gain)
+        message += " " + say(tried.ceiling_evidence(finding.input_free_gain))
     return {
         "id": finding.id,
         "severity": finding.severity,
@@ -212,36 +206,11 @@ def finding_object(finding, run, figures, retraced_spikes=0):
 
 
 def _trace_window(window):
-    """A trace window of the run object, our data wait set beside the trace's."""
-    ours_wait_ms = window.ours["data_wait_ms"]
-    trace_wait_ms = window.summary.get("mean_input_wait_ms")
-    agreement = None
-    if ours_wait_ms is not None and trace_wait_ms is not None:
-        larger = max(ours_wait_ms, trace_wait_ms)
-        difference = abs(ours_wait_ms - trace_wait_ms)
-        relative = difference / larger if larger > 0 else 0.0
-        disagree = relative > TRACE_DISAGREE_RATIO and difference > TRACE_DISAGREE_MIN_MS
-        agreement = {
-            "ours_ms": ours_wait_ms,
-            "trace_ms": trace_wait_ms,
-            "relative_difference": relative,
-            "disagree": disagree,
-            "message": (
-                f"Our mean data wait for these steps ({fmt_ms(ours_wait_ms)} ms per "
-                f"step) and the trace's mean input wait ({fmt_ms(trace_wait_ms)} ms) "
-                "differ by "
-                f"{fmt_share(relative)}. "
-                + (
-                    "They measure the same wait from two sides, so a gap this "
-                    "large means the traced steps were not typical (the "
-                    "profiler slows the host) or the input runs outside "
-                    "tf.data (a Python generator), which the trace does "
-                    "not mark as input."
-                    if disagree
-                    else "They agree."
-                )
-            ),
-        }
+    """A trace window of the run object, our data wait set beside the trace's
+    (`trace_windows.data_wait_agreement`) in words."""
+    agreement = trace_windows.data_wait_agreement(window)
+    if agreement is not None:
+        agreement["message"] = measuring.data_wait_agreement(**agreement)
     return {
         "start_step": window.start_step,
         "stop_step": window.stop_step,
@@ -291,7 +260,7 @@ def _process_object(entry, run):
 
 def straggler_finding(job, straggler_run):
     """The `straggler` finding (docs/VERDICTS.md) of a `workers.Job` with a
-    straggler: who, how much, why (`job_text.straggler`), the fix and what
+    straggler: who, how much, why (`jobs.straggler`), the fix and what
     it would buy (`estimates.straggler_estimate`). `straggler_run` is the
     straggler's run object."""
     late = job.straggler
@@ -300,7 +269,7 @@ def straggler_finding(job, straggler_run):
          if finding.get("id") == late.cause),
         None,
     )
-    headline, message, fix = job_text.straggler(
+    headline, message, fix = jobs.straggler(
         job, straggler_run.get("shares"),
         straggler_run.get("steady_verdict") or straggler_run.get("verdict"), own_fix)
     return {
@@ -372,8 +341,8 @@ def worker_groups(run_data, runs, skipped=()):
     by_name = {run["run"]: run for run in runs}
     claims = [(name, process_steps.read_claim(name, info), reason)
               for name, info, reason in skipped]
-    return [group_object(job, by_name)
-            for job in workers.build_workers(run_data, runs, claims)]
+    return render([group_object(job, by_name)
+                   for job in workers.build_workers(run_data, runs, claims)])
 
 
 def attach_findings(groups, runs):
@@ -395,9 +364,9 @@ def attach_findings(groups, runs):
 
 def waiting_finding(found, group):
     """The `waiting_for_others` finding of a `waiting.Waiting` in `group`
-    (a group object): its words (`job_text.waiting_for_others`) and what
+    (a group object): its words (`jobs.waiting_for_others`) and what
     the straggler's fix would buy it."""
-    headline, message, fix = job_text.waiting_for_others(found)
+    headline, message, fix = jobs.waiting_for_others(found)
     return {
         "id": waiting.VERDICT,
         "severity": waiting.SEVERITY,
@@ -452,8 +421,6 @@ def mark_waiting(groups, runs):
                 entry["verdict"] = run["verdict"]
 
 
-_json_ready = json_ready
-
 # What a malformed document can make the analysis raise: it is caught per
 # run, so one bad run never takes the report (or a route) down.
 ANALYSIS_ERRORS = (
@@ -478,7 +445,7 @@ def _analyzed(record):
     """`(RunData, run object, None)`, or `(None, None, reason)` (`analyze_record`)."""
     reason = record_module.skip_reason(record)
     if reason:
-        return None, None, reason
+        return None, None, render(reason)
     try:
         run = record_module.read_run(record)
         result = run_object(run)
@@ -566,17 +533,23 @@ def build_report(records, baseline=None, unread=None):
         raise ValueError(
             f"Unknown baseline run {baseline!r}; the runs are: {known}.{why}"
         )
-    sweeps = json_ready(sweeps_module.find_sweeps(runs))
-    return {
+    sweeps = render(sweeps_module.find_sweeps(runs))
+    return render({
         "schema": REPORT_SCHEMA,
         "runs": runs,
-        "comparison": json_ready(compare.compare_runs(runs, baseline)),
+        "comparison": render(compare.compare_runs(runs, baseline)),
         "sweeps": sweeps,
-        "workers": json_ready(groups),
+        "workers": render(groups),
         # Each finding's predicted gain beside what a fixed counterpart of
         # its run achieved (`predictions`).
-        "predictions": json_ready(predictions_module.check_predictions(runs, run_data, sweeps)),
+        "predictions": render(predictions_module.check_predictions(runs, run_data, sweeps)),
         # What `try_fixes` measured of each change (`tried`).
-        "fixes_tried": json_ready(fixes),
+        "fixes_tried": render(fixes),
         "skipped": skipped,
-    }
+    })
+
+
+def compare_runs(results, baseline=None, context=None):
+    """`compare.compare_runs` with its explanations said (the plugin's
+    `compare` route; the report compares in `build_report`)."""
+    return render(compare.compare_runs(results, baseline=baseline, context=context))

@@ -9,31 +9,15 @@ crossover, the device's busy time, the batch's copy to the device.
 `docs/VERDICTS.md` ("Comparing runs") documents the rules.
 """
 
+from tb_devicecost.analysis import compare
 from tb_devicecost.analysis import device_side
 from tb_devicecost.analysis import names
 from tb_devicecost.analysis.formatting import MISSING
 from tb_devicecost.analysis.formatting import fmt_count
-from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_ms
+from tb_devicecost.analysis.formatting import fmt_rate
 from tb_devicecost.analysis.formatting import fmt_speedup
-from tb_devicecost.analysis.thresholds import SMALL_BATCH_SIZE
 from tb_devicecost.format import vocabulary
-
-# Speedups within this distance of 1 read "as fast as".
-SAME_SPEED = 0.05
-# Components that differ by less than either of these are not explained as
-# a difference: under 50 µs (xprof's bar for a fetch that is no bottleneck,
-# MIN_READY_FETCH_MS) or within 10% of each other. Their words still quote
-# both figures unless they print the same (`_alike`).
-SAME_COMPONENT_MS = 0.05
-SAME_COMPONENT_RATIO = 0.10
-# A run's warm-up is mentioned when it is this many times the baseline's
-# and longer by at least WARMUP_NOTE_MS.
-WARMUP_NOTE_RATIO = 2.0
-WARMUP_NOTE_MS = 100.0
-# A device's step reads "about X ms whatever the batch" when, at the largest
-# batch measured, its per-sample part is under this share of its fixed cost.
-FLAT_STEP_SHARE = 0.25
 
 _LABELS = {
     "data_wait": "data wait",
@@ -42,16 +26,11 @@ _LABELS = {
 }
 
 
-def _same(value_ms, base_value_ms):
-    return abs(value_ms - base_value_ms) < max(
-        SAME_COMPONENT_MS, SAME_COMPONENT_RATIO * max(abs(value_ms), abs(base_value_ms))
-    )
-
-
-def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
+def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000, judged):
     """The explanation's first sentences: how fast `run` is against `base`
     and which parts of the step differ (per step, or per 1000 samples when
-    the row's `basis` is samples/s), largest first, with a reason."""
+    the row's `basis` is samples/s), largest first, with a reason, as
+    `compare.judged` decided them."""
     name, base_name = run["run"], base["run"]
     speedup = row["speedup"]
     if row["basis"] == "samples_per_s":
@@ -71,7 +50,7 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     if speedup is None:
         head = f"{name} cannot be compared with {base_name} (no step times)"
         return head + "."
-    if abs(speedup - 1.0) < SAME_SPEED:
+    if judged["same_speed"]:
         head = f"{name} is as fast as {base_name} ({fmt_speedup(speedup)}; {detail})"
     else:
         head = f"{name} is {fmt_speedup(speedup)} as fast as {base_name} ({detail})"
@@ -84,7 +63,7 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
         return head + "."
     slower = speedup < 1.0
     ranked = sorted(known, key=lambda c: abs(values[c] - base_values[c]), reverse=True)
-    different = [c for c in ranked if not _same(values[c], base_values[c])]
+    different = [c for c in ranked if judged["components"][c] == "different"]
     same = [c for c in vocabulary.COMPONENTS if c in known and c not in different]
     clauses = []
     batch_note = ""
@@ -97,19 +76,15 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
             f"{fmt_ms(value_ms)} ms against {fmt_ms(base_value_ms)} ms"
         )
         if index == 0:
-            clause += batch_note + _reason(component, run, base, value_ms > base_value_ms)
+            clause += batch_note + _reason(component, run, base, value_ms > base_value_ms,
+                                           judged["small_batch"])
         clauses.append(clause)
     if not different:
         clauses.append("no part of the step differs much")
-    clauses.extend(_alike(same, values, base_values, unit))
+    clauses.extend(_alike(same, values, base_values, unit, judged))
     text = head + ": " + "; ".join(clauses) + "."
     warmup_ms, base_warmup_ms = run["warmup_ms"], base["warmup_ms"]
-    if (
-        warmup_ms is not None
-        and base_warmup_ms is not None
-        and warmup_ms >= WARMUP_NOTE_RATIO * base_warmup_ms
-        and warmup_ms - base_warmup_ms >= WARMUP_NOTE_MS
-    ):
+    if judged["warmup_note"]:
         text += (
             f" Its warm-up took {fmt_ms(warmup_ms)} ms in total against "
             f"{fmt_ms(base_warmup_ms)} ms, "
@@ -120,7 +95,7 @@ def explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000):
     return text
 
 
-def _alike(components, values, base_values, unit):
+def _alike(components, values, base_values, unit, judged):
     """The clauses for components too close to explain, worded so that
     they never contradict the figures the table prints beside them: "the
     same" only where both print alike."""
@@ -135,19 +110,17 @@ def _alike(components, values, base_values, unit):
             continue
         value_ms, base_value_ms = values[component], base_values[component]
         figures = f"{fmt_ms(value_ms)} ms against {fmt_ms(base_value_ms)} ms {unit}"
-        if abs(value_ms - base_value_ms) < SAME_COMPONENT_RATIO * max(
-            abs(value_ms), abs(base_value_ms)
-        ):
+        if judged["components"][component] == "about_same":
             clauses.append(f"the {_LABELS[component]} is about the same ({figures})")
         else:
             clauses.append(
-                f"the {_LABELS[component]} differs by under {fmt_ms(SAME_COMPONENT_MS)} ms "
+                f"the {_LABELS[component]} differs by under {fmt_ms(judged['close_ms'])} ms "
                 f"({figures})"
             )
     return clauses
 
 
-def _reason(component, run, base, higher):
+def _reason(component, run, base, higher, small_batch):
     """Why one component differs, in words (leading separator included)."""
     if component == "data_wait":
         if higher and run["steady_verdict"] == "input_bound":
@@ -160,12 +133,11 @@ def _reason(component, run, base, higher):
             names.is_accelerator(run["device"]),
             names.is_accelerator(base["device"]),
         )
-        small = run["batch_size"] is not None and run["batch_size"] <= SMALL_BATCH_SIZE
         if higher and accelerator and not base_accelerator:
             return (
                 ", a fixed per-step cost (kernel launches, host-device "
                 "synchronisation)"
-                + (" that so small a batch cannot amortise" if small else "")
+                + (" that so small a batch cannot amortise" if small_batch else "")
             )
         if not higher and accelerator and not base_accelerator:
             return f", {run['device']} computes faster"
@@ -187,11 +159,10 @@ def _batches_text(points):
     )
 
 
-def _fit_text(device, fit):
+def _fit_text(device, fit, flat):
     """`GPU:0's step is about 0.655 ms whatever the batch (...)`."""
-    top = max(point["batch_size"] for point in fit["points"])
     fixed_ms, per_sample_us = fit["fixed_ms"], fit["per_sample_us"]
-    if per_sample_us / 1e3 * top < FLAT_STEP_SHARE * fixed_ms:
+    if flat:
         text = f"{device}'s step is about {fmt_ms(fixed_ms)} ms whatever the batch"
         if fmt_ms(per_sample_us) != fmt_ms(0.0):
             text += f" (plus {fmt_ms(per_sample_us)} µs per sample)"
@@ -202,7 +173,7 @@ def _fit_text(device, fit):
     )
 
 
-def why(run, base, row):
+def why(run, base, row, judged):
     """Sentences on why the two differ, from the row's `scaling` and
     `parts` (each leading space included), or `""`."""
     text = ""
@@ -212,10 +183,10 @@ def why(run, base, row):
         runs = "; ".join(
             f"{_batches_text(fits['devices'][d]['points'])} on {d}" for d in devices
         )
-        clauses = [_fit_text(d, fits["devices"][d]) for d in devices]
+        clauses = [_fit_text(d, fits["devices"][d], judged["flat"][d]) for d in devices]
         speedup = row["speedup"]
         if row["same_batch_size"] and speedup and run["batch_size"]:
-            if abs(speedup - 1.0) < SAME_SPEED:
+            if judged["same_speed"]:
                 clauses.append(
                     f"at this batch of {fmt_count(run['batch_size'])} both are as fast"
                 )
@@ -286,3 +257,26 @@ def _transfer_text(run, base):
     if trace is not None and trace["h2d_ms"] is not None:
         text += f" ({fmt_ms(trace['h2d_ms'])} ms of copying in its trace)"
     return text + f"; {other['device'] or 'the other device'} reads it in place."
+
+
+def comparison(run, base, row, judged):
+    """A compared row's `explanation` (`compare.compare_runs`): its
+    differences (`explain`), why (`why`), and whether the runs are two
+    set-ups of one model at all."""
+    per_step, base_per_step = compare.component_means(run), compare.component_means(base)
+    per_1000 = {name: compare.per_1000_samples(run, name) for name in vocabulary.COMPONENTS}
+    base_per_1000 = {name: compare.per_1000_samples(base, name)
+                     for name in vocabulary.COMPONENTS}
+    text = (explain(run, base, row, per_step, base_per_step, per_1000, base_per_1000, judged)
+            + why(run, base, row, judged))
+    if not row["same_model"]:
+        text += (
+            f" Different models or set-ups: {run['run']} and {base['run']} differ "
+            "in more than the device and batch size, so this ratio compares "
+            "them, not two devices."
+        )
+    return text
+
+
+# The sentence of each `reasons.Reason` code this module says.
+SAYS = {"comparison": comparison}

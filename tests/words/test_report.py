@@ -1,4 +1,4 @@
-"""`tb_devicecost.analysis.report`: the run object and the report JSON.
+"""`tb_devicecost.words.report`: the run object and the report JSON.
 
 Also that the analysis package stays pure: no Keras, TensorFlow or
 TensorBoard.
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost import words
 from tb_devicecost.analysis import formatting
 from tb_devicecost.format import metadata
 from tb_devicecost.reading import reader
@@ -45,33 +46,33 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
     assert set(modules) == {
         "__init__", "device_split", "guards", "names", "run_data", "step_numbers", "placement_summary",
         "trace_windows", "sweep_marks", "record", "sweeps", "thresholds", "data_wait",
-        "device_side", "estimates", "finding_text", "verdicts", "pairing", "comparison_text",
-        "compare", "waiting", "jobs", "workers", "predictions", "report", "wording", "formatting",
-        "process_steps", "run_figures", "job_text", "fit_end", "tried", "interventions",
-        "measuring_text"}
+        "device_side", "estimates", "verdicts", "pairing",
+        "compare", "waiting", "jobs", "workers", "predictions", "formatting",
+        "process_steps", "run_figures", "fit_end", "tried", "interventions", "reasons"}
     for name, imported in modules.items():
         outside = {
             module for module in imported
             if not module.startswith(("tb_devicecost.analysis.",
                                       "tb_devicecost.format.vocabulary.",
-                                      "tb_devicecost.format.readable."))
+                                      "tb_devicecost.format.readable.",
+                                      "tb_devicecost.format.backend_facts."))
         }
-        # The step's names and the format's rule of a readable number, free
-        # of imports beyond the standard library.
+        # The step's names, the format's rule of a readable number and each
+        # backend's facts, free of imports beyond the standard library.
         assert outside <= {"dataclasses", "decimal", "math", "re", "numpy",
                            "tb_devicecost.format.vocabulary",
-                           "tb_devicecost.format.readable"}, (name, outside)
-    for path in ("vocabulary.py", "readable.py"):
+                           "tb_devicecost.format.readable",
+                           "tb_devicecost.format.backend_facts"}, (name, outside)
+    for path in ("vocabulary.py", "readable.py", "backend_facts.py"):
         imported = imports_of(os.path.join(package, os.pardir, "format", path))
         assert not {module for module in imported
                     if module.split(".")[0] in ("tensorboard", "tensorflow", "keras", "google")}
     # Imports run one way: each module imports only those before it, from
     # the checks of raw values up to the report.
-    order = ["formatting", "wording", "device_split", "guards", "names", "run_data", "step_numbers",
-             "placement_summary", "trace_windows", "sweep_marks", "process_steps", "thresholds", "fit_end",
-             "tried", "record", "sweeps", "interventions", "data_wait", "run_figures", "device_side", "measuring_text", "estimates", "finding_text", "verdicts", "pairing",
-             "comparison_text", "compare", "waiting", "jobs", "workers", "job_text", "predictions",
-             "report"]
+    order = ["formatting", "reasons", "thresholds", "device_split", "guards", "names", "run_data", "step_numbers",
+             "placement_summary", "trace_windows", "sweep_marks", "process_steps", "fit_end",
+             "tried", "record", "sweeps", "interventions", "data_wait", "run_figures", "device_side", "estimates", "verdicts", "pairing",
+             "compare", "waiting", "jobs", "workers", "predictions"]
     for index, name in enumerate(order):
         # `tb_devicecost.analysis.<module>` or `tb_devicecost.analysis.<module>.<name>`.
         inside = {module.split(".")[2] for module in modules[name]
@@ -92,7 +93,7 @@ def test_analysis_imports_neither_keras_tensorflow_nor_tensorboard():
 
 def test_fit_numbers_come_from_the_aggregate(fit_records):
     for record in fit_records.values():
-        result = analysis.analyze_run(record)
+        result = words.analyze_run(record)
         components = record.aggregate["components"]
         for name in ("step", "data_wait", "compute", "host_overhead"):
             key = "step_ms" if name == "step" else f"{name}_ms"
@@ -114,7 +115,7 @@ def test_fit_numbers_come_from_the_aggregate(fit_records):
 
 def test_only_warmup_recorded():
     aggregate = make_aggregate([], [], [], warmup_ms=250.0)
-    result = analysis.analyze_run(make_record("one/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("one/train", aggregate=aggregate))
     assert result["verdict"] == "warmup_dominated"
     assert result["shares"] == {"data_wait": None, "compute": None, "host_overhead": None}
     assert result["warmup_share_of_wall"] == 1.0
@@ -127,7 +128,7 @@ def test_steps_per_execution_gives_per_step_numbers():
         "spe/train", aggregate=aggregate,
         info={"steps_per_record": 10, "fetch_in_graph": True, "batch_size": 32},
     )
-    result = analysis.analyze_run(record)
+    result = words.analyze_run(record)
     assert result["steps_per_record"] == 10
     assert result["step_ms"]["mean"] == pytest.approx(4.2)
     assert result["compute_ms"]["p50"] == pytest.approx(4.0)
@@ -139,7 +140,7 @@ def test_steps_per_execution_gives_per_step_numbers():
 
 
 def test_run_object_has_the_documented_keys(fit_records):
-    result = analysis.analyze_run(fit_records["input/train"])
+    result = words.analyze_run(fit_records["input/train"])
     for key in ("run", "steps", "device", "backend", "batch_size", "step_ms",
                 "data_wait_ms", "compute_ms", "host_overhead_ms", "shares",
                 "warmup_ms", "warmup_share_of_wall", "spikes", "samples_per_s",
@@ -167,7 +168,7 @@ def test_build_report_skips_what_it_cannot_read():
                 "batch_size": np.ones(5)},
     )
     empty = make_record("empty/train")
-    report = analysis.build_report([good, newer, empty])
+    report = words.build_report([good, newer, empty])
     assert report["schema"] == 1
     assert [run["run"] for run in report["runs"]] == ["good/train"]
     reasons = {item["run"]: item["reason"] for item in report["skipped"]}
@@ -175,13 +176,13 @@ def test_build_report_skips_what_it_cannot_read():
     assert "no recorded step" in reasons["empty/train"]
     assert report["comparison"] is None
     with pytest.raises(ValueError, match="It was skipped"):
-        analysis.build_report([good, newer], baseline="newer/train")
+        words.build_report([good, newer], baseline="newer/train")
     assert_json_clean(report)
 
 
 def test_edge_logdir_through_the_reader(edge_logdir):
     records = reader.read_runs(reader.local_provider(edge_logdir))
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     runs = {run["run"]: run for run in report["runs"]}
     skipped = {item["run"]: item["reason"] for item in report["skipped"]}
     assert set(runs) == {"good/train", "running/train", "nan/train", "truncated/train"}
@@ -213,7 +214,7 @@ def test_malformed_fields_skip_the_run_not_the_report():
         trace={"schema": 1, "windows": 5},
         placement={"schema": 1, "devices": {"logical": "CPU:0"}, "cpu_op_types": 3},
     )
-    report = analysis.build_report([good, odd])
+    report = words.build_report([good, odd])
     runs = {run["run"]: run for run in report["runs"]}
     # Malformed lists read as empty: the run is still analysed.
     assert runs["odd/train"]["trace_windows"] == []
@@ -228,7 +229,7 @@ def test_wall_time_breakdown_accounts_for_the_whole_fit():
     total = sum(parts.values())
     aggregate = make_aggregate(0.5, 4.5, 0.0, warmup_ms=2500.0)
     aggregate["wall_ms"] = dict(parts, total=total)
-    result = analysis.analyze_run(make_record("w/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("w/train", aggregate=aggregate))
     assert result["wall_ms"] == dict(parts, total=total)
     assert result["wall_shares"] == {key: pytest.approx(value / total)
                                      for key, value in parts.items()}
@@ -246,7 +247,7 @@ def test_wall_time_breakdown_accounts_for_the_whole_fit():
 def test_wall_time_unknown_in_older_data_is_not_guessed():
     aggregate = make_aggregate(0.0, 5.0, 0.0, warmup_ms=200.0)
     assert "wall_ms" not in aggregate
-    result = analysis.analyze_run(make_record("old/train", aggregate=aggregate))
+    result = words.analyze_run(make_record("old/train", aggregate=aggregate))
     assert result["wall_ms"] == dict.fromkeys(
         ("total", "steps", "warmup", "between_steps", "measurement"))
     assert result["wall_shares"] == dict.fromkeys(
@@ -266,7 +267,7 @@ def test_extreme_finite_values_never_leave_the_analysis_as_infinities():
         make_record("big/train", aggregate=make_aggregate(0.1, 1e14, 0.1)),
         make_record("small/train", aggregate=make_aggregate(0.0, 1e-9, 0.0)),
     ]
-    report = analysis.build_report(records, baseline="small/train")
+    report = words.build_report(records, baseline="small/train")
     assert_json_clean(report)
     from tb_devicecost.cli.renderers import console, jsonrenderer, markdown
 
@@ -280,17 +281,17 @@ def test_one_rule_for_every_route_and_the_report(monkeypatch):
     a run whose analysis raises is skipped with the reason, not a 500."""
     good = make_record("good/train", aggregate=make_aggregate(0.2, 3.0, 0.1))
     bad = make_record("bad/train", aggregate=make_aggregate(0.2, 3.0, 0.1))
-    original = analysis.report.run_object
+    original = words.report.run_object
 
     def analyze(run):
         if run.run == "bad/train":
             raise ZeroDivisionError("float division by zero")
         return original(run)
 
-    monkeypatch.setattr(analysis.report, "run_object", analyze)
-    result, reason = analysis.analyze_record(bad)
+    monkeypatch.setattr(words.report, "run_object", analyze)
+    result, reason = words.analyze_record(bad)
     assert result is None and "ZeroDivisionError: float division by zero" in reason
-    report = analysis.build_report([good, bad])
+    report = words.build_report([good, bad])
     assert report["skipped"] == [{"run": "bad/train", "reason": reason}]
 
 
@@ -308,7 +309,7 @@ def test_bidirectional_controls_in_run_names_stay_out_of_sentences():
         job_record(f"{prefix}/process_1/train", 1, 2, [8.0] * n, [2.0] * n, [0.0] * n),
         job_record(f"{prefix}/process_9/train", 9, 2, [0.0] * n, [10.0] * n, [0.0] * n),
     ]
-    report = analysis.build_report(records)
+    report = words.build_report(records)
     controls = "".join(chr(code) for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 
     def sentences(value, key=None):

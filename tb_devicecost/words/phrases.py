@@ -4,10 +4,10 @@ A headline is one plain sentence of at most `MAX_HEADLINE_WORDS` words that
 says what is slow and by how much, with the number that matters. The
 arithmetic behind it (floors, thresholds, statistics) stays in the finding's
 `message`, which the tab shows under "details" and the CLI under
-`--verbose`, written by `finding_text.py`. `verdicts.py` (and
+`--verbose`, written by `findings.py`. `verdicts.py` (and
 `workers.py`, `waiting.py`) choose the facts; this module only words them,
 so every headline is written here and tested in one place
-(tests/analysis/test_wording.py).
+(tests/words/test_phrases.py).
 
 Headlines avoid the internal names (`JARGON`): the glossary,
 docs/READING.md, explains the few terms they use.
@@ -16,6 +16,8 @@ docs/READING.md, explains the few terms they use.
 from tb_devicecost.analysis.formatting import fmt_count
 from tb_devicecost.analysis.formatting import fmt_ms
 from tb_devicecost.analysis.formatting import fmt_share
+from tb_devicecost.analysis.formatting import fmt_speedup
+from tb_devicecost.format import backend_facts
 
 MAX_HEADLINE_WORDS = 25
 # Words that must not reach a headline: internal names and statistics talk.
@@ -262,14 +264,15 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
     Args:
         pipeline: The run's `input_pipeline` (`{"kind", ...settings}`), or
             `None` when it was not recorded.
-        backend: The Keras backend (`"jax"` adds what the JAX ecosystem
-            uses).
+        backend: The Keras backend (its `backend_facts.input_loaders`: the
+            loaders of its ecosystem the advice names too).
         on_accelerator: Whether the step ran on an accelerator (pinned host
             memory then helps).
         tf_data: Whether TensorFlow was importable in the recorded process
             (`interventions.tf_data_advisable`): without it no `tf.data`.
     """
     kind = (pipeline or {}).get("kind")
+    loaders = backend_facts.of(backend).input_loaders
     if kind == "tf.data":
         return _tf_data_fix(pipeline)
     if kind == "PyDataset":
@@ -305,7 +308,7 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
         if tf_data:
             fix += (", or a tf.data pipeline (tf.data.Dataset.from_generator(...)"
                     ".prefetch(tf.data.AUTOTUNE))")
-        if backend == "jax":
+        if "grain" in loaders:
             fix += ", or a grain DataLoader with worker_count=N"
         return fix + "."
     if kind == "arrays":
@@ -315,7 +318,7 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
             if tf_data else
             "a keras.utils.PyDataset of ready batches (workers=N, "
             "use_multiprocessing=True where slicing is the cost)"
-            + (" or a grain DataLoader" if backend == "jax" else "")
+            + (" or a grain DataLoader" if "grain" in loaders else "")
         )
         return (
             "Arrays in memory are sliced and converted on the training thread "
@@ -357,17 +360,14 @@ def input_fix(pipeline, backend=None, on_accelerator=False, tf_data=True):
         + (" With tf.data: " + _TF_DATA_FIX if tf_data else "")
         + " With a keras.utils.PyDataset: workers=N and use_multiprocessing=True"
         + ("; with a torch DataLoader: num_workers=N and pin_memory=True."
-           if backend in (None, "torch") else ".")
+           if "torch DataLoader" in loaders else ".")
     )
 
 
-def shared_map_threads(pipeline, cpu_count):
-    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores:
-    their CPU is booked as the step's compute, so a `compute_bound` verdict
-    may be the input's; `""` otherwise."""
-    pipeline = pipeline or {}
-    if pipeline.get("kind") != "tf.data" or not pipeline.get("maps") or not cpu_count or cpu_count > 4:
-        return ""
+def shared_map_threads(cpu_count):
+    """Where a CPU-only TensorFlow run's `tf.data` maps share its few cores
+    (`estimates.input_shares_cores`): their CPU is booked as the step's
+    compute, so a `compute_bound` verdict may be the input's."""
     return (
         f" Its tf.data maps run on TensorFlow's own threads on the same {fmt_count(cpu_count)} "
         "cores, so part of this compute may be the input's: .cache() after the maps "
@@ -439,3 +439,12 @@ def workers_unpredicted(kind, estimate=None):
             "told from the data wait"
             + (f"; the estimate ({estimate}) is the step without its wait, what they buy "
                "at most" if estimate else ""))
+
+
+def finding_speedup(finding, speedup):
+    """`the input_bound finding's 2.4x`: a finding's estimate, quoted."""
+    return f"the {finding} finding's {fmt_speedup(speedup)}"
+
+
+# The sentence of each `reasons.Reason` code this module says.
+SAYS = {"workers_unpredicted": workers_unpredicted, "finding_speedup": finding_speedup}

@@ -1,0 +1,51 @@
+"""What the analysis and its words know of each Keras backend, as data.
+
+A run records its Keras backend's name (`backend` in the run info). What
+differs per backend once a run is recorded, for judging it and advising
+on it, is here, one `BackendFacts` a backend, so that neither the
+analysis nor its words compare a backend's name. It sits on the format's
+floor because both reach it: the analysis cannot import
+`tb_devicecost.backends` (a floor above it), whose `Backend`s give the
+same facts to the recording (`Backend.facts`).
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendFacts:
+    """What advice for a run of one Keras backend may name.
+
+    Attributes:
+        steps_per_execution: Whether Keras supports `steps_per_execution`
+            on it (Keras 3.15: not on PyTorch).
+        input_loaders: The input loaders of its ecosystem that advice names
+            beside Keras's own: `"grain"` (JAX), `"torch DataLoader"`
+            (PyTorch).
+        map_threads_share_cores: Whether its `tf.data` maps run on threads
+            of the training process beside the step's compute, on the same
+            cores of a CPU-only host (TensorFlow).
+    """
+
+    steps_per_execution: bool = True
+    input_loaders: tuple = ()
+    map_threads_share_cores: bool = False
+
+
+_FACTS = {
+    "tensorflow": BackendFacts(map_threads_share_cores=True),
+    "jax": BackendFacts(input_loaders=("grain",)),
+    "torch": BackendFacts(steps_per_execution=False, input_loaders=("torch DataLoader",)),
+}
+NAMES = tuple(_FACTS)
+# A run that did not record its backend: advice names PyTorch's loader too.
+_UNRECORDED = BackendFacts(input_loaders=("torch DataLoader",))
+# A backend we do not measure: nothing of its own.
+_OTHER = BackendFacts()
+
+
+def of(name):
+    """The `BackendFacts` of the backend `name` (`None`: not recorded)."""
+    if name is None:
+        return _UNRECORDED
+    return _FACTS.get(name, _OTHER)

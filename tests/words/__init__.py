@@ -1,0 +1,1 @@
+"""Tests of `tb_devicecost/words/`."""
