@@ -1,4 +1,4 @@
-"""What the analysis and its words know of each Keras backend, as data.
+"""What the analysis, its words and the trials know of each Keras backend, as data.
 
 A run records its Keras backend's name (`backend` in the run info). What
 differs per backend once a run is recorded, for judging it and advising
@@ -25,17 +25,29 @@ class BackendFacts:
         map_threads_share_cores: Whether its `tf.data` maps run on threads
             of the training process beside the step's compute, on the same
             cores of a CPU-only host (TensorFlow).
+        tf_data: Whether Keras feeds its fits through `tf.data` and takes
+            its tensors as they are, so a trial may build a `tf.data`
+            pipeline (TensorFlow).
+        forks_safely: Whether a fit may fork Keras's worker processes: a
+            fork of a process running JAX's threads can deadlock (keras
+            #20619), and a trial must never hang.
+        quick_jit_compile: Whether `jit_compile=True` compiles within a
+            short fit (on PyTorch it is `torch.compile`: minutes).
     """
 
     steps_per_execution: bool = True
     input_loaders: tuple = ()
     map_threads_share_cores: bool = False
+    tf_data: bool = False
+    forks_safely: bool = True
+    quick_jit_compile: bool = True
 
 
 _FACTS = {
-    "tensorflow": BackendFacts(map_threads_share_cores=True),
-    "jax": BackendFacts(input_loaders=("grain",)),
-    "torch": BackendFacts(steps_per_execution=False, input_loaders=("torch DataLoader",)),
+    "tensorflow": BackendFacts(map_threads_share_cores=True, tf_data=True),
+    "jax": BackendFacts(input_loaders=("grain",), forks_safely=False),
+    "torch": BackendFacts(
+        steps_per_execution=False, input_loaders=("torch DataLoader",), quick_jit_compile=False),
 }
 NAMES = tuple(_FACTS)
 # A run that did not record its backend: advice names PyTorch's loader too.

@@ -23,6 +23,7 @@ import weakref
 import keras
 
 from tb_devicecost import backends
+from tb_devicecost.format import backend_facts
 from tb_devicecost.recording import run_info
 from tb_devicecost.recording import trial_inputs
 from tb_devicecost.recording.callback import DeviceCostCallback
@@ -182,7 +183,8 @@ class FixTrials:
                 "ceiling": change in ("input_free", "empty_step"),
                 # tf.data is tried (and advised) only where TensorFlow is
                 # importable in this process.
-                "tf_data": bool(self.importable.get("tensorflow")) and self.backend == "tensorflow",
+                "tf_data": bool(self.importable.get("tensorflow"))
+                and backend_facts.of(self.backend).tf_data,
             }
             # The baseline's first fit reads the findings: on an
             # accelerator it may trace a device-busy window.

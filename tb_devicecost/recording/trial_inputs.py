@@ -18,6 +18,7 @@ import threading
 import keras
 import numpy as np
 
+from tb_devicecost.format import backend_facts
 from tb_devicecost.format import vocabulary
 
 # Cached batches the `input_free` replay cycles through.
@@ -91,6 +92,7 @@ def applicable(kind, data, backend, on_accelerator, importable):
         on_accelerator: Whether the baseline's model runs on an accelerator.
         importable: `run_info.importable()`.
     """
+    facts = backend_facts.of(backend)
     found = {"input_free": f"the same model stepping on {CACHED_BATCHES} batches already "
                            "converted, cycled"}
     x, y = _split(data) if kind == "arrays" else (None, None)
@@ -103,7 +105,7 @@ def applicable(kind, data, backend, on_accelerator, importable):
             f"a PyDataset slicing the arrays, workers={workers}, use_multiprocessing=True")
         found["data_on_device"] = "every batch of the fit converted to a device tensor before it"
         found["batch_size"] = f"batch size x{BATCH_GROWTH}"
-        if backend == "tensorflow":
+        if facts.tf_data:
             found["prefetch"] = ("tf.data.Dataset.from_tensor_slices(...).batch(B)"
                                  ".prefetch(tf.data.AUTOTUNE)")
     elif kind == "PyDataset":
@@ -117,7 +119,7 @@ def applicable(kind, data, backend, on_accelerator, importable):
             found["use_multiprocessing"] = f"workers={max(workers, has)}, use_multiprocessing=True"
     elif kind == "generator":
         found["workers"] = "the generator read ahead on one worker thread (a queue of 8 batches)"
-        if backend == "tensorflow":
+        if facts.tf_data:
             found["prefetch"] = "tf.data.Dataset.from_generator(...).prefetch(tf.data.AUTOTUNE)"
     elif kind == "tf.data":
         found["prefetch"] = "dataset.prefetch(tf.data.AUTOTUNE)"
@@ -128,16 +130,12 @@ def applicable(kind, data, backend, on_accelerator, importable):
         found["workers"] = f"DataLoader(num_workers={max(workers, 2 * has)})"
         if getattr(data, "batch_size", None):
             found["batch_size"] = f"batch size x{BATCH_GROWTH}"
-    if backend == "jax":
-        # Keras's worker processes are forked: a fork of a process running
-        # JAX's threads can deadlock (keras #20619), and a trial must never
-        # hang. Advised, not tried (`NOT_TRIED`).
+    if not facts.forks_safely:
+        # Advised, not tried (`not_tried`): a trial must never hang.
         found.pop("use_multiprocessing", None)
-    if backend != "torch":
-        # Keras 3.15 has no steps_per_execution on PyTorch.
+    if facts.steps_per_execution:
         found["steps_per_execution"] = f"compile(..., steps_per_execution={STEPS_PER_EXECUTION})"
-    if backend != "torch":
-        # On PyTorch jit_compile is torch.compile: minutes, not a short fit.
+    if facts.quick_jit_compile:
         found["jit_compile"] = "jit_compile=True"
     if on_accelerator:
         found["device"] = "the same fit on the CPU"
@@ -147,12 +145,13 @@ def applicable(kind, data, backend, on_accelerator, importable):
 
 def not_tried(change, kind, backend):
     """Why `change` is not tried for `kind` data on `backend`."""
-    if change == "use_multiprocessing" and backend == "jax":
+    facts = backend_facts.of(backend)
+    if change == "use_multiprocessing" and not facts.forks_safely:
         return ("not tried on JAX: Keras forks its worker processes, and a fork of a "
                 "process running JAX can deadlock (keras #20619); advised only")
-    if change == "steps_per_execution" and backend == "torch":
+    if change == "steps_per_execution" and not facts.steps_per_execution:
         return "Keras 3.15 has no steps_per_execution on PyTorch"
-    if change == "jit_compile" and backend == "torch":
+    if change == "jit_compile" and not facts.quick_jit_compile:
         return "jit_compile on PyTorch is torch.compile: minutes, not a short fit"
     if change == "move_augmentation_into_model":
         return "it rewrites the model: advised, never tried automatically"
@@ -212,7 +211,7 @@ def _iterate(kind, data):
 
 def _on_device(batches, backend):
     """The batches as the backend's tensors, on its default device."""
-    if backend == "tensorflow":
+    if backend_facts.of(backend).tf_data:
         return batches
     return [keras.tree.map_structure(keras.ops.convert_to_tensor, batch) for batch in batches]
 
@@ -228,7 +227,7 @@ def _cycled(batches, steps):
 def _replay(batches, steps, backend):
     """A feed of `steps` batches cycled from `batches`, already converted:
     nothing of the input pipeline left but the handover."""
-    if backend == "tensorflow":
+    if backend_facts.of(backend).tf_data:
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
         stacked = keras.tree.map_structure(lambda *leaves: np.stack(leaves), *batches)
