@@ -33,6 +33,12 @@ class BackendFacts:
             #20619), and a trial must never hang.
         quick_jit_compile: Whether `jit_compile=True` compiles within a
             short fit (on PyTorch it is `torch.compile`: minutes).
+        fetches_each_batch: Whether, with `steps_per_execution=1`, the
+            callback fetches each batch itself and hands it to the step
+            Keras traced (TensorFlow, `backends/tensorflow.py`): the same
+            graph, but Keras's own loop also asks its iterator whether a
+            batch came and takes it out, two small operations a step that
+            the recorded fit skips (issue 36).
     """
 
     steps_per_execution: bool = True
@@ -41,10 +47,11 @@ class BackendFacts:
     tf_data: bool = False
     forks_safely: bool = True
     quick_jit_compile: bool = True
+    fetches_each_batch: bool = False
 
 
 _FACTS = {
-    "tensorflow": BackendFacts(map_threads_share_cores=True, tf_data=True),
+    "tensorflow": BackendFacts(map_threads_share_cores=True, tf_data=True, fetches_each_batch=True),
     "jax": BackendFacts(input_loaders=("grain",), forks_safely=False),
     "torch": BackendFacts(
         steps_per_execution=False, input_loaders=("torch DataLoader",), quick_jit_compile=False),

@@ -13,14 +13,26 @@ from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.words import phrases
 
 
-def self_cost_line(us_per_step, share):
+def self_cost_line(us_per_step, share, fetches_each_batch=False):
     """`Measuring took 3.10 µs a step, 0.4% of the step.`, or that it was
-    not recorded (data recorded before it was, or a custom loop's)."""
+    not recorded (data recorded before it was, or a custom loop's).
+
+    `fetches_each_batch`: the callback fetched each batch itself
+    (`format/backend_facts.py`), so the recorded fit skipped two small
+    operations of Keras's own loop a step: said, as the fit it measured is
+    that much not the user's own (issue 36; docs/PERFORMANCE.md).
+    """
     if us_per_step is None:
         return "What measuring took of each step was not recorded (older data, or a custom loop)."
     if share is None:
-        return f"Measuring took {fmt_ms(us_per_step)} µs a step."
-    return f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
+        line = f"Measuring took {fmt_ms(us_per_step)} µs a step."
+    else:
+        line = f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
+    if fetches_each_batch:
+        line += (" The callback fetched each batch itself, skipping two small operations "
+                 "of Keras's own loop a step, so this fit may run slightly faster than "
+                 "the same fit without it.")
+    return line
 
 
 def measuring_cost(figures, finding):

@@ -19,14 +19,15 @@ from tests.support.analyzed import assert_json_clean, finding_of
 from tests.support.documents import make_aggregate, make_record
 
 
-def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2)):
+def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2), backend="jax", steps_per_record=1):
     """A run of 100 steady steps and a warm-up one, each steady step
     `sum(step_ms)` ms, whose aggregate says our own time was `self_ms` in
     all (`None`: not recorded)."""
     aggregate = make_aggregate(*step_ms)
     if self_ms is not None:
         aggregate["self_ms"] = {"training_thread": self_ms, "worker": worker_ms}
-    return make_record("cpu/train", aggregate=aggregate)
+    return make_record("cpu/train", aggregate=aggregate,
+                       info={"backend": backend, "steps_per_record": steps_per_record})
 
 
 def _report(*records):
@@ -41,6 +42,19 @@ def test_each_run_says_what_measuring_took_of_a_step():
     assert result["self_share"] == pytest.approx(0.1)
     assert result["self_cost_text"] == "Measuring took 200 µs a step, 10% of the step."
     assert_json_clean(result)
+
+
+def test_a_tensorflow_fit_that_fetched_its_own_batches_says_it_skipped_keras_s_checks():
+    """On TensorFlow with one step an execution the callback fetches each
+    batch itself: the fit it measured skips two small operations of
+    Keras's loop a step, and the run says so (issue 36); with several
+    steps an execution, and on the other backends, Keras's loop is kept."""
+    fetched = words.analyze_run(_run(20.2, backend="tensorflow"))["self_cost_text"]
+    assert fetched.startswith("Measuring took 200 µs a step, 10% of the step. ")
+    assert "fetched each batch itself" in fetched and "slightly faster" in fetched
+    for backend, steps_per_record in (("tensorflow", 4), ("jax", 1), ("torch", 1)):
+        text = words.analyze_run(_run(20.2, backend=backend, steps_per_record=steps_per_record))
+        assert "fetched each batch" not in text["self_cost_text"], backend
 
 
 def test_above_five_percent_of_the_step_the_verdict_is_uncertain():
