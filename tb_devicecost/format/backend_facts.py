@@ -36,9 +36,10 @@ class BackendFacts:
         fetches_each_batch: Whether, with `steps_per_execution=1`, the
             callback fetches each batch itself and hands it to the step
             Keras traced (TensorFlow, `backends/tensorflow.py`): the same
-            graph, but Keras's own loop also asks its iterator whether a
-            batch came and takes it out, two small operations a step that
-            the recorded fit skips (issue 36).
+            graph, but Keras's own loop wraps each step's results in a
+            `tf.experimental.Optional`, then asks it whether it holds a
+            value and takes the value out: two small eager operations a
+            step that the recorded fit skips (issue 36).
     """
 
     steps_per_execution: bool = True
