@@ -2,6 +2,7 @@
 per-thread counters (`backends/gil_wait.py`), against a thread that holds
 the GIL and one that does not exist."""
 
+import contextlib
 import hashlib
 import sys
 import threading
@@ -32,15 +33,9 @@ def step(meter, seconds=0.2):
     return now - began, meter.stop(started, now), cpu
 
 
-def test_a_step_beside_a_thread_running_python_waits_for_the_gil():
-    """Another thread runs pure Python the whole time: after each hash the
-    step waits for the GIL. On a quiet machine that is over 90% of the
-    step (a switch interval of 5 ms against a hash of tens of
-    microseconds); on a busy one the step also waits for a core, which is
-    not a GIL wait, so only a floor is asserted. Never more than the time
-    the step was not running its own work."""
-    meter = gil_wait.GilWait()
-    assert meter.available
+@contextlib.contextmanager
+def spinning():
+    """Another thread running pure Python, holding the GIL, meanwhile."""
     stop = threading.Event()
 
     def spin():
@@ -50,10 +45,23 @@ def test_a_step_beside_a_thread_running_python_waits_for_the_gil():
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        wall, held, cpu = step(meter)
+        yield
     finally:
         stop.set()
         spinner.join()
+
+
+def test_a_step_beside_a_thread_running_python_waits_for_the_gil():
+    """Another thread runs pure Python the whole time: after each hash the
+    step waits for the GIL. On a quiet machine that is over 90% of the
+    step (a switch interval of 5 ms against a hash of tens of
+    microseconds); on a busy one the step also waits for a core, which is
+    not a GIL wait, so only a floor is asserted. Never more than the time
+    the step was not running its own work."""
+    meter = gil_wait.GilWait()
+    assert meter.available
+    with spinning():
+        wall, held, cpu = step(meter)
     # The meter's own readings take a little of the step's CPU: 1 ms of room.
     assert 0.1 * wall < held <= wall - cpu + 0.001
 
@@ -146,19 +154,8 @@ def test_threads_started_and_ended_between_steps_are_metered():
     assert meter.available
     for _ in range(3):
         step(meter, seconds=0.02)  # The list of threads is read here: no spinner yet.
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            sum(range(1000))
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-    try:
+    with spinning():
         wall, held, cpu = step(meter)
-    finally:
-        stop.set()
-        spinner.join()
     assert 0.1 * wall < held <= wall - cpu + 0.001
     time.sleep(0.01)
     began = time.perf_counter()
