@@ -58,9 +58,16 @@ def stop_children():
         stop_tensorboard(_children.pop())
 
 
+# The scenarios, by name only: importing them would start TensorFlow.
+SCENARIO_NAMES = ("small_work", "input_pipeline", "warmup", "placement", "tfrecord", "sweep", "fixes")
+
+# The `fixes` scenario's models (demo/tried.py) and the seconds each may
+# take, by `--quick`.
+FIXES_TRIED = {False: (("mlp_b10", "python_input"), 5), True: (("mlp_b32",), 2)}
+
+
 def parse_args(argv):
-    # Names only: importing the scenarios would start TensorFlow.
-    names = ["small_work", "input_pipeline", "warmup", "placement", "tfrecord", "sweep", "fixes"]
+    names = list(SCENARIO_NAMES)
     parser = argparse.ArgumentParser(
         prog="python -m demo",
         description="Train small models for each reason commonly given for a GPU "
@@ -190,10 +197,9 @@ def _main(args):
             # The scenarios' fixes tried on their own models (demo/tried.py).
             from demo import tried
 
-            chosen = ("mlp_b32",) if args.quick else ("mlp_b10", "python_input")
+            chosen, budget_s = FIXES_TRIED[args.quick]
             print(f"\n[{index}/{len(args.scenarios)}] fixes: {_summary(tried)}", flush=True)
-            tried.run(os.path.join(args.logdir, name), chosen, budget_s=2 if args.quick else 5,
-                      detail=False)
+            tried.run(os.path.join(args.logdir, name), chosen, budget_s=budget_s, detail=False)
             continue
         if name in scenarios.ALL_DEVICE_SCENARIOS:
             scenario = scenarios.ALL_DEVICE_SCENARIOS[name]

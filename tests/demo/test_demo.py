@@ -16,6 +16,7 @@ from tb_devicecost import analysis
 from tb_devicecost import words
 from tb_devicecost.reading import reader
 from demo import serve
+from demo import __main__ as demo_main
 
 from demo import scenarios
 
@@ -67,9 +68,16 @@ def demo_report(quick_demo):
     return stdout, runs
 
 
+# The full demo's scenarios run here: all but `fixes`, whose full size
+# (two models, a larger budget) is the quick one's code over minutes more;
+# `test_the_full_demo_runs_every_scenario_and_tries_fixes_on_two_models`
+# checks what it would run.
+FULL_SCENARIOS = [name for name in demo_main.SCENARIO_NAMES if name != "fixes"]
+
+
 @pytest.fixture(scope="module")
 def full_demo(tmp_path_factory):
-    return _demo_runs(tmp_path_factory)
+    return _demo_runs(tmp_path_factory, "--scenarios", ",".join(FULL_SCENARIOS))
 
 
 def verdicts(runs):
@@ -148,10 +156,29 @@ def test_full_demo_tells_the_same_story_and_quick_is_clearly_faster(quick_demo, 
     _, full_runs, _ = full_demo
     assert verdicts(full_runs) == scenarios.EXPECTED_VERDICTS
     assert verdicts(quick_runs) == verdicts(full_runs)
+    assert sorted(full_runs) == sorted(name for name in quick_runs if not name.startswith("fixes/"))
     # Quick is less work, whatever else the machine runs (its speed is a
-    # benchmark's): fewer steps in all.
-    steps = [sum(run["steps"] or 0 for run in runs.values()) for runs in (quick_runs, full_runs)]
+    # benchmark's): fewer steps in all, over the same scenarios.
+    steps = [sum(run["steps"] or 0 for name, run in runs.items() if not name.startswith("fixes/"))
+             for runs in (quick_runs, full_runs)]
     assert steps[0] < 0.6 * steps[1], steps
+
+
+def test_the_full_demo_runs_every_scenario_and_tries_fixes_on_two_models():
+    """What `python -m demo` runs without options, `fixes` included (the
+    full demo above leaves it out): the fixes tried on the small MLP at
+    batch 10 and on the CNN fed by Python, with a larger budget than the
+    quick demo's single MLP at batch 32."""
+    from demo import tried
+
+    assert demo_main.parse_args([]).scenarios == list(demo_main.SCENARIO_NAMES)
+    assert set(FULL_SCENARIOS) | {"fixes"} == set(demo_main.SCENARIO_NAMES)
+    assert set(demo_main.SCENARIO_NAMES) == (
+        set(scenarios.SCENARIOS) | set(scenarios.ALL_DEVICE_SCENARIOS) | {"fixes"})
+    (full, full_budget), (quick, quick_budget) = demo_main.FIXES_TRIED[False], demo_main.FIXES_TRIED[True]
+    assert full == ("mlp_b10", "python_input") and quick == ("mlp_b32",)
+    assert set(full + quick) == set(tried.SCENARIOS)
+    assert full_budget > quick_budget > 0
 
 
 def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report):
@@ -273,14 +300,22 @@ def is_alive(pid):
         return False
 
 
-def test_serve_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
-    """Ctrl-C stops the demo and its TensorBoard even when the demo inherits
-    SIGINT ignored (started with `&` from a script, or under `nohup`)."""
+def test_serve_replaces_the_previous_runs_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
+    """Rerunning into a log directory replaces the chosen scenarios' runs
+    (a stale variant is gone before TensorBoard serves). Ctrl-C stops the
+    demo and its TensorBoard even when the demo inherits SIGINT ignored
+    (started with `&` from a script, or under `nohup`)."""
+    logdir = tmp_path / "logs"
+    stale = logdir / "warmup" / "old-cpu0" / "train"
+    stale.mkdir(parents=True)
+    (stale / "events.out.tfevents.0.x").write_bytes(b"")
     port = serve.free_port()
-    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
+    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(logdir),
                     "--port", str(port), sigint="SIG_IGN") as demo:
         url = demo.wait_for_url()
         assert url == f"http://127.0.0.1:{port}/#devicecost", demo.stderr()
+        assert not stale.exists()
+        assert sorted(os.listdir(logdir / "warmup")) == ["long-cpu0", "short-cpu0"]
         base = url.split("/#")[0]
         with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=30) as response:
             body = json.load(response)
@@ -306,17 +341,6 @@ def test_sigterm_stops_the_demo_and_its_tensorboard(tmp_path):
             time.sleep(0.1)
         assert not is_alive(tensorboard), "TensorBoard outlived the demo"
         assert demo.process.returncode == 128 + signal.SIGTERM
-
-
-def test_rerunning_replaces_the_previous_runs(tmp_path):
-    stale = tmp_path / "warmup" / "old-cpu0" / "train"
-    stale.mkdir(parents=True)
-    (stale / "events.out.tfevents.0.x").write_bytes(b"")
-    completed = run_demo("--quick", "--no-serve", "--scenarios", "warmup",
-                         "--logdir", str(tmp_path), timeout=600)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    assert not stale.exists()
-    assert sorted(os.listdir(tmp_path / "warmup")) == ["long-cpu0", "short-cpu0"]
 
 
 def test_help_and_bad_options():

@@ -170,8 +170,11 @@ def run_main(capsys, *argv):
 
 
 @pytest.mark.slow
-def test_cli_sweep(tmp_path, capsys):
-    logdir = tmp_path / "cli"
+def test_cli_sweep(tmp_path, capsys, monkeypatch):
+    # A short relative log_dir: the title fits its line whatever the
+    # temporary directory's length (a worker of `make test` adds to it).
+    monkeypatch.chdir(tmp_path)
+    logdir = "cli"
     code, out, err = run_main(
         capsys, "sweep", f"{MODELS}:build", "--data", f"{MODELS}:data",
         "--batch-sizes", "8,64", "--devices", "cpu:0,cpu:1", "--log-dir", str(logdir),
