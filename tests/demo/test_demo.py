@@ -188,7 +188,10 @@ def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report)
     for fixed in ("tf_ops", "augment_in_model"):
         run = runs[f"input_pipeline/{fixed}-cpu0/train"]
         assert_not_highly_input_bound(run)
-        assert run["samples_per_s"] > 3 * naive["samples_per_s"]
+        # On this 2-core machine each fix runs about 3x the naive pipeline's
+        # samples/s (2.99-3.09x quiet, 2.83x loaded): asserting 3x failed on
+        # noise alone; 2x is a relation load cannot break.
+        assert run["samples_per_s"] > 2 * naive["samples_per_s"]
     # Parallel calls do not help Python work (the GIL); the cache does.
     usual_fix = runs["input_pipeline/parallel_cache_prefetch-cpu0/train"]
     assert usual_fix["shares"]["data_wait"] < naive["shares"]["data_wait"]
