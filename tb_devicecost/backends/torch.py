@@ -66,13 +66,14 @@ class Completions:
         event = free.pop() if free else self._new_event()
         self._record(event, self._stream)
         reference, at = self._reference, self._reference_at
+        done = None
 
         def timer():
-            if not event.query():
-                return None
-            done = at + reference.elapsed_time(event) / 1e3
-            # Read: the event may be recorded again.
-            free.append(event)
+            nonlocal done
+            if done is None and event.query():
+                done = at + reference.elapsed_time(event) / 1e3
+                # Read, once: the event may be recorded again.
+                free.append(event)
             return done
 
         return timer, None
