@@ -30,7 +30,7 @@ def self_cost_line(us_per_step, share, fetches_each_batch=False):
         line = f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
     if fetches_each_batch:
         line += (" The callback fetched each batch itself, skipping two small operations "
-                 "of Keras's own loop a step, so this fit may run slightly faster than "
+                 "of Keras's own loop a step, so this fit may run faster than "
                  "the same fit without it.")
     return line
 
