@@ -17,6 +17,7 @@ import dataclasses
 from tb_devicecost.analysis import data_wait
 from tb_devicecost.analysis.run_data import WALL_PARTS
 from tb_devicecost.analysis.run_data import Stats
+from tb_devicecost.format import backend_facts
 from tb_devicecost.format import vocabulary
 
 
@@ -73,6 +74,10 @@ class RunFigures:
     self_us_per_step: float = None
     self_share: float = None
     worker_self_us_per_step: float = None
+    # Whether the callback fetched each batch itself, skipping two small
+    # operations of Keras's own loop a step (`backend_facts`, one step an
+    # execution): the measured fit is that much not the user's own.
+    fetched_each_batch: bool = False
 
     def component(self, name):
         """The `Stats` of a component (`vocabulary.COMPONENTS`) or `"step"`."""
@@ -159,6 +164,7 @@ def run_figures(run):
         self_us_per_step=self_us,
         self_share=_ratio(self_us, step_mean_ms * 1e3 if step_mean_ms else None),
         worker_self_us_per_step=_per_step_us(numbers.worker_self_ms, records, per_record),
+        fetched_each_batch=backend_facts.of(run.backend).fetches_each_batch and per_record == 1,
     )
 
 

@@ -72,6 +72,15 @@ _TIGHT_S = 0.2e-3
 _MIN_TIGHT = 3
 
 
+def close_marker(callback, window, marker):
+    """Closes a step's trace marker after the step's dispatch (JAX and
+    PyTorch); a failure of ours stops the recording, never the step."""
+    try:
+        window.close_marker(marker)
+    except Exception as error:  # pylint: disable=broad-except
+        callback._disable(error)
+
+
 class AsyncSteps:
     """Turns the two clocks' readings into rows, in step order.
 

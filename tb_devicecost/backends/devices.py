@@ -92,7 +92,7 @@ def input_devices(batch):
         The short device names (`GPU:0`, `host`), sorted.
     """
     names = set()
-    for element in placement._leaves(batch):  # pylint: disable=protected-access
+    for element in placement.leaves(batch):
         if isinstance(element, (np.ndarray, np.generic)):
             # NumPy 2's arrays and scalars name a `device` too ("cpu"): host
             # memory.

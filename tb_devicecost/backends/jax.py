@@ -30,7 +30,7 @@ def completion_probe(logs):
         probe = getattr(next(iter(logs.values())), "is_ready", None)
         if probe is not None:
             return probe
-    for value in _leaves(logs):
+    for value in placement.leaves(logs):
         probe = getattr(value, "is_ready", None)
         if probe is not None:
             return probe
@@ -71,26 +71,6 @@ def _poll_every():
     import jax
 
     return 1 if jax.default_backend() == "cpu" else ACCELERATOR_POLL_EVERY
-
-
-def _close(callback, window, marker):
-    """Closes a step's trace marker; a failure of ours stops the recording,
-    never the step."""
-    try:
-        window.close_marker(marker)
-    except Exception as error:  # pylint: disable=broad-except
-        callback._disable(error)
-
-
-def _leaves(logs):
-    if isinstance(logs, dict):
-        for value in logs.values():
-            yield from _leaves(value)
-    elif isinstance(logs, (list, tuple)):
-        for value in logs:
-            yield from _leaves(value)
-    else:
-        yield logs
 
 
 class JaxBackend(base.Backend):
@@ -167,7 +147,7 @@ class JaxBackend(base.Backend):
                 if compiles is not None:
                     compiles.step = None
                 if marker is not None:
-                    _close(callback, window, marker)
+                    asynchronous.close_marker(callback, window, marker)
             try:
                 if proxy.error is not None:
                     error, proxy.error = proxy.error, None

@@ -47,8 +47,9 @@ def short_device_name(device):
     return match.group(1).upper() if match else device
 
 
-def _leaves(batch):
-    """The tensors or arrays of a batch; per-replica values expanded."""
+def leaves(batch):
+    """The tensors or arrays of a batch (or of a step's logs); per-replica
+    values expanded."""
     stack = [batch]
     while stack:
         element = stack.pop()
@@ -114,7 +115,7 @@ def input_bytes(batch):
     known (an unknown dimension, an unsupported type).
     """
     total = 0
-    for element in _leaves(batch):
+    for element in leaves(batch):
         if hasattr(element, "element_size") and hasattr(element, "numel"):
             total += int(element.element_size()) * int(element.numel())  # torch
             continue

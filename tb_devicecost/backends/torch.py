@@ -20,7 +20,6 @@ from tb_devicecost.backends import placement
 from tb_devicecost.traces import torch_trace
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
-from tb_devicecost.backends.jax import _close, _leaves
 
 
 class Completions:
@@ -53,7 +52,7 @@ class Completions:
         returned when it ran on the CPU."""
         if self._cuda is None:
             tensor = next(
-                (value for value in _leaves(logs) if hasattr(value, "is_cuda")), None
+                (value for value in placement.leaves(logs) if hasattr(value, "is_cuda")), None
             )
             if tensor is None:
                 return None, returned
@@ -179,7 +178,7 @@ class TorchBackend(base.Backend):
                 result = original(data)
             finally:
                 if marker is not None:
-                    _close(callback, window, marker)
+                    asynchronous.close_marker(callback, window, marker)
             try:
                 returned = clock()
                 timer, done = completions.source(result, returned)

@@ -127,5 +127,5 @@ def _signature(batch):
 
     return tuple(
         (type(leaf).__name__, tuple(leaf.shape), str(leaf.dtype))
-        for leaf in placement._leaves(batch)  # pylint: disable=protected-access
+        for leaf in placement.leaves(batch)
     )

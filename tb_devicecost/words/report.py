@@ -29,7 +29,6 @@ from tb_devicecost.analysis import waiting
 from tb_devicecost.analysis import workers
 from tb_devicecost.analysis.guards import record_field
 from tb_devicecost.analysis.run_figures import run_figures
-from tb_devicecost.format import backend_facts
 from tb_devicecost.words import findings
 from tb_devicecost.words import jobs
 from tb_devicecost.words import measuring
@@ -132,8 +131,7 @@ def run_object(run, input_free_gain=None):
         "worker_self_us_per_step": figures.worker_self_us_per_step,
         "self_cost_text": measuring.self_cost_line(
             figures.self_us_per_step, figures.self_share,
-            fetches_each_batch=(backend_facts.of(run.backend).fetches_each_batch
-                                and run.steps_per_record == 1)),
+            fetches_each_batch=figures.fetched_each_batch),
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,

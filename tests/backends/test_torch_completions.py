@@ -28,6 +28,7 @@ class _Reference:
 
 
 class _Tensor:
+    shape, dtype = (), "float32"
     is_cuda = True
 
 
@@ -72,7 +73,7 @@ def test_an_event_is_recorded_again_only_once_read():
 def test_steps_on_the_cpu_complete_when_they_return():
     completions = _Completions()
 
-    class _CpuTensor:
+    class _CpuTensor(_Tensor):
         is_cuda = False
 
     assert completions.source({"loss": _CpuTensor()}, returned=3.0) == (None, 3.0)
