@@ -158,8 +158,11 @@ class AsyncSteps:
             key: What `completed` names it by (Keras's batch index).
             start, fetched: When its fetch began and ended.
             dispatch: When its dispatch began (defaults to `fetched`).
-            probe: A function saying, without waiting, whether the step is
-                complete (JAX's `Array.is_ready`), polled by `poll`.
+            probe: A weak reference to one of the step's outputs, whose
+                `is_ready()` says without waiting whether the step is complete
+                (a JAX array), polled by `poll`. Weak: the outputs are freed
+                where and when Keras lets go of them, as without the callback
+                (freeing an array holds the thread several microseconds).
             timer: A function returning when the step completed, or `None`
                 while it has not (a CUDA event's timestamp).
             done: When the step completed, where that is known at dispatch
@@ -216,12 +219,17 @@ class AsyncSteps:
                 entry[_PROBE] = None
                 unready.popleft()
                 continue
-            if not entry[_PROBE]():
+            output = entry[_PROBE]()
+            if output is None:
+                # Keras let go of the output, so it converted it: its
+                # worker's report (already there, or coming) bounds the step.
+                entry[_PROBE] = None
+                unready.popleft()
+                continue
+            if not output.is_ready():
                 entry[_LOWER] = now
                 return
             entry[_UPPER] = now
-            # Lets go of the step's outputs now, as Keras does, not a whole
-            # group of steps later all at once.
             entry[_PROBE] = None
             unready.popleft()
 

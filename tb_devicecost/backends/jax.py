@@ -20,20 +20,21 @@ from tb_devicecost.traces import trace as trace_module
 
 
 def completion_probe(logs):
-    """`is_ready` of a JAX array among a step's logs, or `None`.
+    """A weak reference to a JAX array among a step's logs, or `None`.
 
     The outputs of one execution become ready together, so any one of the
-    step's logs says whether the step is complete; asking does not block.
+    step's logs says whether the step is complete (`is_ready`, which does
+    not block). Weak, so that the array is freed when Keras lets go of it,
+    on the thread that does, as without the callback.
     """
     if isinstance(logs, dict) and logs:
         # The usual case, a flat dict of metrics: no walk.
-        probe = getattr(next(iter(logs.values())), "is_ready", None)
-        if probe is not None:
-            return probe
+        value = next(iter(logs.values()))
+        if hasattr(value, "is_ready"):
+            return weakref.ref(value)
     for value in placement.leaves(logs):
-        probe = getattr(value, "is_ready", None)
-        if probe is not None:
-            return probe
+        if hasattr(value, "is_ready"):
+            return weakref.ref(value)
     return None
 
 
@@ -48,29 +49,24 @@ class CompletionProbe:
 
     def __call__(self, logs):
         try:
-            return logs[self._key].is_ready
-        except (KeyError, TypeError, AttributeError):
+            return weakref.ref(logs[self._key])
+        except (KeyError, TypeError):
             pass
         if isinstance(logs, dict):
             for key, value in logs.items():
-                probe = getattr(value, "is_ready", None)
-                if probe is not None:
+                if hasattr(value, "is_ready"):
                     self._key = key
-                    return probe
+                    return weakref.ref(value)
         return completion_probe(logs)
 
 
-# On an accelerator, polls for completed steps happen in one step's fetch in
-# this many (`timed_iterator.TimedIterator`); on the CPU in every step's. On an
-# H200 host polling every step cost a host-bound step 50 µs, 8% (the GIL
-# handed to Keras's worker at each poll: docs/PERFORMANCE.md).
-ACCELERATOR_POLL_EVERY = 8
-
-
-def _poll_every():
-    import jax
-
-    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_POLL_EVERY
+# Polls for completed steps happen in one step's fetch in this many
+# (`timed_iterator.TimedIterator`), on every device: in a running fit a poll
+# costs the training thread several µs where a microbenchmark reads 0.3
+# (`is_ready()` and its bookkeeping, cold in the caches), 5 µs a step on
+# this project's CPU when every step polled (docs/PERFORMANCE.md). Steps no
+# poll asked about are placed as the nearest asked ones are.
+POLL_EVERY = 8
 
 
 class JaxBackend(base.Backend):
@@ -91,7 +87,7 @@ class JaxBackend(base.Backend):
         `is_ready`. A failure of ours switches the recording off
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
-        steps.poll_every = _poll_every()
+        steps.poll_every = POLL_EVERY
         proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the

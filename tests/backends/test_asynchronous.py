@@ -14,6 +14,21 @@ from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
 
 
+class _Output:
+    """Stands in for a step's output array: `is_ready()` calls `ready`."""
+
+    def __init__(self, ready):
+        self.is_ready = ready
+
+
+def output(ready):
+    """A probe as the JAX backend hands it over, a weak reference to one of
+    the step's outputs (here a function returning it for as long as the
+    test holds it), whose `is_ready()` calls `ready`."""
+    held = _Output(ready)
+    return lambda: held
+
+
 def record(tmp_path, steps, completion_order=None):
     """Feeds `(start, fetched, done)` ms triples; returns the series."""
     run = accounting.StepAccounting(tmp_path / "run")
@@ -162,7 +177,7 @@ def test_steps_found_complete_just_after_the_one_before_them_still_take_time(tmp
     pending = iter([False, True, True, True, True])
     for key, (start, fetched) in enumerate([(0, 1), (4, 5), (5, 6), (6, 7)]):
         timing.dispatched(key, start / 1e3, fetched / 1e3, batch_size=32,
-                          probe=lambda: next(pending), returned=fetched / 1e3)
+                          probe=output(lambda: next(pending)), returned=fetched / 1e3)
     timing.poll(29.9e-3)
     timing.poll(30.0e-3)
     timing.boundary()
@@ -192,7 +207,7 @@ def test_steps_crowded_after_a_pending_poll_each_take_time(tmp_path):
     for key in range(5, 10):
         start = 5e-3 + (key - 5) * 1e-3 + 5e-3
         timing.dispatched(key, start, start, batch_size=32,
-                          probe=lambda key=key: not pending[key], returned=start)
+                          probe=output(lambda key=key: not pending[key]), returned=start)
     timing.poll(20e-3)
     for key, done in zip(range(5, 10), (20.3e-3, 20.35e-3, 20.4e-3, 20.6e-3, 20.8e-3)):
         pending[key] = False
@@ -214,7 +229,7 @@ def test_a_step_that_compiled_keeps_its_compilation(tmp_path):
     run = accounting.StepAccounting(tmp_path / "run")
     run.begin_session()
     timing = AsyncSteps(run)
-    ready = lambda: True  # noqa: E731 (a probe that finds the step complete)
+    ready = output(lambda: True)  # a probe that finds the step complete
     timing.dispatched(0, 0.0, 0.001, probe=ready, returned=0.501)
     timing.poll(0.502)
     now = 0.502
@@ -254,7 +269,7 @@ def late_reports(tmp_path, steps, poll_every=1):
             timing.poll(fetched)
         done = fetched + 0.006  # when the device completes it
         timing.dispatched(
-            key, start, fetched, batch_size=32, probe=lambda done=done: clock[0] >= done
+            key, start, fetched, batch_size=32, probe=output(lambda done=done: clock[0] >= done)
         )
         if key < steps - 1:
             timing.completed(key, now=fetched + 0.041)
@@ -338,8 +353,8 @@ def test_a_step_the_worker_read_complete_is_not_asked_again(tmp_path):
     run.begin_session()
     timing = AsyncSteps(run)
     asked = []
-    timing.dispatched(0, 0.000, 0.001, batch_size=32, probe=lambda: asked.append(0))
-    timing.dispatched(1, 0.002, 0.003, batch_size=32, probe=lambda: asked.append(1))
+    timing.dispatched(0, 0.000, 0.001, batch_size=32, probe=output(lambda: asked.append(0)))
+    timing.dispatched(1, 0.002, 0.003, batch_size=32, probe=output(lambda: asked.append(1)))
     timing.completed(0, now=0.004)
     timing.poll(0.005)
     assert asked == [1]  # Step 0 was not asked; step 1 was, and is pending.
@@ -377,3 +392,45 @@ def test_the_fetch_polls_only_in_one_call_in_poll_every(poll_every, polled_calls
             assert len(steps.polled) - before == 2
             polled_in.append(call)
     assert polled_in == polled_calls
+
+
+def test_a_step_whose_output_keras_let_go_of_is_not_asked(tmp_path):
+    """The probe is weak: once Keras let go of a step's output (it converted
+    it), a poll takes no reading of that step and stops polling for it; the
+    worker's report bounds it."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    asked = []
+    timing.dispatched(0, 0.000, 0.001, batch_size=32, probe=lambda: None)
+    timing.dispatched(1, 0.002, 0.003, batch_size=32, probe=output(lambda: asked.append(1)))
+    timing.poll(0.005)
+    assert asked == [1]  # Step 0's output is gone: only step 1 was asked.
+    assert len(timing.unready) == 1
+    timing.completed(0, now=0.004)
+    timing.completed(1, now=0.006)
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    total = sum(record.series[part] for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"))
+    assert total.sum() == pytest.approx(6.0, rel=1e-5)
+
+
+def test_the_jax_probe_keeps_no_output_alive():
+    """Keras frees a step's outputs where and when it lets go of them, as
+    without the callback: the JAX backend's probe holds them weakly (an
+    array freed on the training thread holds it for microseconds)."""
+    import gc
+
+    import jax.numpy as jnp
+
+    from tb_devicecost.backends import jax as jax_backend
+
+    logs = {"loss": jnp.ones(()) + 1.0, "mae": jnp.ones(()) * 2.0}
+    probe_of = jax_backend.CompletionProbe()
+    probes = [probe_of(logs), jax_backend.completion_probe([logs["mae"]])]
+    assert [probe().is_ready() for probe in probes] == [True, True]
+    del logs
+    gc.collect()
+    assert [probe() for probe in probes] == [None, None]
+
