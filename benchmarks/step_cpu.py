@@ -13,6 +13,14 @@ variant warmed up first. Per pair of fits, and per step:
   async-safe batch-end hooks on JAX and PyTorch), read before the fit ends,
 - the whole process's (`time.process_time`), and the wall time of `fit()`.
 
+Those are read in the steady state: from the start of step 50 (after the
+first step's one-off probes, compilation and warm-up) to the end of the
+epoch, after every other callback's epoch-end hook (the last boundary's
+drain and write included). What a fit costs once, before and after (the
+callback's set-up, its last summaries), is printed apart as the fixed cost
+per fit: the whole fit's training-thread CPU difference less the steady
+one times the steps.
+
 The callback runs with `device_busy=False`: on an accelerator the default
 device-busy trace window is a one-off per run (seconds of CPU), measured
 apart by `gpu_backends.py`.
@@ -38,6 +46,9 @@ import threading
 import time
 
 TARGET_US = 8.0
+# Steps before the steady state is read: the first step's one-off probes,
+# compilation and warm-up are a fixed cost of the fit.
+WARM_STEPS = 50
 TF_WALL_RANGE = (0.98, 1.02)
 
 
@@ -74,21 +85,35 @@ def _measure_backend(args):
     scratch = tempfile.mkdtemp(prefix="step-cpu-")
     training = threading.get_native_id()
 
-    class WorkerClock(keras.callbacks.Callback):
-        """Reads Keras's workers' CPU time at the fit's end, before Keras
-        shuts them down (listed last; overrides no batch hook, so Keras's
-        async dispatch stays as it is)."""
+    class SteadyClock(keras.callbacks.Callback):
+        """Reads the threads' CPU time from the start of step `WARM_STEPS`
+        to the epoch's end, after every other callback's epoch-end hook
+        (listed last; overrides no batch-end hook, so Keras's async
+        dispatch stays as it is), and Keras's workers' before Keras shuts
+        them down."""
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == WARM_STEPS:
+                self.steady0 = (_thread_cpu_ns(training), time.process_time(),
+                                time.perf_counter(), self._workers_ns())
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.steady1 = (_thread_cpu_ns(training), time.process_time(),
+                            time.perf_counter(), self._workers_ns())
 
         def on_train_begin(self, logs=None):
             self.start = {t.native_id: _thread_cpu_ns(t.native_id) for t in _workers()}
 
         def on_train_end(self, logs=None):
-            self.ns = sum(
+            self.ns = self._workers_ns()
+
+        def _workers_ns(self):
+            return sum(
                 _thread_cpu_ns(t.native_id) - self.start.get(t.native_id, 0) for t in _workers()
             )
 
     def fit(model, with_callback, steps):
-        clock = WorkerClock()
+        clock = SteadyClock()
         callbacks = [clock]
         if with_callback:
             # The per-step cost: the device-busy trace window, a one-off per
@@ -99,12 +124,21 @@ def _measure_backend(args):
         model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
                   shuffle=False, callbacks=callbacks)
         wall = time.perf_counter() - wall0
-        return {
-            "thread_us": (_thread_cpu_ns(training) - thread0) / 1e3 / steps,
-            "worker_us": getattr(clock, "ns", 0) / 1e3 / steps,
-            "process_us": (time.process_time() - process0) * 1e6 / steps,
+        figures = {
+            "fit_thread_us": (_thread_cpu_ns(training) - thread0) / 1e3,
             "wall_us": wall * 1e6 / steps,
         }
+        if hasattr(clock, "steady0"):
+            steady = steps - WARM_STEPS
+            (thread_a, process_a, wall_a, workers_a), (thread_b, process_b, wall_b, workers_b) = (
+                clock.steady0, clock.steady1)
+            figures.update({
+                "thread_us": (thread_b - thread_a) / 1e3 / steady,
+                "worker_us": (workers_b - workers_a) / 1e3 / steady,
+                "process_us": (process_b - process_a) * 1e6 / steady,
+                "steady_wall_us": (wall_b - wall_a) * 1e6 / steady,
+            })
+        return figures
 
     models_by_variant = {False: models.build("mlp"), True: models.build("mlp")}
     for with_callback, model in models_by_variant.items():
@@ -114,12 +148,17 @@ def _measure_backend(args):
         order = (False, True) if round_index % 2 == 0 else (True, False)
         figures = {with_callback: fit(models_by_variant[with_callback], with_callback, args.steps)
                    for with_callback in order}
+        with_, without = figures[True], figures[False]
+        thread_us = with_["thread_us"] - without["thread_us"]
         pairs.append({
-            "thread_us": figures[True]["thread_us"] - figures[False]["thread_us"],
-            "worker_us": figures[True]["worker_us"] - figures[False]["worker_us"],
-            "process_us": figures[True]["process_us"] - figures[False]["process_us"],
-            "wall_ratio": figures[True]["wall_us"] / figures[False]["wall_us"],
-            "step_us_without": figures[False]["wall_us"],
+            "thread_us": thread_us,
+            "worker_us": with_["worker_us"] - without["worker_us"],
+            "process_us": with_["process_us"] - without["process_us"],
+            "wall_ratio": with_["wall_us"] / without["wall_us"],
+            "steady_wall_ratio": with_["steady_wall_us"] / without["steady_wall_us"],
+            "fixed_ms": (with_["fit_thread_us"] - without["fit_thread_us"]
+                         - thread_us * args.steps) / 1e3,
+            "step_us_without": without["wall_us"],
         })
     print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs}))
 
@@ -157,7 +196,7 @@ def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(results, out, indent=1)
-    print(f"CPU time added a step by DeviceCostCallback, {args.steps}-step fits, "
+    print(f"CPU time added a step by DeviceCostCallback in the steady state, {args.steps}-step fits, "
           f"{args.rounds} pairs, median (spread):")
     worst = 0.0
     for backend, pairs in results.items():
@@ -167,7 +206,9 @@ def main():
         print(f"  {backend:10s} training thread {thread:+6.1f} µs ({_spread(column['thread_us'])}), "
               f"Keras worker {worker:+6.1f} µs ({_spread(column['worker_us'])}), "
               f"process {statistics.median(column['process_us']):+6.1f} µs; "
-              f"wall x{statistics.median(column['wall_ratio']):.3f} on "
+              f"fixed cost per fit {statistics.median(column['fixed_ms']):+.1f} ms of the "
+              f"training thread; wall x{statistics.median(column['wall_ratio']):.3f} "
+              f"(steady x{statistics.median(column['steady_wall_ratio']):.3f}) on "
               f"{statistics.median(column['step_us_without']):.0f} µs steps")
     if "tensorflow" in results:
         ratio = statistics.median(pair["wall_ratio"] for pair in results["tensorflow"])

@@ -37,20 +37,20 @@ time. The parts add up to the time between completions, so the steps' sum
 is the fit's steady wall time.
 """
 
+import array
 import collections
-import operator
+import math
 import time
 
 import numpy as np
 
-# Fields of a dispatched step, in `_pending` (lists, filled in as the step's
-# completion becomes known).
+# The columns of a dispatched step's row in `AsyncSteps._rows`, one float64
+# buffer of every pending step (seconds, NaN where not known yet; a poll
+# writes the bounds in place). `_TIMED`: 1.0 where the device timed it.
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
-_PROBE, _TIMER, _EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN = range(7, 14)
-# The numeric fields `_drain` reads of every step.
-_NUMBERS = operator.itemgetter(
-    _START, _FETCHED, _DISPATCH, _BATCH, _EXCLUDED, _HELD, _HELD_BETWEEN, _STEPS,
-    _EXACT, _LOWER, _UPPER)
+_EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN, _TIMED = range(7, 13)
+_WIDTH = 13
+_NAN = math.nan
 
 
 class _Columns(collections.namedtuple(
@@ -84,11 +84,13 @@ def close_marker(callback, window, marker):
 class AsyncSteps:
     """Turns the two clocks' readings into rows, in step order.
 
-    The per-step work on the training thread is one list appended; the
-    worker's is a clock read stored in a dict (atomic under the GIL). The
-    arithmetic runs on the training thread, on groups of up to 4,096
-    completed steps at once (or an epoch's), so numpy's cost per call is
-    paid once a group, and the group's time is kept out of the rows.
+    The per-step work on the training thread is one row of floats added
+    to a buffer (no object the garbage collector tracks, which would make
+    it collect every few hundred steps); the worker's is a clock read
+    stored in a dict (atomic under the GIL). The arithmetic runs on the
+    training thread, on groups of up to 4,096 completed steps at once (or
+    an epoch's), with NumPy over the buffer, so its cost per call is paid
+    once a group, and the group's time is kept out of the rows.
 
     Args:
         accounting: The `StepAccounting` the rows go to.
@@ -98,15 +100,23 @@ class AsyncSteps:
 
     # Dispatched steps gathered before the completed ones become rows: a
     # group's arithmetic has a fixed cost (about 0.4 ms here) that a larger
-    # group spreads thinner; 4,096 steps' entries are about 1 MB.
+    # group spreads thinner; 4,096 steps' rows are 426 kB.
     _GROUP = 4096
 
     def __init__(self, accounting, clock=time.perf_counter):
         self.accounting = accounting
         self.clock = clock
-        self._pending = collections.deque()
-        # Steps whose completion the training thread still polls for.
+        # The dispatched steps not written yet, a row of `_WIDTH` floats
+        # each, oldest first; `_first` is the number of the first (steps
+        # are numbered from 0 as dispatched, boundaries included).
+        self._rows = array.array("d")
+        self._first = 0
+        self._count = 0
+        # `(number, probe)` of the steps whose completion the training
+        # thread still polls for, and `(number, timer)` of those the device
+        # times, oldest first.
         self._unready = collections.deque()
+        self._timers = collections.deque()
         # Completions reported by Keras's worker (`completed`), by key, and
         # those the training thread read itself, waiting for the step.
         self._done = {}
@@ -180,15 +190,20 @@ class AsyncSteps:
         self.upcoming_step += steps
         if self._drained_s:
             excluded, self._drained_s = excluded + self._drained_s, 0.0
-        entry = [
+        number = self._count
+        self._count = number + 1
+        self._rows.extend((
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
-            batch_size, excluded, probe, timer, done, returned, None, held, held_between,
-        ]
-        self._pending.append(entry)
+            _NAN if batch_size is None else batch_size, excluded,
+            _NAN if done is None else done, _NAN if returned is None else returned, _NAN,
+            held, held_between, 0.0 if timer is None else 1.0,
+        ))
         if probe is not None:
-            self._unready.append(entry)
+            self._unready.append((number, probe))
+        if timer is not None:
+            self._timers.append((number, timer))
         due = start >= self.accounting.write_due_s
-        if due or len(self._pending) >= self._GROUP:
+        if due or number - self._first >= self._GROUP:
             # Only the training thread drains: the worker never waits for it.
             # A write is due every few seconds, so that a fit killed
             # mid-epoch leaves its steps and an aggregate (`accounting.py`).
@@ -210,27 +225,25 @@ class AsyncSteps:
     def poll(self, now):
         """Training thread, at one of its clock reads: asks the oldest
         pending steps whether they are complete (no waiting)."""
-        unready, done = self._unready, self._done
+        unready, done, rows, first = self._unready, self._done, self._rows, self._first
         while unready:
-            entry = unready[0]
-            if done.get(entry[_KEY], now) < now:
+            number, probe = unready[0]
+            row = (number - first) * _WIDTH
+            if done.get(int(rows[row + _KEY]), now) < now:
                 # Keras's worker read it complete, earlier than now: asking
                 # would add nothing (and ask the runtime).
-                entry[_PROBE] = None
                 unready.popleft()
                 continue
-            output = entry[_PROBE]()
+            output = probe()
             if output is None:
                 # Keras let go of the output, so it converted it: its
                 # worker's report (already there, or coming) bounds the step.
-                entry[_PROBE] = None
                 unready.popleft()
                 continue
             if not output.is_ready():
-                entry[_LOWER] = now
+                rows[row + _LOWER] = now
                 return
-            entry[_UPPER] = now
-            entry[_PROBE] = None
+            rows[row + _UPPER] = now
             unready.popleft()
 
     def completed(self, key, now, exact=False):
@@ -248,58 +261,70 @@ class AsyncSteps:
         the fit ends, validation starts)."""
         self._drain(final=True)
         self.boundaries += 1
-        self._pending.clear()
+        self._first = self._count
+        del self._rows[:]
         self._unready.clear()
+        self._timers.clear()
         self._done.clear()
         self._exact_done.clear()
         self._previous = None
         self._drained_s = 0.0
 
     def _drain(self, final):
-        """Rows for the completed steps at the head of the queue (`final`:
+        """Rows for the completed steps at the head of the buffer (`final`:
         every step; one that never completed, because it raised, has no
         row).
 
-        The scan for the completed head is one test per step; the steps'
-        fields and bounds are then converted once, as arrays: a drain costs
-        the training thread about a microsecond a step.
+        A step is complete where a poll found it so, the device timed it,
+        or a report came; the device's timers are asked in order, the
+        reports read once per step, and the rest is NumPy over the buffer.
         """
-        pending, done, exact_done = self._pending, self._done, self._exact_done
-        count = 0
-        for entry in pending:
-            if entry[_UPPER] is None and entry[_EXACT] is None:
-                timer = entry[_TIMER]
-                if timer is not None:
-                    # The device's timestamp, once there, is the completion.
-                    entry[_EXACT] = timer()
-                if (
-                    entry[_EXACT] is None
-                    and not final
-                    and entry[_KEY] not in done
-                    and entry[_KEY] not in exact_done
-                ):
-                    break
-            count += 1
-        if not count:
+        pending = self._count - self._first
+        if not pending:
             return
-        popleft = pending.popleft
-        entries = [popleft() for _ in range(count)]
-        # Those a poll never found complete still lead `_unready`.
-        unready = self._unready
-        for _ in range(sum(1 for entry in entries if entry[_PROBE] is not None and entry[_UPPER] is None)):
-            unready.popleft()
-        # One conversion of every step's fields (`None`, not known, is NaN).
-        keys = [entry[_KEY] for entry in entries]
-        (start, fetched, dispatch, batch, excluded, held, held_between, steps,
-         exact, polled_lower, polled_upper) = np.array(
-            [_NUMBERS(entry) for entry in entries], dtype=np.float64).T
-        reported = np.array([done.pop(key, None) for key in keys], dtype=np.float64)
+        table = np.frombuffer(self._rows, dtype=np.float64).reshape(pending, _WIDTH).copy()
+        # The device's timestamps, once there, are the completions: they
+        # come in order, so the first not there yet ends the asking.
+        for number, timer in self._timers:
+            row = table[number - self._first]
+            if math.isnan(row[_EXACT]) and math.isnan(row[_UPPER]):
+                value = timer()
+                if value is None:
+                    if final:
+                        continue
+                    break
+                row[_EXACT] = value
+        done, exact_done = self._done, self._exact_done
+        keys = table[:, _KEY].astype(np.int64).tolist()
+        reported = np.array([done.get(key, _NAN) for key in keys], dtype=np.float64)
+        exact = table[:, _EXACT]
         if exact_done:
             exact = np.where(
                 np.isnan(exact),
-                np.array([exact_done.pop(key, None) for key in keys], dtype=np.float64),
+                np.array([exact_done.get(key, _NAN) for key in keys], dtype=np.float64),
                 exact,
             )
+        if final:
+            count = pending
+        else:
+            complete = ~(np.isnan(exact) & np.isnan(table[:, _UPPER]) & np.isnan(reported))
+            count = pending if complete.all() else int(np.argmin(complete))
+        if not count:
+            return
+        for key in keys[:count]:
+            done.pop(key, None)
+            exact_done.pop(key, None)
+        self._first += count
+        del self._rows[:count * _WIDTH]
+        # Those a poll never found complete, or the device never timed,
+        # still lead their queues.
+        for queue in (self._unready, self._timers):
+            while queue and queue[0][0] < self._first:
+                queue.popleft()
+        table, reported, exact = table[:count], reported[:count], exact[:count]
+        steps = table[:, _STEPS]
+        polled_lower, polled_upper = table[:, _LOWER], table[:, _UPPER]
+        dispatch = table[:, _DISPATCH]
         # The bounds of each completion: the training thread's last read
         # that found it pending (or its dispatch) and the first that found
         # it complete, or Keras's worker's report where earlier.
@@ -309,23 +334,24 @@ class AsyncSteps:
         polled = ~np.isnan(polled_lower)
         if self.poll_every != 1:
             polled = _as_nearest_asked(polled, polled | ~np.isnan(polled_upper))
-        columns = _Columns(start, fetched, dispatch, batch, excluded, held, held_between,
-                           lower, upper, polled)
+        columns = _Columns(
+            table[:, _START], table[:, _FETCHED], dispatch, table[:, _BATCH],
+            table[:, _EXCLUDED], table[:, _HELD], table[:, _HELD_BETWEEN], lower, upper, polled)
         # A step that never completed (it raised) has no row.
         written = ~np.isnan(upper)
         single = written & (steps == 1)
         if single.all():
-            self._write(columns, entries[-1], steps=1, prompt=final)
+            self._write(columns, table[-1], steps=1, prompt=final)
             return
         # An execution of several steps is written on its own, in order.
         index = np.flatnonzero(written)
         runs = np.split(index, np.flatnonzero(~single[index]))
         for run in runs:
             if len(run) and not single[run[0]]:
-                self._write(columns.take(run[:1]), entries[run[0]], steps=int(steps[run[0]]))
+                self._write(columns.take(run[:1]), table[run[0]], steps=int(steps[run[0]]))
                 run = run[1:]
             if len(run):
-                self._write(columns.take(run), entries[run[-1]], steps=1,
+                self._write(columns.take(run), table[run[-1]], steps=1,
                             prompt=final and run[-1] == index[-1])
 
     def _write(self, columns, last, steps=1, prompt=False):
@@ -397,9 +423,9 @@ class AsyncSteps:
         `upper`) came from Keras's worker, not from a poll of ours, and it
         had the group's usual batch (a partial last batch is a shorter
         step, or a new compilation)."""
-        if entry[_EXACT] is not None or entry[_TIMER] is not None:
+        if not math.isnan(entry[_EXACT]) or entry[_TIMED]:
             return False
-        if entry[_UPPER] is not None and entry[_UPPER] <= upper:
+        if entry[_UPPER] <= upper:  # False where NaN: no poll found it complete.
             return False
         usual = batch[:-1] if len(batch) > 1 else batch
         return bool(len(usual) and batch[-1] == _median(usual))

@@ -7,6 +7,10 @@ those reads (`backends/asynchronous.py`).
 """
 
 
+# A fetch longer than this: the next call polls, whatever its number.
+SLOW_FETCH_S = 1e-3
+
+
 class TimedIterator:
     """Hands Keras's JAX step the batches of `iterator`, timing each fetch.
 
@@ -18,12 +22,14 @@ class TimedIterator:
     nothing here: `reset` starts each call on its iterator, and clears the
     call's readings after it.
 
-    Polls happen during the fetches of one call in `steps.poll_every`. On
-    a GPU a poll costs the step far more than its own microsecond
-    (docs/PERFORMANCE.md): asking lets Keras's worker take the GIL, and
-    run its Python while the training thread waits, instead of during the
-    next batch's copy. Steps not polled keep the worker's report and are
-    placed as the polled ones nearest them (`AsyncSteps._place`).
+    Polls happen during the fetches of one call in `steps.poll_every`, and
+    of every call after a fetch longer than `SLOW_FETCH_S`. In a running
+    fit a poll costs the training thread several microseconds
+    (docs/PERFORMANCE.md); steps not polled keep the worker's report and
+    are placed as the polled ones nearest them (`AsyncSteps._place`). A
+    slow fetch is Python input that may hold the GIL for all of it, keeping
+    Keras's worker from reporting the step before: there only a poll
+    bounds it, and costs the step a fraction of a percent.
 
     Args:
         clock: Function returning seconds from a monotonic clock.
@@ -31,7 +37,7 @@ class TimedIterator:
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling",
+    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling", "_slow",
                  "iterator", "error", "meter", "metered", "start", "fetched", "count", "first",
                  "polled_s")
 
@@ -44,6 +50,7 @@ class TimedIterator:
         self._poll_every = steps.poll_every
         self._calls = 0
         self._polling = True
+        self._slow = False
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
         # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
@@ -80,7 +87,7 @@ class TimedIterator:
         if self.count == 0 and self._poll_every != 1:
             # A call's first fetch: whether this call polls.
             self._calls += 1
-            self._polling = self._calls % self._poll_every == 0
+            self._polling = self._slow or self._calls % self._poll_every == 0
         poll, unready = self._poll, self._unready
         if poll is not None and unready and self._polling:
             try:
@@ -92,6 +99,7 @@ class TimedIterator:
             self.polled_s += self._clock() - started
         batch = next(self.iterator)
         self.fetched = fetched = self._clock()
+        self._slow = fetched - started > SLOW_FETCH_S
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll

@@ -380,18 +380,38 @@ class _Steps:
 def test_the_fetch_polls_only_in_one_call_in_poll_every(poll_every, polled_calls):
     """Each call of the step function fetches once; a call polls before and
     after its fetch, in one call in `poll_every`."""
-    ticks = iter(range(1000))
+    assert fetches_polled(poll_every, fetch_s=[10e-6] * 6) == polled_calls
+
+
+def fetches_polled(poll_every, fetch_s):
+    """The calls (numbered from 1) whose fetch polled, each call fetching
+    once, for `fetch_s[i]` seconds."""
+    now = [0.0]
     steps = _Steps(poll_every)
-    proxy = TimedIterator(lambda: next(ticks), steps)
+    proxy = TimedIterator(lambda: now[0], steps)
     polled_in = []
-    for call in range(1, 7):
-        proxy.reset(iter([call]))
+
+    def batches(call):
+        now[0] += fetch_s[call - 1]
+        yield call
+
+    for call in range(1, len(fetch_s) + 1):
+        proxy.reset(batches(call))
         before = len(steps.polled)
         assert next(proxy) == call
+        now[0] += 1e-6
         if len(steps.polled) > before:
             assert len(steps.polled) - before == 2
             polled_in.append(call)
-    assert polled_in == polled_calls
+    return polled_in
+
+
+def test_a_call_after_a_slow_fetch_polls():
+    """A fetch longer than `SLOW_FETCH_S` may have held the GIL throughout,
+    keeping Keras's worker from reporting: the next call polls, whatever
+    its number."""
+    fast, slow = 10e-6, 20e-3
+    assert fetches_polled(8, [fast, slow, fast, fast, slow, slow, fast, fast, fast]) == [3, 6, 7, 8]
 
 
 def test_a_step_whose_output_keras_let_go_of_is_not_asked(tmp_path):
