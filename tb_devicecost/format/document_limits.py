@@ -1,7 +1,7 @@
 """The bounds of a JSON document we write (docs/FORMAT.md, "JSON documents").
 
 Every document the recording writes (the aggregate, the run info, the
-placement and trace documents) goes through `bounded_document` first, so
+placement and trace documents) goes through `bounded_json` first, so
 that writing one costs the training loop milliseconds at most, whatever a
 run holds, and no reader is ever handed an unbounded document.
 """
@@ -17,6 +17,22 @@ from tb_devicecost.format import metadata
 MAX_DOCUMENT_ITEMS = 1000
 MAX_DOCUMENT_STRING = 10_000
 MAX_DOCUMENT_BYTES = 1 << 20
+
+
+# The shortest JSON that can hold something over the bounds: a list of more
+# than MAX_DOCUMENT_ITEMS items (each at least a digit and a separator) or a
+# string of more than MAX_DOCUMENT_STRING characters.
+_SHORTEST_OVER = min(2 * MAX_DOCUMENT_ITEMS + 1, MAX_DOCUMENT_STRING + 2)
+
+
+def bounded_json(document):
+    """`bounded_document(document)`, encoded as the writer writes it
+    (`metadata.encode_json`). Most documents are about 1 kB, shorter than
+    anything over the bounds: those are encoded once, and not walked."""
+    encoded = metadata.encode_json(document)
+    if len(encoded) < _SHORTEST_OVER:
+        return encoded
+    return metadata.encode_json(bounded_document(document))
 
 
 def bounded_document(document):

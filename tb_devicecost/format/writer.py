@@ -195,13 +195,17 @@ class SummaryWriter:
 
     def write_json(self, tag, step, wall_time, document):
         """Writes a JSON document as a rank-0 string tensor at `step`."""
+        self.write_encoded_json(tag, step, wall_time, metadata.encode_json(document))
+
+    def write_encoded_json(self, tag, step, wall_time, encoded):
+        """`write_json` of a document already encoded (`metadata.encode_json`)."""
         event = event_pb2.Event(step=int(step), wall_time=float(wall_time))
         value = event.summary.value.add(tag=tag)
         value.tensor.CopyFrom(
             tensor_pb2.TensorProto(
                 dtype=types_pb2.DT_STRING,
                 tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-                string_val=[metadata.encode_json(document)],
+                string_val=[encoded],
             )
         )
         value_metadata = self._value_metadata(tag, "tensor")

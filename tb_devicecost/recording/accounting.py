@@ -21,7 +21,7 @@ import numpy as np
 from tb_devicecost.format import metadata
 from tb_devicecost.format import writer as writer_module
 from tb_devicecost.format.document_limits import MAX_DOCUMENT_STRING
-from tb_devicecost.format.document_limits import bounded_document
+from tb_devicecost.format.document_limits import bounded_json
 from tb_devicecost.recording.aggregate import ROW_WARMUP
 from tb_devicecost.recording.aggregate import RunAggregate
 from tb_devicecost.recording.aggregate import step_block
@@ -376,17 +376,16 @@ class StepAccounting:
         if not self.enabled:
             return
         try:
-            document = bounded_document(dict(document, schema=metadata.SCHEMA_VERSION))
-            self._writer.write_json(tag, self._last_step(), time.time(), document)
+            encoded = bounded_json(dict(document, schema=metadata.SCHEMA_VERSION))
+            self._writer.write_encoded_json(tag, self._last_step(), time.time(), encoded)
         except Exception as error:  # pylint: disable=broad-except
             self._fail(error)
 
     def _write_info(self):
         info = dict(self._info, sessions=self._sessions, **self._fit)
         info["schema"] = metadata.SCHEMA_VERSION
-        info = bounded_document(info)
-        self._writer.write_json(
-            metadata.TAG_RUN_INFO, self._last_step(), time.time(), info
+        self._writer.write_encoded_json(
+            metadata.TAG_RUN_INFO, self._last_step(), time.time(), bounded_json(info)
         )
 
     def _last_step(self):

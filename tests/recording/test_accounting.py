@@ -494,3 +494,17 @@ def test_documents_are_bounded_and_cost_the_loop_little(tmp_path):
     assert len(record.placement["blob"]) <= document_limits.MAX_DOCUMENT_STRING + 1
     # A document within the bounds is written as it is.
     assert document_limits.bounded_document({"a": [1] * 10}) == {"a": [1] * 10}
+
+
+@pytest.mark.parametrize("document", [
+    {"a": [1] * 10, "b": "x" * 100},
+    {"a": [1] * (document_limits.MAX_DOCUMENT_ITEMS + 1)},  # the shortest list over the bounds
+    {"a": [1] * document_limits.MAX_DOCUMENT_ITEMS},
+    {"s": "x" * (document_limits.MAX_DOCUMENT_STRING + 1)},
+    {"s": "x" * document_limits.MAX_DOCUMENT_STRING, "n": None},
+])
+def test_a_short_document_is_encoded_once_and_written_as_the_walk_would(document):
+    """`bounded_json` skips the walk for a document too short to hold
+    anything over the bounds; what it writes is what the walk gives."""
+    assert document_limits.bounded_json(document) == metadata.encode_json(
+        document_limits.bounded_document(document))
