@@ -32,6 +32,7 @@ from tb_devicecost.cli.renderers import common
 from tb_devicecost.cli.renderers import console
 from tb_devicecost.cli.renderers import jsonrenderer
 from tb_devicecost.cli.renderers import markdown
+from tb_devicecost.reading import without_tensorflow
 
 PROG = "tb-devicecost"
 _USAGE = "tb-devicecost report LOGDIR [--baseline RUN] [--json | --markdown]"
@@ -224,7 +225,7 @@ def _load_records(logdir):
             f"{logdir!r} is a file, not a log directory; pass the directory that "
             "holds your runs, e.g. 'logs'"
         )
-    _avoid_tensorflow_import()
+    without_tensorflow.avoid_tensorflow_import()
     from tb_devicecost.reading import reader  # Loads TensorBoard's event reading.
 
     # The tree is scanned first (no link loop followed, only regular files
@@ -241,20 +242,6 @@ def _load_records(logdir):
     except ValueError as error:
         raise UsageError(str(error)) from None
     return reader.read_logdir(provider, scan)
-
-
-def _avoid_tensorflow_import():
-    """Lets TensorBoard read local event files without importing TensorFlow.
-
-    TensorBoard imports TensorFlow when it is installed, which takes seconds
-    and logs to stderr; its own stub reads local files just as well. Only
-    done when TensorFlow is not loaded already (as inside a training process).
-    """
-    if "tensorflow" in sys.modules or "tensorboard.compat.notf" in sys.modules:
-        return
-    import types
-
-    sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
 
 
 def _report(args):

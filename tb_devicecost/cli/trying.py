@@ -8,21 +8,17 @@ the one place above both the recording and the analysis.
 """
 
 import os
-import sys
 
 from tb_devicecost import words
 from tb_devicecost.analysis import interventions
 from tb_devicecost.analysis import record as record_module
 from tb_devicecost.format import vocabulary
+from tb_devicecost.reading import without_tensorflow
 
 
 def _report(log_dir):
     """The report of every run under `log_dir`."""
-    if "tensorflow" not in sys.modules and "tensorboard.compat.notf" not in sys.modules:
-        import types  # pylint: disable=import-outside-toplevel
-
-        # TensorBoard reads local event files without TensorFlow.
-        sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
+    without_tensorflow.avoid_tensorflow_import()
     from tb_devicecost.reading import reader  # pylint: disable=import-outside-toplevel
 
     scan = reader.scan_logdir(log_dir)

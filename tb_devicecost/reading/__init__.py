@@ -9,7 +9,8 @@ tests and the benchmarks) import: `read_logdir`, `RunRecord`,
   directory;
 - `provider_reads`: a data provider's reads into `RunRecord`s;
   `step_series`: per-step series of either schema as arrays by column;
-- `local_data`: the report's data provider over local event files.
+- `local_data`: the report's data provider over local event files;
+  `without_tensorflow`: TensorBoard's reading without TensorFlow's import.
 
 Nothing here imports the analysis: what a record means is
 `tb_devicecost.analysis`'s; what the bytes are is `tb_devicecost.format`'s.
