@@ -40,6 +40,7 @@ is the fit's steady wall time.
 import array
 import collections
 import math
+import struct
 import time
 
 import numpy as np
@@ -50,6 +51,7 @@ import numpy as np
 _KEY, _START, _FETCHED, _DISPATCH, _STEPS, _BATCH, _EXCLUDED = range(7)
 _EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN, _TIMED = range(7, 13)
 _WIDTH = 13
+_ROW = struct.Struct(f"{_WIDTH}d")
 _NAN = math.nan
 
 
@@ -192,7 +194,9 @@ class AsyncSteps:
             excluded, self._drained_s = excluded + self._drained_s, 0.0
         number = self._count
         self._count = number + 1
-        self._rows.extend((
+        # Packed, then added as bytes: a third of the time of extending the
+        # buffer by a tuple, which converts item by item.
+        self._rows.frombytes(_ROW.pack(
             key, start, fetched, fetched if dispatch is None else dispatch, steps,
             _NAN if batch_size is None else batch_size, excluded,
             _NAN if done is None else done, _NAN if returned is None else returned, _NAN,
