@@ -317,7 +317,9 @@ class AsyncSteps:
             return
         for key in keys[:count]:
             done.pop(key, None)
-            exact_done.pop(key, None)
+        if exact_done:
+            for key in keys[:count]:
+                exact_done.pop(key, None)
         self._first += count
         del self._rows[:count * _WIDTH]
         # Those a poll never found complete, or the device never timed,
