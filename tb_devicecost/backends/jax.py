@@ -65,7 +65,8 @@ class CompletionProbe:
 # costs the training thread several µs where a microbenchmark reads 0.3
 # (`is_ready()` and its bookkeeping, cold in the caches), 5 µs a step on
 # this project's CPU when every step polled (docs/PERFORMANCE.md). Steps no
-# poll asked about are placed as the nearest asked ones are.
+# poll asked about are placed as the nearest asked ones are. A fit whose
+# input runs Python on threads of its own polls every step (`wrap_step`).
 POLL_EVERY = 8
 
 
@@ -87,7 +88,9 @@ class JaxBackend(base.Backend):
         `is_ready`. A failure of ours switches the recording off
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
-        steps.poll_every = POLL_EVERY
+        # Where the input's own Python threads hold the GIL, Keras's worker
+        # reports late at any step: every step polls (and is metered).
+        steps.poll_every = 1 if steps.held_is_input else POLL_EVERY
         proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
@@ -132,7 +135,7 @@ class JaxBackend(base.Backend):
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
-            proxy.reset(iterator)
+            proxy.iterator, proxy.count = iterator, 0
             called = clock()
             try:
                 result = original(state, proxy)
@@ -155,13 +158,22 @@ class JaxBackend(base.Backend):
                     between.returned(returned)
                 key = callback._batch_begin + callback._spe - 1
                 if count:
+                    # Inline, not calls: each Python frame a step costs the
+                    # host-bound loop of a GPU fit microseconds.
+                    try:
+                        size = first[0].shape[0]  # The usual `(x, y)` of arrays.
+                    except (TypeError, LookupError, AttributeError):
+                        size = batch_size(first)
+                    excluded = callback._pending_excluded
+                    if excluded:
+                        callback._pending_excluded = 0.0
                     # Positional: cheaper to bind than keywords, once a step.
                     dispatched(
-                        key, proxy.start, proxy.fetched, None, count, batch_size(first),
-                        callback._take_excluded(), probe_of(result[0]), None, None, returned,
-                        held, held_between,
+                        key, proxy.start, proxy.fetched, None, count, size, excluded,
+                        probe_of(result[0]), None, None, returned, held, held_between,
                     )
-                proxy.reset(None)  # Holds no batch between steps.
+                # Holds no batch between steps.
+                proxy.iterator = proxy.first = None
                 # Before the probes of the first step: their time is kept
                 # out of the steps apart (`_after_first_async_step`).
                 own.training_thread_s += called - entered + clock() - returned + proxy.polled_s

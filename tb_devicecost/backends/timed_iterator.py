@@ -71,7 +71,9 @@ class TimedIterator:
 
     def reset(self, iterator):
         """Clears the readings of a call and sets the next call's
-        `iterator` (`None` between calls: no batch is held)."""
+        `iterator` (`None` between calls: no batch is held). A call's
+        readings are only read where it fetched (`count`), so the JAX step
+        sets `iterator` and `count` itself, once a step, without the call."""
         self.iterator = iterator
         self.metered = None
         self.start = None
