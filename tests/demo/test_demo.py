@@ -498,3 +498,49 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
         # first run read no warm-up finding at all).
         short = runs["warmup/short-cpu0/train"]
         assert short["warmup_ms"] > short["step_ms"]["mean"], short["warmup_ms"]
+
+
+# Starts pools of forked workers and stops each at once from a thread, as
+# Keras does with a `PyDataset`'s worker processes at each epoch's end, in
+# a process whose signals the demo owns; prints how many pools stopped.
+_POOLS = """
+import multiprocessing, os, threading
+from demo import __main__ as demo_main
+
+demo_main.own_signals()
+context = multiprocessing.get_context("fork")
+stopped = []
+
+def pools():
+    for _ in range(300):
+        context.Pool(2).terminate()  # Waits for its workers to end.
+        stopped.append(1)
+
+thread = threading.Thread(target=pools, daemon=True)
+thread.start()
+thread.join(120)
+print(len(stopped), flush=True)
+os._exit(0)
+"""
+
+
+def test_workers_the_demo_forks_end_when_stopped_as_they_are_born(tmp_path):
+    """A pool stopped at an epoch's end (the fixes tried, a `PyDataset`
+    with worker processes) terminates workers that may be being born.
+    With the demo's SIGTERM handler inherited, such a worker lived on and
+    the pool waited for it forever: the quick demo hung in its fixes
+    scenario, and this loop hung in 4 runs of 5 (after 0 to 23 pools)."""
+    out = tmp_path / "pools.out"
+    with open(out, "w") as handle:
+        process = subprocess.Popen([sys.executable, "-c", _POOLS], cwd=REPO, env=ENV,
+                                   stdout=handle, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # Workers left alive.
+            except ProcessLookupError:
+                pass
+            process.wait()
+    assert out.read_text().strip() == "300", "a pool of the demo's never stopped"
