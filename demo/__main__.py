@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 
 from demo import serve as tb_serve
@@ -43,9 +44,58 @@ def own_signals():
     signal.signal(signal.SIGTERM, _exit_on_signal)
     if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
         signal.signal(signal.SIGHUP, _exit_on_signal)
+    global _owner_pid
+    if _owner_pid is None:
+        os.register_at_fork(before=_hold_signals, after_in_parent=_release_signals,
+                            after_in_child=_default_signals_in_child)
+    _owner_pid = os.getpid()
+
+
+# The process whose signals `own_signals` owns (and registered the fork
+# hooks, once), or `None`.
+_owner_pid = None
+# The forking thread's signal mask before `_hold_signals`, by thread.
+_held_masks = {}
+_ENDING_SIGNALS = {signal.SIGTERM, signal.SIGHUP}
+
+
+def _hold_signals():
+    """Before a fork: SIGTERM and SIGHUP wait in the forking thread until
+    the child has its own dispositions.
+
+    A pool stopped at an epoch's end (a `PyDataset` with worker processes,
+    the fixes tried) terminates workers that may be being born. A Python
+    handler inherited by such a worker runs inside the interpreter's own
+    after-fork code, which ignores the exception it raises: the worker
+    lived on, waiting for work, and the pool's `terminate()` waited for it
+    forever (the demo hung in the fixes scenario)."""
+    _held_masks[threading.get_ident()] = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING_SIGNALS)
+
+
+def _release_signals():
+    mask = _held_masks.pop(threading.get_ident(), None)
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _default_signals_in_child():
+    """In a forked child: the default dispositions (a SIGHUP ignored on
+    purpose stays ignored), so a SIGTERM held since the fork ends it."""
+    try:
+        for signum in _ENDING_SIGNALS:
+            if signal.getsignal(signum) == _exit_on_signal:
+                signal.signal(signum, signal.SIG_DFL)
+    finally:
+        _release_signals()
 
 
 def _exit_on_signal(signum, frame):
+    if os.getpid() != _owner_pid:
+        # A forked child's (see `_hold_signals`): end as the default
+        # disposition would, which no after-fork code can swallow.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     # Once is enough: a second signal must not cut the cleanup short.
     for other in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(other) == _exit_on_signal:

@@ -1,14 +1,11 @@
 """The demo: every scenario's runs get the verdict its story predicts."""
 
-import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
@@ -37,35 +34,66 @@ def run_demo(*args, **kwargs):
     )
 
 
-def _demo_runs(tmp_path_factory, *options):
-    """Runs the demo without serving; returns (stdout, {run: report row},
-    CPU seconds it took). CPU time, not wall time: on a shared machine the
-    wall time of two runs minutes apart says more about the neighbours."""
-    logdir = str(tmp_path_factory.mktemp("demo"))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    completed = run_demo(*options, "--no-serve", "--logdir", logdir, timeout=1800)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    _OUTPUT[options] = completed.stdout, completed.stderr
-    report = words.build_report(reader.read_runs(reader.local_provider(logdir)))
-    runs = {run["run"]: run for run in report["runs"]}
-    cpu_seconds = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return completed.stdout, runs, cpu_seconds
+# A run left by an earlier demo in a scenario the quick demo reruns: gone
+# before TensorBoard serves.
+STALE_RUN = os.path.join("warmup", "old-cpu0", "train")
 
 
-# The demo's stdout and stderr, by its options.
-_OUTPUT = {}
+def _served_demo(tmp_path_factory, options, stop_with, sigint="SIG_DFL"):
+    """Runs `python -m demo OPTIONS` as a user does, serving: trains, prints
+    the report and the tab's URL; then asks the tab for its runs and stops
+    the demo with the signal `stop_with`.
+
+    Each demo run costs a minute or two of fits, so one run serves every
+    test of this module that reads it: its runs and output, and how it
+    served and stopped. Returns a dict: `stdout` and `stderr`; `runs`, the
+    report's rows by run; `url` and `port`; `served`, the run names the tab
+    listed; `stale_gone`, whether `STALE_RUN` (written into the log
+    directory before the demo started) was gone when the URL was printed;
+    `tensorboards`, the demo's child processes then that run TensorBoard;
+    `returncode`; `outlived`, the children (TensorBoard or other) still
+    alive 5 s after the demo exited."""
+    directory = tmp_path_factory.mktemp("demo")
+    logdir = directory / "logs"
+    stale = logdir / STALE_RUN
+    stale.mkdir(parents=True)
+    (stale / "events.out.tfevents.0.x").write_bytes(b"")
+    port = serve.free_port()
+    facts = {"port": port}
+    with start_demo(directory, *options, "--logdir", str(logdir), "--port", str(port),
+                    sigint=sigint) as demo:
+        lines = []
+        facts["url"] = demo.wait_for_url(timeout=1800, lines=lines)
+        assert facts["url"] is not None, demo.stderr()
+        facts["stale_gone"] = not stale.exists()
+        body = serve.get_json(facts["url"].split("/#")[0] + "/data/plugin/devicecost/runs", timeout=30)
+        facts["served"] = {run["run"] for run in body["runs"]}
+        children = children_of(demo.process.pid)
+        facts["tensorboards"] = [pid for pid in children if "tensorboard" in command_line(pid)]
+        demo.process.send_signal(stop_with)
+        facts["returncode"] = demo.process.wait(timeout=60)
+        deadline = time.monotonic() + 5
+        while any(is_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        facts["outlived"] = [pid for pid in children if is_alive(pid)]
+        facts["stdout"] = "".join(lines) + demo.process.stdout.read()
+        facts["stderr"] = demo.stderr_path.read_text()
+    report = words.build_report(reader.read_runs(reader.local_provider(str(logdir))))
+    facts["runs"] = {run["run"]: run for run in report["runs"]}
+    facts["logdir"] = logdir
+    return facts
 
 
 @pytest.fixture(scope="module")
 def quick_demo(tmp_path_factory):
-    return _demo_runs(tmp_path_factory, "--quick")
+    """`python -m demo --quick`, started as from a script (`cmd &`, or
+    under `nohup`: SIGINT ignored), stopped by Ctrl-C (SIGINT)."""
+    return _served_demo(tmp_path_factory, ["--quick"], signal.SIGINT, sigint="SIG_IGN")
 
 
 @pytest.fixture(scope="module")
 def demo_report(quick_demo):
-    stdout, runs, _ = quick_demo
-    return stdout, runs
+    return quick_demo["stdout"], quick_demo["runs"]
 
 
 # The full demo's scenarios run here: all but `fixes`, whose full size
@@ -77,7 +105,8 @@ FULL_SCENARIOS = [name for name in demo_main.SCENARIO_NAMES if name != "fixes"]
 
 @pytest.fixture(scope="module")
 def full_demo(tmp_path_factory):
-    return _demo_runs(tmp_path_factory, "--scenarios", ",".join(FULL_SCENARIOS))
+    """The full demo's scenarios, stopped by `kill` (SIGTERM)."""
+    return _served_demo(tmp_path_factory, ["--scenarios", ",".join(FULL_SCENARIOS)], signal.SIGTERM)
 
 
 def verdicts(runs):
@@ -122,11 +151,11 @@ def test_every_scenario_writes_a_run_per_variant(demo_report):
         assert run in stdout
 
 
-def test_the_demo_is_quiet(demo_report):
+def test_the_demo_is_quiet(quick_demo):
     """Issue 23: no Keras progress bars (verbose=0), one line per run and
     one per scenario before the report, and none of the warnings the demo's
     own calls would cause."""
-    stdout, stderr = _OUTPUT[("--quick",)]
+    stdout, stderr = quick_demo["stdout"], quick_demo["stderr"]
     before_report = stdout.split("tb-devicecost report:")[0]
     assert "ms/step" not in before_report and "\u2501" not in before_report
     runs = [line for line in before_report.splitlines() if line.startswith("  ")]
@@ -152,8 +181,7 @@ def test_quick_demo_tells_the_story(demo_report):
 
 
 def test_full_demo_tells_the_same_story_and_quick_is_clearly_faster(quick_demo, full_demo):
-    _, quick_runs, _ = quick_demo
-    _, full_runs, _ = full_demo
+    quick_runs, full_runs = quick_demo["runs"], full_demo["runs"]
     assert verdicts(full_runs) == scenarios.EXPECTED_VERDICTS
     assert verdicts(quick_runs) == verdicts(full_runs)
     assert sorted(full_runs) == sorted(name for name in quick_runs if not name.startswith("fixes/"))
@@ -267,10 +295,14 @@ class _Demo:
     def stderr(self):
         return self.stderr_path.read_text()[-2000:]
 
-    def wait_for_url(self, timeout=600):
+    def wait_for_url(self, timeout=600, lines=None):
+        """The tab's URL, once the demo prints it; `None` if it exits or
+        `timeout` seconds pass first. Appends each line read to `lines`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
+            if lines is not None:
+                lines.append(line)
             if not line and self.process.poll() is not None:
                 break
             if line.startswith("Device Cost tab: "):
@@ -295,6 +327,15 @@ def children_of(pid):
     return found
 
 
+def command_line(pid):
+    """`pid`'s command line, its arguments joined by spaces ("" once gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def is_alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as stat:
@@ -303,47 +344,28 @@ def is_alive(pid):
         return False
 
 
-def test_serve_replaces_the_previous_runs_prints_the_tab_url_and_stops_on_ctrl_c(tmp_path):
+def test_serve_replaces_the_previous_runs_prints_the_tab_url_and_stops_on_ctrl_c(quick_demo):
     """Rerunning into a log directory replaces the chosen scenarios' runs
-    (a stale variant is gone before TensorBoard serves). Ctrl-C stops the
-    demo and its TensorBoard even when the demo inherits SIGINT ignored
-    (started with `&` from a script, or under `nohup`)."""
-    logdir = tmp_path / "logs"
-    stale = logdir / "warmup" / "old-cpu0" / "train"
-    stale.mkdir(parents=True)
-    (stale / "events.out.tfevents.0.x").write_bytes(b"")
-    port = serve.free_port()
-    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(logdir),
-                    "--port", str(port), sigint="SIG_IGN") as demo:
-        url = demo.wait_for_url()
-        assert url == f"http://127.0.0.1:{port}/#devicecost", demo.stderr()
-        assert not stale.exists()
-        assert sorted(os.listdir(logdir / "warmup")) == ["long-cpu0", "short-cpu0"]
-        base = url.split("/#")[0]
-        with urllib.request.urlopen(base + "/data/plugin/devicecost/runs", timeout=30) as response:
-            body = json.load(response)
-        assert {run["run"] for run in body["runs"]} == {
-            "warmup/short-cpu0/train", "warmup/long-cpu0/train"
-        }
-        [tensorboard] = children_of(demo.process.pid)
-        demo.process.send_signal(signal.SIGINT)
-        assert demo.process.wait(timeout=60) == 0, demo.stderr()
-        assert not is_alive(tensorboard)
+    (a stale variant is gone before TensorBoard serves), and the tab serves
+    every run. Ctrl-C stops the demo and its TensorBoard even when the demo
+    inherits SIGINT ignored (started with `&` from a script, or under
+    `nohup`)."""
+    assert quick_demo["url"] == f"http://127.0.0.1:{quick_demo['port']}/#devicecost", quick_demo["stderr"][-2000:]
+    assert quick_demo["stale_gone"]
+    assert sorted(os.listdir(quick_demo["logdir"] / "warmup")) == ["long-cpu0", "short-cpu0"]
+    assert "warmup/short-cpu0/train" in quick_demo["served"]
+    assert quick_demo["served"] == set(quick_demo["runs"])
+    assert len(quick_demo["tensorboards"]) == 1, quick_demo["tensorboards"]
+    assert quick_demo["returncode"] == 0, quick_demo["stderr"][-2000:]
+    assert not quick_demo["outlived"], "TensorBoard outlived the demo"
 
 
-def test_sigterm_stops_the_demo_and_its_tensorboard(tmp_path):
-    port = serve.free_port()
-    with start_demo(tmp_path, "--quick", "--scenarios", "warmup", "--logdir", str(tmp_path / "logs"),
-                    "--port", str(port)) as demo:
-        assert demo.wait_for_url() is not None, demo.stderr()
-        [tensorboard] = children_of(demo.process.pid)
-        demo.process.terminate()
-        demo.process.wait(timeout=30)
-        deadline = time.monotonic() + 5
-        while is_alive(tensorboard) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not is_alive(tensorboard), "TensorBoard outlived the demo"
-        assert demo.process.returncode == 128 + signal.SIGTERM
+def test_sigterm_stops_the_demo_and_its_tensorboard(full_demo):
+    assert full_demo["url"] == f"http://127.0.0.1:{full_demo['port']}/#devicecost"
+    assert full_demo["served"] == set(full_demo["runs"])
+    assert len(full_demo["tensorboards"]) == 1, full_demo["tensorboards"]
+    assert not full_demo["outlived"], "TensorBoard outlived the demo"
+    assert full_demo["returncode"] == 128 + signal.SIGTERM
 
 
 def test_help_and_bad_options():
@@ -476,3 +498,49 @@ def test_the_demo_runs_without_tensorflow(backend, tmp_path):
         # first run read no warm-up finding at all).
         short = runs["warmup/short-cpu0/train"]
         assert short["warmup_ms"] > short["step_ms"]["mean"], short["warmup_ms"]
+
+
+# Starts pools of forked workers and stops each at once from a thread, as
+# Keras does with a `PyDataset`'s worker processes at each epoch's end, in
+# a process whose signals the demo owns; prints how many pools stopped.
+_POOLS = """
+import multiprocessing, os, threading
+from demo import __main__ as demo_main
+
+demo_main.own_signals()
+context = multiprocessing.get_context("fork")
+stopped = []
+
+def pools():
+    for _ in range(300):
+        context.Pool(2).terminate()  # Waits for its workers to end.
+        stopped.append(1)
+
+thread = threading.Thread(target=pools, daemon=True)
+thread.start()
+thread.join(120)
+print(len(stopped), flush=True)
+os._exit(0)
+"""
+
+
+def test_workers_the_demo_forks_end_when_stopped_as_they_are_born(tmp_path):
+    """A pool stopped at an epoch's end (the fixes tried, a `PyDataset`
+    with worker processes) terminates workers that may be being born.
+    With the demo's SIGTERM handler inherited, such a worker lived on and
+    the pool waited for it forever: the quick demo hung in its fixes
+    scenario, and this loop hung in 4 runs of 5 (after 0 to 23 pools)."""
+    out = tmp_path / "pools.out"
+    with open(out, "w") as handle:
+        process = subprocess.Popen([sys.executable, "-c", _POOLS], cwd=REPO, env=ENV,
+                                   stdout=handle, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # Workers left alive.
+            except ProcessLookupError:
+                pass
+            process.wait()
+    assert out.read_text().strip() == "300", "a pool of the demo's never stopped"
