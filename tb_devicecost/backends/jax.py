@@ -62,10 +62,10 @@ class CompletionProbe:
 
 # Polls for completed steps happen in one step's fetch in this many
 # (`timed_iterator.TimedIterator`), on every device: in a running fit a poll
-# costs the training thread several µs where a microbenchmark reads 0.3
-# (`is_ready()` and its bookkeeping, cold in the caches), 5 µs a step on
-# this project's CPU when every step polled (docs/PERFORMANCE.md). Steps no
-# poll asked about are placed as the nearest asked ones are. A fit whose
+# costs the training thread 6 to 10 µs on this project's CPU where a
+# microbenchmark reads 0.3 (`is_ready()` and its bookkeeping, cold in the
+# caches; docs/PERFORMANCE.md). Steps no poll asked about are placed as
+# the nearest asked ones are. A fit whose
 # input runs Python on threads of its own polls every step (`wrap_step`).
 POLL_EVERY = 8
 
