@@ -31,6 +31,10 @@ def main(argv):
     mode, log_dir, steps, batch, at = argv[:5]
     steps, batch, at = int(steps), int(batch), int(at)
     barrier = argv[5] if len(argv) > 5 else None
+    if mode == "hup":
+        # As under a terminal: a suite started with `nohup` (SIGHUP ignored,
+        # and inherited) would otherwise see the fit live on.
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     os.environ.setdefault("KERAS_BACKEND", "jax")
     import keras
     import numpy as np
