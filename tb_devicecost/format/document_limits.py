@@ -32,7 +32,9 @@ def bounded_json(document):
     encoded = metadata.encode_json(document)
     if len(encoded) < _SHORTEST_OVER:
         return encoded
-    return metadata.encode_json(bounded_document(document))
+    bounded = bounded_document(document)
+    # Nothing cut: the encoding already made is the document's.
+    return encoded if bounded is document else metadata.encode_json(bounded)
 
 
 def bounded_document(document):
