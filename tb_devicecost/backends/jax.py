@@ -158,19 +158,17 @@ class JaxBackend(base.Backend):
                     between.returned(returned)
                 key = callback._batch_begin + callback._spe - 1
                 if count:
-                    # Inline, not calls: each Python frame a step costs the
-                    # host-bound loop of a GPU fit microseconds.
+                    # `placement.batch_size`'s usual case, without its frame:
+                    # each frame a step costs a host-bound GPU loop microseconds.
                     try:
                         size = first[0].shape[0]  # The usual `(x, y)` of arrays.
                     except (TypeError, LookupError, AttributeError):
                         size = batch_size(first)
-                    excluded = callback._pending_excluded
-                    if excluded:
-                        callback._pending_excluded = 0.0
                     # Positional: cheaper to bind than keywords, once a step.
                     dispatched(
-                        key, proxy.start, proxy.fetched, None, count, size, excluded,
-                        probe_of(result[0]), None, None, returned, held, held_between,
+                        key, proxy.start, proxy.fetched, None, count, size,
+                        callback._take_excluded(), probe_of(result[0]), None, None, returned,
+                        held, held_between,
                     )
                 # Holds no batch between steps.
                 proxy.iterator = proxy.first = None
