@@ -135,7 +135,8 @@ def _add_try_parser(commands):
     tried.add_argument("--batch-size", metavar="N", type=int, default=None,
                        help="batch size of arrays data (default: 32)")
     tried.add_argument("--steps", metavar="N", type=int, default=None,
-                       help="steps of each fit (default: 100)")
+                       help="steps of each fit (default: 100; steps_per_execution: "
+                            "whole executions of 8, at least 4)")
     tried.add_argument("--json", action="store_true",
                        help="print the fixes tried as JSON (docs/CLI.md)")
 

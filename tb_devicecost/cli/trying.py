@@ -83,7 +83,9 @@ def try_fixes(build_model, data, *, log_dir, batch_size=None, steps=None, budget
         batch_size: The batch size of arrays (other data has its own).
             Defaults to `None`: 32.
         steps: Steps of each fit, warm-up included. Defaults to `None`: 100
-            (fewer where the data holds fewer batches).
+            (fewer where the data holds fewer batches; a fit of
+            `steps_per_execution` runs whole executions of 8 steps, at
+            least 4 of them).
         budget_s: Seconds the trials may take after the baseline's first
             fit; at least one round runs. Defaults to `120`.
         changes: The changes to try, a list of words of the vocabulary

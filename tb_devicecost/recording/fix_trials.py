@@ -267,7 +267,8 @@ class FixTrials:
             elif change == "jit_compile":
                 model.jit_compile = True
             x, y, arguments = trial_inputs.fit_arguments(
-                change, self.kind, data, self.batch_size, self.steps, self.backend,
+                change, self.kind, data, self.batch_size,
+                trial_inputs.steps_of_fit(change, self.steps), self.backend,
                 cached=self._cached)
             arguments.setdefault("shuffle", False)
             model.fit(x, y, epochs=1, verbose=0, callbacks=[callback], **arguments)

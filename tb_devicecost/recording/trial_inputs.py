@@ -26,6 +26,10 @@ CACHED_BATCHES = 8
 # `steps_per_execution` tried, and how much larger a batch `batch_size` tries.
 STEPS_PER_EXECUTION = 8
 BATCH_GROWTH = 4
+# A fit of `steps_per_execution` runs whole executions, at least this many:
+# 12 steps ran one execution of 8 and one of 4 (compiled again), and left
+# one fit in two with no steady execution to time.
+MIN_EXECUTIONS = 4
 # `data_on_device` places the fit's whole input on the device only below this.
 MAX_DEVICE_BYTES = 256 << 20
 
@@ -287,6 +291,15 @@ def _repeated_arrays(data, batch_size, steps):
     take = lambda leaf: np.take(leaf, indices, axis=0)  # noqa: E731
     return (keras.tree.map_structure(take, x),
             None if y is None else keras.tree.map_structure(take, y))
+
+
+def steps_of_fit(change, steps):
+    """The steps of one fit of `change`: `steps`, or for
+    `steps_per_execution` at least `MIN_EXECUTIONS` whole executions."""
+    if change != "steps_per_execution":
+        return steps
+    executions = max(MIN_EXECUTIONS, -(-steps // STEPS_PER_EXECUTION))
+    return executions * STEPS_PER_EXECUTION
 
 
 def fit_arguments(change, kind, data, batch_size, steps, backend, cached=None):
