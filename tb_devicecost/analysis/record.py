@@ -99,6 +99,7 @@ def read_run(record):
         fetch_floor_ms=fetch_floor_ms,
         batch_size=batch_size,
         fetch_in_graph=bool(info.get("fetch_in_graph")) or steps_per_record > 1,
+        fetch_timed_in_graph=info.get("fetch_timed_in_graph") is True,
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
         jit_compile=info.get("jit_compile") if isinstance(info.get("jit_compile"), bool) else None,
         input_pipeline=_input_pipeline(info.get("input_pipeline")),

@@ -318,6 +318,10 @@ class RunData:
     process: object = None
     distribution: object = None
     steps: object = None
+    # The fetch ran inside Keras's graph as without the callback and was
+    # timed there (`FetchTimedStep`, TensorFlow): no step of Keras's loop
+    # was skipped.
+    fetch_timed_in_graph: bool = False
     # How the newest fit ended (`fit_end.FitEnd`), `None` for data recorded
     # without a fit identity.
     fit_end: object = None

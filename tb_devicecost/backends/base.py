@@ -67,6 +67,11 @@ class Backend:
         wait is inside compute) at this `steps_per_execution`."""
         return False
 
+    def fetch_timed_in_graph(self, steps_per_execution):
+        """Whether the fetch runs inside Keras's graph, as without the
+        callback, and is timed there (TensorFlow, one step an execution)."""
+        return False
+
     def compile_events(self):
         """A counter of the backend's compilations (`CompileEvents` on JAX),
         or `None` where retraces are counted per step function."""

@@ -1,127 +1,150 @@
-"""The TensorFlow backend: running Keras's traced step on a batch fetched
-apart, without changing what Keras traces.
+"""The TensorFlow backend: Keras's traced step, its fetch timed apart
+inside the same graph.
 
 Keras's `train_function` on TensorFlow fetches inside its graph. The
-callback lets Keras's own first call (per element spec) trace the step,
-then fetches each batch eagerly and hands it to the same traced one-step
-function (`BatchStep`), counting traces as TensorFlow does
-(`TracingCounter`) so a retrace is evidence, not a guess. The step's
-results are on the host when it returns: its completion is read where
-Keras's loop hands back its logs. `TensorFlowBackend` is this backend's
-`base.Backend`.
+callback calls a `tf.function` of the same body with the fetch between
+two `tf.timestamp` ops (`FetchTimedStep`), so a fit with the callback runs
+the user's graph and the same eager operations a step, and counts traces
+as TensorFlow does (`TracingCounter`) so a retrace is evidence, not a
+guess. The step's results are on the host when it returns: its completion
+is read where Keras's loop hands back its logs. `TensorFlowBackend` is
+this backend's `base.Backend`.
 """
 
 import collections
 import time
-import weakref
 
 from tb_devicecost.backends import base
 from tb_devicecost.backends import devices as devices_module
 from tb_devicecost.backends import placement
 from tb_devicecost.traces import trace as trace_module
 
-# The step functions that Keras has already called (and so traced) itself,
-# each with the element specs of the iterators it was called on. Module-wide:
-# a new callback on a model whose function Keras traced for the same data
-# fetches eagerly from its first step. Data of another element spec (a later
-# fit on dicts instead of lists, other dtypes or shapes) goes to Keras first
-# again: fetched eagerly, its first batch would make TensorFlow trace the step
-# for that batch's static shape, which Keras never does (a per-output loss is
-# weighed by the batch's static size, a partial batch then retraces).
-_TRACED_BY_KERAS = weakref.WeakKeyDictionary()
+def _one_step_on_data(original):
+    """Keras's one-step function in the closure of its `train_function` (or
+    `test_function`): `_autoconvert_optionals` around the `tf.function`
+    (or the plain function, when the model runs eagerly), or `None`."""
+    for cell in getattr(original, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # An empty cell.
+            continue
+        wrapped = getattr(value, "__wrapped__", None)
+        if getattr(wrapped, "__name__", "") == "one_step_on_data":
+            return value
+    return None
 
 
-def _element_spec(iterator):
-    return getattr(iterator, "element_spec", None)
+class FetchTimedStep:
+    """Keras's step on its iterator, the fetch timed inside the graph.
 
+    Keras's `train_function` on TensorFlow (one step an execution) calls a
+    `tf.function` that fetches the batch and runs the step on it, then
+    reads the optional it returns (`has_value`, `get_value`). This class
+    makes the same calls on a `tf.function` of the same body, with two
+    `tf.timestamp` ops around the fetch and the batch's leading size
+    beside the optional: the same graph, the same variables, the same
+    trace for the dataset's element spec (batch dimension `None`), the
+    same eager operations a step. Fetching the batch eagerly instead
+    skipped the optional's two operations and ran fits with the callback
+    at x0.83 of the user's own fit on this machine (issue 36): the figures
+    described another fit.
 
-def traced_by_keras(function, iterator):
-    """Whether Keras called `function` on an iterator of this one's spec."""
-    try:
-        return _element_spec(iterator) in _TRACED_BY_KERAS.get(function, ())
-    except Exception:  # pylint: disable=broad-except
-        return False  # Specs that do not compare: Keras's path is safe.
-
-
-def note_traced_by_keras(function, iterator):
-    specs = _TRACED_BY_KERAS.setdefault(function, [])
-    spec = _element_spec(iterator)
-    try:
-        if spec in specs:
-            return
-    except Exception:  # pylint: disable=broad-except
-        return
-    specs.append(spec)
-
-
-class BatchStep:
-    """Runs Keras's traced one-step function on a batch, as Keras would.
-
-    `original((batch,))` makes Keras call its `tf.function` on the batch,
-    whose trace (for the dataset's element spec, batch dimension `None`)
-    serves every batch. Once `get_concrete_function` finds that trace
-    without tracing, later batches go to the `tf.function` itself: the same
-    graph, the same variables, no new trace, and the same dispatch by type
-    (tens of microseconds) that Keras's own `train_function` pays for its
-    iterator every step. Calling the trace directly would skip it and make
-    a fit with the callback about 10% faster than the user's own fit
-    (issue 36): the figures would then describe another fit.
+    With `with_batch=True` the call also returns the batch (a trace of
+    its own, once per model and element spec), for the probes of the
+    first step.
     """
 
-    def __init__(self, original):
-        self._original = original
-        self._function = None
-        self._concrete = None
-        self._usable = True
-        for cell in getattr(original, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            wrapped = getattr(value, "__wrapped__", None)
-            # Keras's `_autoconvert_optionals` wrapper around `one_step_on_data`.
-            if getattr(wrapped, "__name__", "") == "one_step_on_data" and hasattr(
-                wrapped, "get_concrete_function"
-            ):
-                self._function = wrapped
-        if self._function is None:
-            self._usable = False
-
-    def __call__(self, batch):
-        if self._concrete is not None:
-            return self._function(batch)
-        before = self._tracing_count()
-        result = self._original((batch,))
-        if self._usable and self._tracing_count() == before:
-            self._resolve(batch)
-        return result
-
-    def forget(self):
-        """A retrace happened: the trace to call may have changed."""
-        self._concrete = None
-
-    def _tracing_count(self):
-        function = self._function
-        return function.experimental_get_tracing_count() if function is not None else 0
-
-    def _resolve(self, batch):
+    def __init__(self, one_step_on_data, run_eagerly):
         import tensorflow as tf
 
-        leaves = tf.nest.flatten(batch)
-        if any(isinstance(leaf, tf.experimental.Optional) for leaf in leaves):
-            # Keras converts Optionals before the call: keep its path.
-            self._usable = False
-            return
-        before = self._tracing_count()
+        @tf.autograph.experimental.do_not_convert
+        def fetch_timed_step_on_iterator(iterator, with_batch):
+            began = tf.timestamp()
+            with tf.control_dependencies([began]):
+                data = iterator.get_next()
+            leaves = tf.nest.flatten(data, expand_composites=True)
+            with tf.control_dependencies(leaves):
+                fetched = tf.timestamp()
+            figures = tf.stack([fetched - began, _leading_size(tf, data)])
+            outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
+            return (outputs, figures, data) if with_batch else (outputs, figures)
+
+        self._function = (fetch_timed_step_on_iterator if run_eagerly else
+                          tf.function(fetch_timed_step_on_iterator, reduce_retracing=True))
+        self._eager = run_eagerly
+
+    def tracing_count(self):
+        return 0 if self._eager else self._function.experimental_get_tracing_count()
+
+    def __call__(self, iterator, with_batch=False):
+        """`(outputs, fetch seconds, batch size or None, batch or None)`;
+        raises `StopIteration` where Keras's function would."""
+        called = self._function(iterator, with_batch)
+        if not called[0].has_value():
+            raise StopIteration
+        outputs = called[0].get_value()
+        wait_s, size = called[1].numpy().tolist()
+        return outputs, wait_s, (int(size) if size >= 0 else None), (
+            _on_replicas(called[2], iterator) if with_batch else None)
+
+
+def _on_replicas(batch, iterator):
+    """The batch as a distributed iterator placed it: a `tf.function`
+    returns each replica's part on its own first device, and the probes
+    read where the input went (one-off, the first step's)."""
+    import tensorflow as tf
+
+    devices = getattr(getattr(getattr(iterator, "_strategy", None), "extended", None),
+                      "worker_devices", None)
+    if not devices:
+        return batch
+
+    def place(leaf):
+        parts = getattr(leaf, "values", None)
+        if not isinstance(parts, tuple) or len(parts) != len(devices):
+            return leaf
+        moved = []
+        for part, device in zip(parts, devices):
+            with tf.device(device):
+                moved.append(tf.identity(part))
+        return type(leaf)(tuple(moved))
+
+    try:
+        return tf.nest.map_structure(place, batch)
+    except Exception:  # pylint: disable=broad-except
+        return batch
+
+
+def _leading_size(tf, data):
+    """The batch's samples (per-replica parts summed) as a float64 scalar
+    of the graph, or -1 where its first leaf has no leading dimension."""
+    first = tf.nest.flatten(data)[0]
+    parts = getattr(first, "values", None)
+    parts = parts if isinstance(parts, tuple) else (first,)
+    sizes = []
+    for part in parts:
+        if not isinstance(part, tf.Tensor) or part.shape.rank in (None, 0):
+            return tf.constant(-1.0, tf.float64)
+        sizes.append(tf.cast(tf.shape(part)[0], tf.float64))
+    return tf.add_n(sizes)
+
+
+def fetch_timed_step(original, model):
+    """The `FetchTimedStep` of Keras's step function `original`, or `None`
+    where it holds no one-step function (another Keras). Kept on the
+    function itself, so a later fit with a new callback reuses its traces
+    and the trace lives as long as Keras's function."""
+    step = getattr(original, "_tb_devicecost_step", None)
+    if step is None:
+        one_step = _one_step_on_data(original)
+        if one_step is None:
+            return None
+        step = FetchTimedStep(one_step, bool(getattr(model, "run_eagerly", False)))
         try:
-            concrete = self._function.get_concrete_function(batch)
-        except Exception:  # pylint: disable=broad-except
-            self._usable = False
-            return
-        if self._tracing_count() != before:  # Never expected; stop trying.
-            self._usable = False
-            return
-        self._concrete = concrete
+            original._tb_devicecost_step = step
+        except AttributeError:
+            pass
+    return step
 
 
 class TracingCounter:
@@ -181,10 +204,9 @@ class TracingCounter:
 class TensorFlowBackend(base.Backend):
     """TensorFlow: the step's results are on the host when it returns.
 
-    With `steps_per_execution=1` each batch is fetched eagerly and handed
-    to the one-step function Keras traced (`BatchStep`), so the fetch is
-    timed apart; with more the fetch stays inside Keras's graph and one
-    record covers an execution.
+    With `steps_per_execution=1` the step runs through `FetchTimedStep`,
+    the fetch timed apart inside the graph; with more the fetch stays
+    inside Keras's graph, untimed, and one record covers an execution.
     """
 
     name = "tensorflow"
@@ -199,6 +221,10 @@ class TensorFlowBackend(base.Backend):
     def fetch_in_graph(self, steps_per_execution):
         # Keras's multi-step function fetches inside its graph.
         return steps_per_execution > 1
+
+    def fetch_timed_in_graph(self, steps_per_execution):
+        # `FetchTimedStep`: Keras's graph, the fetch between two timestamps.
+        return steps_per_execution == 1
 
     def end_of_data(self, error):
         import tensorflow as tf
@@ -293,100 +319,108 @@ def _function_of(role):
 
 
 def _step_wrapper(callback, original, accounting, role):
-    """Fetches the batch itself, so the fetch is timed apart.
+    """Runs Keras's step through `FetchTimedStep`, so the fetch is timed
+    apart inside the same graph.
 
-    Keras's own first call traces the step for the dataset's element
-    spec (batch dimension `None`), with the fetch inside its graph; that
-    call is left as it is (it is the warm-up step). Later calls fetch
-    the batch eagerly and hand it to the same traced one-step function,
-    which serves any batch shape the trace covers, so nothing is traced
-    again. At the end of the data the iterator goes to Keras's graph as
-    without the callback, so whatever that call does it still does.
+    The first call of a fit (per role) traces where Keras's own first call
+    would, captures the first step's op placement (training) and returns
+    the batch for the probes between steps. Iterators that are not
+    `tf.data`'s (Keras then iterates in Python), or a Keras whose function
+    holds no one-step function, go to Keras's own function, the fetch
+    inside the step.
     """
+    import tensorflow as tf
+
     tracing = callback._tracing[_function_of(role)]
-    step = BatchStep(original)
-    # A wrapper serves one dataset (one fit, or one evaluation): whether
-    # Keras traced the step for its element spec is asked once.
-    keras_traced = False
+    step = fetch_timed_step(original, callback._model)
+    iterators = (tf.data.Iterator, tf.distribute.DistributedIterator)
+    first, last_with_batch = True, None
     clock, own = time.perf_counter, accounting.self_time
 
     def timed_step_function(iterator):
-        nonlocal keras_traced
+        nonlocal first
         if not accounting.enabled:
             return original(iterator)
-        # Our own time is this function's outside the fetch and Keras's
-        # step: four clock reads more than the step's own (`self_time`).
+        # Our own time is this function's outside Keras's step: the clock
+        # reads, the step's figures and the bookkeeping (`self_time`).
         entered = clock()
         if role == "train" and callback._traces.window is not None:
             callback._traces.before_step(accounting)
             entered = clock()  # A window's start or stop is kept out apart.
-        if not keras_traced:
-            if not traced_by_keras(original, iterator):
-                return _first_call(callback, original, iterator, accounting, role)
-            keras_traced = True
+        if step is None or not isinstance(iterator, iterators):
+            if first:
+                first = False
+                # The run says its fetch is inside compute after all.
+                accounting.update_info({"fetch_in_graph": True, "fetch_timed_in_graph": False})
+            return _fetch_inside(callback, original, iterator, accounting)
+        with_batch = bool(callback._needs_batch.get(role))
+        if first or with_batch != last_with_batch:
+            return _traced_call(iterator, with_batch)
         wrote = accounting.begin_step(now=entered)
-        before_next = clock()
-        try:
-            data = next(iterator)
-        except StopIteration:
-            accounting.abort_step()
-            return original(iterator)
-        except BaseException as error:
-            accounting.abort_step()
-            callback._on_exception(error)
-            raise
-        fetched = clock()
-        accounting.end_fetch(placement.batch_size(data), now=fetched)
-        if callback._warm_again.pop(role, False):
-            # The traced one-step function runs on its own for the first
-            # time: TensorFlow instantiates it, a one-off cost.
-            accounting.extend_warmup()
         called = clock()
         try:
-            result = step(data)
+            result, wait_s, size, _ = step(iterator, False)
         except BaseException as error:
+            accounting.abort_step()
             callback._on_exception(error)
             raise
         returned = clock()
+        accounting.end_fetch(size, now=entered + wrote + wait_s)
         if tracing.changed():
             tracing.note_step(accounting.upcoming_step() - 1)
-            step.forget()
-        if callback._needs_batch.get(role):
+        own.training_thread_s += called - entered - wrote + clock() - returned
+        return result
+
+    def _traced_call(iterator, with_batch):
+        """A call that may trace: the fit's first, or the first after the
+        batch was asked for or given (each its own trace, once per model
+        and element spec). Warm-up where it traced."""
+        nonlocal first, last_with_batch
+        capture = (
+            first
+            and role == "train"
+            and callback.capture_placement
+            and not callback._placement_written
+            and not callback._model.run_eagerly
+        )
+        traces = step.tracing_count()
+        started = clock()
+        started += accounting.begin_step(now=started)
+        try:
+            if capture:
+                called, callback._first_step_placement = placement.capture_step_placement(
+                    lambda: step(iterator, with_batch))
+            else:
+                called = step(iterator, with_batch)
+        except BaseException as error:
+            accounting.abort_step()
+            callback._on_exception(error)
+            raise
+        finally:
+            first, last_with_batch = False, with_batch
+        result, wait_s, size, batch = called
+        accounting.end_fetch(size, now=started + wait_s)
+        if step.tracing_count() != traces:
+            accounting.extend_warmup()
+        if with_batch:
             callback._needs_batch[role] = False
-            callback._pending_batch = data
-        own.training_thread_s += (
-            before_next - entered - wrote + called - fetched + clock() - returned)
+            callback._pending_batch = batch
+        tracing.reset()
         return result
 
     return timed_step_function
 
 
-def _first_call(callback, original, iterator, accounting, role):
-    """Keras's own first call: traces the step; its fetch stays inside."""
+def _fetch_inside(callback, original, iterator, accounting):
+    """Keras's own function: the fetch stays inside the step."""
     accounting.begin_step()
     accounting.end_fetch()
-    capture = (
-        role == "train"
-        and callback.capture_placement
-        and not callback._placement_written
-        and not callback._model.run_eagerly
-    )
     try:
-        if capture:
-            result, callback._first_step_placement = placement.capture_step_placement(
-                lambda: original(iterator)
-            )
-        else:
-            result = original(iterator)
+        return original(iterator)
     except BaseException as error:
         accounting.abort_step()
         callback._on_exception(error)
         raise
-    finally:
-        note_traced_by_keras(original, iterator)
-        callback._warm_again[role] = True
-        callback._tracing[_function_of(role)].reset()
-    return result
 
 
 def _execution_wrapper(callback, original, accounting, role):
@@ -394,11 +428,9 @@ def _execution_wrapper(callback, original, accounting, role):
     one record per execution, its data wait inside compute, written as
     the steps the execution ran."""
 
-    noted = False
     clock, own = time.perf_counter, accounting.self_time
 
     def timed_execution_function(iterator):
-        nonlocal noted
         if not accounting.enabled:
             return original(iterator)
         if role == "train" and callback._traces.window is not None:
@@ -414,9 +446,6 @@ def _execution_wrapper(callback, original, accounting, role):
             callback._on_exception(error)
             raise
         returned = clock()
-        if not noted:
-            noted = True
-            note_traced_by_keras(original, iterator)
         accounting.set_steps(_executed_steps(callback, role, begin))
         own.training_thread_s += called - entered - wrote + clock() - returned
         return result

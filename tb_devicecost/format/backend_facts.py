@@ -33,13 +33,14 @@ class BackendFacts:
             #20619), and a trial must never hang.
         quick_jit_compile: Whether `jit_compile=True` compiles within a
             short fit (on PyTorch it is `torch.compile`: minutes).
-        fetches_each_batch: Whether, with `steps_per_execution=1`, the
-            callback fetches each batch itself and hands it to the step
-            Keras traced (TensorFlow, `backends/tensorflow.py`): the same
-            graph, but Keras's own loop wraps each step's results in a
-            `tf.experimental.Optional`, then asks it whether it holds a
-            value and takes the value out: two small eager operations a
-            step that the recorded fit skips (issue 36).
+        fetches_each_batch: Whether, with `steps_per_execution=1`, runs
+            recorded before the fetch was timed inside Keras's graph (no
+            `fetch_timed_in_graph` in their run info) had the callback
+            fetch each batch itself and hand it to the step Keras traced
+            (TensorFlow): the same graph, but Keras's own loop wraps each
+            step's results in a `tf.experimental.Optional`, then asks it
+            whether it holds a value and takes the value out: two small
+            eager operations a step that those fits skipped (issue 36).
     """
 
     steps_per_execution: bool = True

@@ -180,7 +180,6 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._placed_roles = set()
         self._pending_batch = None
         self._needs_batch = {}
-        self._warm_again = {}
         self._floors = {}
         self._steps_to_probe = 0
         self._batch_begin = None
@@ -422,6 +421,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         # Records are per step: an execution of N steps is written as N. On
         # TensorFlow the fetch then stays in the graph; JAX fetches in Python.
         info["fetch_in_graph"] = backend.fetch_in_graph(spe)
+        info["fetch_timed_in_graph"] = backend.fetch_timed_in_graph(spe)
         info["steps_per_record"] = 1
         info["input_pipeline"] = input_kind.describe(  # What fed it (input_kind.py).
             keras_loop.caller_local("epoch_iterator", keras_loop.epoch_iterator_class()))

@@ -17,8 +17,9 @@ def self_cost_line(us_per_step, share, fetches_each_batch=False):
     """`Measuring took 3.10 µs a step, 0.4% of the step.`, or that it was
     not recorded (data recorded before it was, or a custom loop's).
 
-    `fetches_each_batch`: the callback fetched each batch itself
-    (`format/backend_facts.py`), so the recorded fit skipped two small
+    `fetches_each_batch`: the callback fetched each batch itself (TensorFlow
+    runs recorded before the fetch was timed inside Keras's graph,
+    `format/backend_facts.py`), so the recorded fit skipped two small
     operations of Keras's own loop a step: said, as the fit it measured is
     that much not the user's own (issue 36; docs/PERFORMANCE.md).
     """
