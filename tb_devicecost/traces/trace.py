@@ -10,8 +10,11 @@ fetch until its results are on the host, and from the host plane we
 measure:
 
 - `input_wait_ms`: the step's thread blocked in the `tf.data` iterator
-  (`IteratorGetNext`, `Iterator::*`): comparable to our data wait;
-- `compute_ms`: the step's thread running the step function;
+  (`IteratorGetNext`, `Iterator::*` on its line, or the iterator's kernel
+  `IteratorGetNextOp::DoCompute` run inside the step function): comparable
+  to our data wait;
+- `compute_ms`: the step's thread running the step function, less the
+  fetch inside it;
 - `other_ms`: the rest of the step;
 - `pipeline_busy_ms`: time any `tf.data` thread was working during the step;
 
@@ -56,6 +59,9 @@ _STEP_STAT = "step_num"
 _CORRELATION_STAT = "correlation_id"
 _INPUT_EVENT = re.compile(r"^(Iterator::|IteratorGetNext|IteratorGetNextOp|EagerLocalExecute: IteratorGetNext)")
 _STEP_FUNCTION_EVENT = re.compile(r"^EagerLocalExecute: (?!IteratorGetNext)")
+# The fetch inside a step function: the iterator's kernel, on a line of its
+# own (`tf_data_iterator_get_next/...`) while the training thread waits.
+_GET_NEXT_KERNEL = "IteratorGetNextOp::DoCompute"
 _DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU|XPU)", re.IGNORECASE)
 _BYTES = re.compile(r"(?:num_bytes|bytes|size)\D{0,3}(\d+)", re.IGNORECASE)
 _PS_PER_MS = 1e9
@@ -232,15 +238,16 @@ def digest_xspace(xspace, steps=None, asynchronous=False):
     if steps is not None:
         wanted = set(steps)
         markers = {step: value for step, value in markers.items() if step in wanted}
-    pipeline = []
+    pipeline, fetches = [], []
     for plane in _host_planes(xspace):
         for line in plane.lines:
             if line.name.startswith("tf_data"):
-                pipeline.extend(
-                    (start, end) for name, start, end, _ in _events(plane, line)
-                    if name.startswith("Iterator::")
-                )
-    pipeline = _Intervals(pipeline)
+                for name, start, end, _ in _events(plane, line):
+                    if name.startswith("Iterator::"):
+                        pipeline.append((start, end))
+                    elif name == _GET_NEXT_KERNEL:
+                        fetches.append((start, end))
+    pipeline, fetches = _Intervals(pipeline), _Intervals(fetches)
     # Device activity items: (start, end, kind, bytes).
     activity = _device_activity(xspace)
     device = _Intervals(_device_item(item) for item in activity)
@@ -262,8 +269,11 @@ def digest_xspace(xspace, steps=None, asynchronous=False):
             )
         on_line, running = line_intervals[key]
         length = end - start
-        input_wait = _union_ps(on_line.overlapping(start, end), start, end)
-        compute = _union_ps(running.overlapping(start, end), start, end)
+        waits = on_line.overlapping(start, end) + fetches.overlapping(start, end)
+        input_wait = _union_ps(waits, start, end)
+        # The fetch runs inside the step function's call (the callback's
+        # `FetchTimedStep`, as Keras's own): compute is the rest of it.
+        compute = _union_ps(running.overlapping(start, end) + waits, start, end) - input_wait
         entry = _step_entry(step, length, input_wait, compute)
         entry["pipeline_busy_ms"] = (
             _union_ps(pipeline.overlapping(start, end), start, end) / _PS_PER_MS
