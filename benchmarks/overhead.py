@@ -7,8 +7,8 @@ of the per-round ratios. For reference, the same is measured for
 `keras.callbacks.TensorBoard(update_freq="batch")` (`--keras-tensorboard`).
 
 On TensorFlow a third variant isolates the cost of recording itself: a
-callback that changes the fetch the same way (an eager `next()` handed to
-the same step path, `BatchStep`) and records nothing. On `--backend jax` or
+callback that runs the step the same way (the same step path,
+`FetchTimedStep`) and records nothing. On `--backend jax` or
 `torch` the fits read NumPy arrays (Keras's own loop hands batches over)
 and there is no such variant.
 
@@ -52,37 +52,29 @@ def build_model():
     return scenarios.mlp()
 
 
-def eager_fetch_only():
-    """The callback's fetch path without any recording (for the baseline):
-    Keras's own first call, then an eager `next()` handed to the callback's
-    own `BatchStep`, the end of the data to Keras."""
+def fetch_timed_only():
+    """The callback's step path without any recording (for the baseline):
+    Keras's step run through the callback's own `FetchTimedStep`, the
+    fetch timed inside the graph."""
     import keras
 
-    from tb_devicecost.backends.tensorflow import BatchStep  # the same step path
+    from tb_devicecost.backends.tensorflow import fetch_timed_step  # the same step path
 
-    class EagerFetchOnly(keras.callbacks.Callback):
+    class FetchTimedOnly(keras.callbacks.Callback):
         def on_train_begin(self, logs=None):
             original = self.model.train_function
             self._original = original
-            step = BatchStep(original)
-            first = [True]
+            step = fetch_timed_step(original, self.model)
 
             def train_function(iterator):
-                if first[0]:
-                    first[0] = False
-                    return original(iterator)
-                try:
-                    batch = next(iterator)
-                except StopIteration:
-                    return original(iterator)
-                return step(batch)
+                return step(iterator)[0]
 
             self.model.train_function = train_function
 
         def on_train_end(self, logs=None):
             self.model.train_function = self._original
 
-    return EagerFetchOnly()
+    return FetchTimedOnly()
 
 
 def timed_fit(model, data, callbacks):
@@ -143,7 +135,7 @@ def main():
     # One model per variant, warmed up once, so tracing is not measured.
     variants = {
         "without": (build_model(), lambda: []),
-        "eager_fetch_only": (build_model(), lambda: [eager_fetch_only()]),
+        "fetch_timed_only": (build_model(), lambda: [fetch_timed_only()]),
         "devicecost": (
             build_model(),
             lambda: [tb_devicecost.DeviceCostCallback(devicecost_dir())],
@@ -155,7 +147,7 @@ def main():
             lambda: [keras.callbacks.TensorBoard(tempfile.mkdtemp(dir=scratch), update_freq="batch")],
         )
     if not tensorflow:
-        del variants["eager_fetch_only"]
+        del variants["fetch_timed_only"]
     for model, callbacks in variants.values():
         timed_fit(model, warmup_data, callbacks())
 
@@ -175,9 +167,9 @@ def main():
         print(f"{name}: median ratio {statistics.median(ratios):.3f} (per round: "
               + ", ".join(f"{r:.3f}" for r in ratios) + ")")
     recording = None
-    if "eager_fetch_only" in seconds:
-        recording = [a / b for a, b in zip(seconds["devicecost"], seconds["eager_fetch_only"])]
-        print(f"recording alone (devicecost / eager_fetch_only): median ratio "
+    if "fetch_timed_only" in seconds:
+        recording = [a / b for a, b in zip(seconds["devicecost"], seconds["fetch_timed_only"])]
+        print(f"recording alone (devicecost / fetch_timed_only): median ratio "
               f"{statistics.median(recording):.3f}")
     fixed = fixed_cost_per_fit(args, x, y, tensorflow, scratch) if args.short_fits else None
     ratios = [a / b for a, b in zip(seconds["devicecost"], seconds["without"])]
@@ -191,7 +183,7 @@ def main():
 
     print(f"SUMMARY {args.backend}, {args.steps}-step fits, {args.rounds} rounds:")
     if recording is not None:
-        print(f"  recording alone (devicecost / the same eager fetch recording nothing): "
+        print(f"  recording alone (devicecost / the same step path recording nothing): "
               f"{ratio(recording)}")
     print(f"  fit with / without DeviceCostCallback (a new callback each fit): {ratio(ratios)}")
     if fixed is not None:

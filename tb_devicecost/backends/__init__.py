@@ -5,8 +5,9 @@ As Keras organises `keras/src/backend/{jax,tensorflow,torch}/`:
 - `base`: `Backend`, what the recording asks of a backend (how its step is
   wrapped, its devices and placement, its profiler, its retrace count,
   what the batch sweep needs); `get(name)` gives the implementation;
-- `tensorflow`: the synchronous path, Keras's traced step run on a batch
-  fetched apart (`BatchStep`), TensorFlow's tracing count;
+- `tensorflow`: the synchronous path, Keras's step run as Keras runs it
+  with the fetch timed inside its graph (`FetchTimedStep`), TensorFlow's
+  tracing count;
 - `jax`, `torch`: the asynchronous path, how each tells that a step is
   complete without waiting for it, its devices, profiler and handover of
   a batch;

@@ -88,7 +88,14 @@ def test_the_trace_sees_an_input_bound_fit_as_ours_does(traced):
     # they agree however long the sleeps took.
     assert statistics.median(waits) >= 0.75 * delay
     assert statistics.median(waits) == pytest.approx(statistics.median(ours), rel=0.2, abs=2.0)
-    assert window["summary"]["input_wait_fraction"] > 0.5
+    # The share of the steps waiting: the trace's as ours. (Above one half
+    # quiet; 0.39 beside the rest of the suite on two processes of a
+    # 2-core machine, where PyTorch's CPU step grows several times over.)
+    recorded = window["recorded_steps"]
+    our_share = sum(ours) / sum(
+        entry["data_wait_ms"] + entry["compute_ms"] + entry["host_overhead_ms"] for entry in recorded)
+    assert window["summary"]["input_wait_fraction"] == pytest.approx(our_share, abs=0.15)
+    assert our_share > 0.25
 
 
 def test_training_is_unchanged_by_tracing(traced):

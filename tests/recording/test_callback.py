@@ -95,7 +95,10 @@ def test_injected_per_batch_delay_shows_as_median_data_wait(tmp_path):
     record = read(tmp_path)["delay/train"]
     median_wait = record.aggregate["components"]["data_wait"]["p50_ms"]
     assert median_wait == pytest.approx(delay_ms, rel=0.15)
-    assert record.aggregate["components"]["compute"]["p50_ms"] < delay_ms / 4
+    # The MLP's own step: under a millisecond quiet, 5.2 ms beside the rest
+    # of the suite on two processes of a 2-core machine (a quarter of the
+    # delay failed there); none of the delay, which would make it 20 ms.
+    assert record.aggregate["components"]["compute"]["p50_ms"] < delay_ms / 2
 
 
 class SleepInStep(keras.layers.Layer):
