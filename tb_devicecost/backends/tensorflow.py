@@ -57,29 +57,42 @@ class FetchTimedStep:
     def __init__(self, one_step_on_data, run_eagerly):
         import tensorflow as tf
 
-        @tf.autograph.experimental.do_not_convert
-        def fetch_timed_step_on_iterator(iterator, with_batch):
-            began = tf.timestamp()
-            with tf.control_dependencies([began]):
-                data = iterator.get_next()
-            leaves = tf.nest.flatten(data, expand_composites=True)
-            with tf.control_dependencies(leaves):
-                fetched = tf.timestamp()
-            figures = tf.stack([fetched - began, _leading_size(tf, data)])
-            outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
-            return (outputs, figures, data) if with_batch else (outputs, figures)
+        def body(with_batch):
+            @tf.autograph.experimental.do_not_convert
+            def fetch_timed_step_on_iterator(iterator):
+                began = tf.timestamp()
+                with tf.control_dependencies([began]):
+                    data = iterator.get_next()
+                leaves = tf.nest.flatten(data, expand_composites=True)
+                with tf.control_dependencies(leaves):
+                    fetched = tf.timestamp()
+                figures = tf.stack([fetched - began, _leading_size(tf, data)])
+                outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
+                return (outputs, figures, data) if with_batch else (outputs, figures)
 
-        self._function = (fetch_timed_step_on_iterator if run_eagerly else
-                          tf.function(fetch_timed_step_on_iterator, reduce_retracing=True))
+            # The iterator is the only argument, as in Keras's function: a
+            # Python argument more cost 100-300 µs a call to bind here.
+            return (fetch_timed_step_on_iterator if run_eagerly else
+                    tf.function(fetch_timed_step_on_iterator, reduce_retracing=True))
+
+        self._functions = (body(False), body(True))
         self._eager = run_eagerly
 
     def tracing_count(self):
-        return 0 if self._eager else self._function.experimental_get_tracing_count()
+        if self._eager:
+            return 0
+        return sum(function.experimental_get_tracing_count() for function in self._functions)
+
+    def steady_tracing_count(self):
+        """The traces of the function of steady steps (without the batch):
+        Keras's one-step function is traced only inside it, so a retrace of
+        Keras's is one of it too; reading one count a step, not three."""
+        return 0 if self._eager else self._functions[0].experimental_get_tracing_count()
 
     def __call__(self, iterator, with_batch=False):
         """`(outputs, fetch seconds, batch size or None, batch or None)`;
         raises `StopIteration` where Keras's function would."""
-        called = self._function(iterator, with_batch)
+        called = self._functions[with_batch](iterator)
         if not called[0].has_value():
             raise StopIteration
         outputs = called[0].get_value()
@@ -334,11 +347,11 @@ def _step_wrapper(callback, original, accounting, role):
     tracing = callback._tracing[_function_of(role)]
     step = fetch_timed_step(original, callback._model)
     iterators = (tf.data.Iterator, tf.distribute.DistributedIterator)
-    first, last_with_batch = True, None
+    first, last_with_batch, steady_traces = True, None, None
     clock, own = time.perf_counter, accounting.self_time
 
     def timed_step_function(iterator):
-        nonlocal first
+        nonlocal first, steady_traces
         if not accounting.enabled:
             return original(iterator)
         # Our own time is this function's outside Keras's step: the clock
@@ -366,8 +379,11 @@ def _step_wrapper(callback, original, accounting, role):
             raise
         returned = clock()
         accounting.end_fetch(size, now=entered + wrote + wait_s)
-        if tracing.changed():
-            tracing.note_step(accounting.upcoming_step() - 1)
+        traces = step.steady_tracing_count()
+        if traces != steady_traces:
+            steady_traces = traces
+            if tracing.changed():
+                tracing.note_step(accounting.upcoming_step() - 1)
         own.training_thread_s += called - entered - wrote + clock() - returned
         return result
 
@@ -375,7 +391,7 @@ def _step_wrapper(callback, original, accounting, role):
         """A call that may trace: the fit's first, or the first after the
         batch was asked for or given (each its own trace, once per model
         and element spec). Warm-up where it traced."""
-        nonlocal first, last_with_batch
+        nonlocal first, last_with_batch, steady_traces
         capture = (
             first
             and role == "train"
@@ -406,6 +422,7 @@ def _step_wrapper(callback, original, accounting, role):
             callback._needs_batch[role] = False
             callback._pending_batch = batch
         tracing.reset()
+        steady_traces = step.steady_tracing_count()
         return result
 
     return timed_step_function

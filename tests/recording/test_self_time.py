@@ -40,17 +40,18 @@ def _fit(logdir, epochs=3):
 
 
 def _spinning(seconds):
-    """`TracingCounter.changed`, which the timed step function asks after
-    each step's call, made to busy-wait `seconds` first: a cost of ours."""
-    original = tensorflow_backend.TracingCounter.changed
+    """`FetchTimedStep.steady_tracing_count`, which the timed step function
+    asks after each step's call, made to busy-wait `seconds` first: a cost
+    of ours."""
+    original = tensorflow_backend.FetchTimedStep.steady_tracing_count
 
-    def changed(self):
+    def steady_tracing_count(self):
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             pass
         return original(self)
 
-    return changed
+    return steady_tracing_count
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,8 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     # share it adds stays far above 5% however slow the machine is.
     mean_ms = plain.aggregate["components"]["step"]["mean_ms"]
     injected_s = max(2e-3, 0.25 * mean_ms / 1e3)
-    monkeypatch.setattr(tensorflow_backend.TracingCounter, "changed", _spinning(injected_s))
+    monkeypatch.setattr(tensorflow_backend.FetchTimedStep, "steady_tracing_count",
+                        _spinning(injected_s))
     record = _fit(str(tmp_path / "spun"))
     aggregate = record.aggregate
     # Every step but the first two (the calls that trace: with the batch
