@@ -98,3 +98,17 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     assert finding is not None
     assert result["verdict_uncertain"] is True
     assert "so the split between its parts is uncertain" in finding["headline"]
+
+
+def test_a_tensorflow_fit_runs_keras_s_own_path_and_says_nothing_else(plain):
+    """The fetch is timed inside Keras's graph (`FetchTimedStep`): the run
+    says so, and its self-cost line no longer says the callback fetched
+    each batch itself (what runs recorded before that say, skipping two of
+    Keras's operations a step: `tests/words/test_measuring.py`)."""
+    assert plain.info["fetch_timed_in_graph"] is True
+    assert plain.info["fetch_in_graph"] is False
+    result = words.analyze_run(plain)
+    assert result["self_cost_text"].startswith("Measuring took ")
+    assert "fetched each batch itself" not in result["self_cost_text"]
+    # The data wait comes from the graph's timestamps: measured, not zero.
+    assert plain.aggregate["components"]["data_wait"]["p50_ms"] > 0
