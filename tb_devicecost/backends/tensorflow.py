@@ -60,13 +60,8 @@ class FetchTimedStep:
         def body(with_batch):
             @tf.autograph.experimental.do_not_convert
             def fetch_timed_step_on_iterator(iterator):
-                began = tf.timestamp()
-                with tf.control_dependencies([began]):
-                    data = iterator.get_next()
-                leaves = tf.nest.flatten(data, expand_composites=True)
-                with tf.control_dependencies(leaves):
-                    fetched = tf.timestamp()
-                figures = tf.stack([fetched - began, _leading_size(tf, data)])
+                data, wait = timed_get_next(tf, iterator)
+                figures = tf.stack([wait, _leading_size(tf, data)])
                 outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
                 return (outputs, figures, data) if with_batch else (outputs, figures)
 
@@ -126,6 +121,35 @@ def _on_replicas(batch, iterator):
         return tf.nest.map_structure(place, batch)
     except Exception:  # pylint: disable=broad-except
         return batch
+
+
+def timed_get_next(tf, iterator):
+    """`(batch, seconds)` inside a graph: `iterator.get_next()` between two
+    `tf.timestamp` ops that wait for it (a float64 scalar of seconds)."""
+    began = tf.timestamp()
+    with tf.control_dependencies([began]):
+        data = iterator.get_next()
+    with tf.control_dependencies(tf.nest.flatten(data, expand_composites=True)):
+        return data, tf.timestamp() - began
+
+
+_TIMED_FETCH = []
+
+
+def timed_fetch():
+    """A `tf.function` of an iterator returning the seconds its `get_next`
+    took, timed as `FetchTimedStep` times the step's fetch: the fetch
+    floor's sample, like with like. One for the process, so a later fit on
+    batches of the same spec reuses its trace."""
+    if not _TIMED_FETCH:
+        import tensorflow as tf
+
+        @tf.autograph.experimental.do_not_convert
+        def fetch_seconds(iterator):
+            return timed_get_next(tf, iterator)[1]
+
+        _TIMED_FETCH.append(tf.function(fetch_seconds, reduce_retracing=True))
+    return _TIMED_FETCH[0]
 
 
 def _leading_size(tf, data):

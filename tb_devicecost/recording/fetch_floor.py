@@ -1,11 +1,11 @@
 """The fetch floor: what handing over a batch costs when it is already there.
 
-The callback fetches each batch with an eager `next()` so that the fetch is
-timed apart from the step. That call has a fixed cost even when the input
-pipeline is far ahead (0.1 to 0.7 ms on CPU, more for larger batches). The
-floor is measured on an iterator whose batches are always ready, under the
-same load as the real fetches: data wait above it is starvation, data wait
-up to it is the handover.
+A fetch timed apart from the step (inside Keras's graph on TensorFlow, a
+`next()` of Keras's loop on JAX and PyTorch) has a fixed cost even when the
+input pipeline is far ahead (tenths of a millisecond on CPU, more for
+larger batches). The floor is measured on an iterator whose batches are
+always ready, timed the same way, under the same load as the real fetches:
+data wait above it is starvation, data wait up to it is the handover.
 """
 
 import collections
@@ -20,7 +20,7 @@ _KEPT_SAMPLES = 101
 
 
 class FetchFloor:
-    """Samples the cost of `next()` on an always-ready iterator.
+    """Samples the cost of a fetch from an always-ready iterator.
 
     Args:
         clock: Function returning seconds from a monotonic clock. Defaults
@@ -30,6 +30,8 @@ class FetchFloor:
     def __init__(self, clock=time.perf_counter):
         self._clock = clock
         self._iterator = None
+        # TensorFlow: a `tf.function` timing `get_next` in its graph.
+        self._timed = None
         self._signature = None
         self._samples = collections.deque(maxlen=_KEPT_SAMPLES)
 
@@ -61,6 +63,7 @@ class FetchFloor:
         import tensorflow as tf
 
         from tb_devicecost.backends import placement
+        from tb_devicecost.backends import tensorflow as tensorflow_backend
 
         try:
             dataset = (
@@ -73,6 +76,7 @@ class FetchFloor:
             if strategy is not None:
                 dataset = strategy.experimental_distribute_dataset(dataset)
             iterator = iter(dataset)
+            self._timed = tensorflow_backend.timed_fetch()
         except Exception:  # pylint: disable=broad-except
             return False
         return self._begin(iterator)
@@ -87,14 +91,17 @@ class FetchFloor:
                 yield handover(batch)
 
         self._signature = None
+        self._timed = None
         return self._begin(ready())
 
     def _begin(self, iterator):
         """Warms `iterator` up and takes the first samples from it."""
         try:
             for _ in range(_WARM_BATCHES):
-                next(iterator)
+                # The first traces the timed fetch, where there is one.
+                self._timed(iterator) if self._timed is not None else next(iterator)
         except Exception:  # pylint: disable=broad-except
+            self._timed = None
             return False
         self._iterator = iterator
         self.sample(_FIRST_SAMPLES)
@@ -105,6 +112,9 @@ class FetchFloor:
         if self._iterator is None:
             return
         for _ in range(count):
+            if self._timed is not None:
+                self._samples.append(float(self._timed(self._iterator)))
+                continue
             started = self._clock()
             next(self._iterator)
             self._samples.append(self._clock() - started)
