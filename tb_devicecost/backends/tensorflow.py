@@ -98,8 +98,8 @@ class FetchTimedStep:
 
 def _on_replicas(batch, iterator):
     """The batch as a distributed iterator placed it: a `tf.function`
-    returns each replica's part on its own first device, and the probes
-    read where the input went (one-off, the first step's)."""
+    returns every replica's part on the first replica's device, and the
+    probes read where the input went (one-off, the first step's)."""
     import tensorflow as tf
 
     devices = getattr(getattr(getattr(iterator, "_strategy", None), "extended", None),
