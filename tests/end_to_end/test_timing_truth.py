@@ -113,8 +113,8 @@ def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
     # Outside, Keras's loop is in the step too, and no input thread runs.
     # Inside, the thread holding the GIL takes a core from PyTorch's own
     # intra-op threads: on this 2-core machine the step's compute really
-    # runs up to twice as long (2.7x the outside step at p50 in 8 runs
-    # here, 5.4 to 9.1 ms against 3.2 to 5.9 ms, the same before and after
+    # runs longer, up to 2.7x the outside step at p50 in 8 runs here (5.4
+    # to 9.1 ms against 3.2 to 5.9 ms, the same before and after
     # 7c1ccfc; 2.0x + 1 ms failed in CI). The GIL wait this test guards
     # against read 10x and more when it was compute (JAX 4.1 ms against
     # 0.3 ms; PyTorch 62 ms of a 6.5 ms step on an H100 host).
