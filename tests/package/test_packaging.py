@@ -236,6 +236,7 @@ def test_the_extra_the_readme_names_for_traces_installs_the_profile_tab(built_wh
     assert providers & pulled, (providers, by_extra)
 
 
+@pytest.mark.slow
 def test_ci_runs_make_test_and_make_test_fails_when_no_test_ran(tmp_path):
     """`.ci/run` is `make test`, and `make test` fails when pytest collects
     nothing (pytest's exit code 5), rather than passing with no test run."""
