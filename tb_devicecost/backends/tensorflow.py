@@ -12,6 +12,7 @@ this backend's `base.Backend`.
 """
 
 import collections
+import functools
 import time
 
 from tb_devicecost.backends import base
@@ -133,23 +134,19 @@ def timed_get_next(tf, iterator):
         return data, tf.timestamp() - began
 
 
-_TIMED_FETCH = []
-
-
+@functools.lru_cache(maxsize=1)
 def timed_fetch():
     """A `tf.function` of an iterator returning the seconds its `get_next`
     took, timed as `FetchTimedStep` times the step's fetch: the fetch
     floor's sample, like with like. One for the process, so a later fit on
     batches of the same spec reuses its trace."""
-    if not _TIMED_FETCH:
-        import tensorflow as tf
+    import tensorflow as tf
 
-        @tf.autograph.experimental.do_not_convert
-        def fetch_seconds(iterator):
-            return timed_get_next(tf, iterator)[1]
+    @tf.autograph.experimental.do_not_convert
+    def fetch_seconds(iterator):
+        return timed_get_next(tf, iterator)[1]
 
-        _TIMED_FETCH.append(tf.function(fetch_seconds, reduce_retracing=True))
-    return _TIMED_FETCH[0]
+    return tf.function(fetch_seconds, reduce_retracing=True)
 
 
 def _leading_size(tf, data):

@@ -98,8 +98,10 @@ class FetchFloor:
         """Warms `iterator` up and takes the first samples from it."""
         try:
             for _ in range(_WARM_BATCHES):
-                # The first traces the timed fetch, where there is one.
-                self._timed(iterator) if self._timed is not None else next(iterator)
+                if self._timed is not None:
+                    self._timed(iterator)  # The first traces the timed fetch.
+                else:
+                    next(iterator)
         except Exception:  # pylint: disable=broad-except
             self._timed = None
             return False
