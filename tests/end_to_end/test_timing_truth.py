@@ -98,8 +98,9 @@ def test_injected_input_is_data_wait(truth):
 # (docs/FORMAT.md, "Python input on other threads").
 @pytest.mark.parametrize("truth", ["jax", "torch"], indirect=True)
 def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
-    """A `PyDataset` on four threads of the process, 20 ms of Python a
-    batch: the training thread waits for the GIL those threads hold to
+    """A `PyDataset` on four threads of the process, 40 ms of Python a
+    batch (`truth_fits.THREADS_PYTHON_MS`: at 20 ms the input's share sat
+    near the threshold on PyTorch): the training thread waits for the GIL those threads hold to
     dispatch its step and between steps, while the device idles. That wait
     is the input's, so the step's compute stays the model's (the same model
     timed outside the fit on arrays, which bounds it from above), and the
