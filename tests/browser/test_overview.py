@@ -26,9 +26,11 @@ def test_overview_lists_each_run_with_the_cli_verdict(tab, logdir, screenshots):
         row = frame.locator(f'.dc-run-row[data-run="{run["run"]}"]')
         expect(row).to_have_count(1)
         expect(row.locator(".dc-verdict")).to_have_attribute("data-verdict", run["verdict"])
-    expect(frame.locator('.dc-run-row[data-run="slow/train"] .dc-verdict')).to_have_attribute(
-        "data-verdict", "input_bound"
-    )
+    # The Python pipeline starves the steady steps. Its whole fit's verdict
+    # is the one shown (checked above): `input_bound` quiet, but under load
+    # its warm-up (about 1 s quiet) can outweigh 80 steps of 30 ms.
+    [slow] = [run for run in report["runs"] if run["run"] == "slow/train"]
+    assert slow["steady_verdict"] == "input_bound", slow["findings"]
     page.screenshot(path=os.path.join(screenshots, "overview.png"))
     assert problems["console_errors"] == []
     assert problems["page_errors"] == []

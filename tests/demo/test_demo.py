@@ -220,9 +220,13 @@ def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report)
         # samples/s (2.99-3.09x quiet, 2.83x loaded): asserting 3x failed on
         # noise alone; 2x is a relation load cannot break.
         assert run["samples_per_s"] > 2 * naive["samples_per_s"]
-    # Parallel calls do not help Python work (the GIL); the cache does.
+    # Parallel calls do not help Python work (the GIL); the cache does: of
+    # its two epochs (`scenarios.CACHED_EPOCHS`) the second reads the cache,
+    # so it waits about half as long a step as the naive pipeline (20.3-20.6
+    # against 34.6-39.9 ms, quiet). Its share is no test of that: the
+    # cached epoch's compute, which load slows, sets it too.
     usual_fix = runs["input_pipeline/parallel_cache_prefetch-cpu0/train"]
-    assert usual_fix["shares"]["data_wait"] < naive["shares"]["data_wait"]
+    assert usual_fix["data_wait_ms"]["mean"] < 0.8 * naive["data_wait_ms"]["mean"]
 
 
 def test_short_fit_is_warmup_dominated_and_long_fit_is_not(demo_report):
