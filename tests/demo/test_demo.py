@@ -1,138 +1,46 @@
-"""The demo: every scenario's runs get the verdict its story predicts."""
+"""The quick demo: every scenario's runs get the verdict its story predicts,
+and the demo serves, replaces stale runs and stops on Ctrl-C.
+
+The full demo's scenarios are `test_demo_full.py`'s, the demo without
+TensorFlow `test_demo_without_tensorflow.py`'s: a module each, so that
+`make test JOBS=2` runs them in two processes.
+"""
 
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost import words
-from tb_devicecost.reading import reader
-from demo import serve
-from demo import __main__ as demo_main
-
 from demo import scenarios
 
-from tests.support import paths
+from tests.support.demo_runs import (
+    ENV,
+    REPO,
+    assert_not_highly_input_bound,
+    run_demo,
+    served_demo,
+    verdicts,
+)
 
 
 # Real fits, jobs or a browser: left out of `make test ARGS="-m 'not slow'"`.
 pytestmark = pytest.mark.slow
-
-REPO = paths.REPO
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-
-
-def run_demo(*args, **kwargs):
-    return subprocess.run(
-        [sys.executable, "-m", "demo", *args],
-        cwd=REPO, env=ENV, capture_output=True, text=True, **kwargs
-    )
-
-
-# A run left by an earlier demo in a scenario the quick demo reruns: gone
-# before TensorBoard serves.
-STALE_RUN = os.path.join("warmup", "old-cpu0", "train")
-
-
-def _served_demo(tmp_path_factory, options, stop_with, sigint="SIG_DFL"):
-    """Runs `python -m demo OPTIONS` as a user does, serving: trains, prints
-    the report and the tab's URL; then asks the tab for its runs and stops
-    the demo with the signal `stop_with`.
-
-    Each demo run costs a minute or two of fits, so one run serves every
-    test of this module that reads it: its runs and output, and how it
-    served and stopped. Returns a dict: `stdout` and `stderr`; `runs`, the
-    report's rows by run; `url` and `port`; `served`, the run names the tab
-    listed; `stale_gone`, whether `STALE_RUN` (written into the log
-    directory before the demo started) was gone when the URL was printed;
-    `tensorboards`, the demo's child processes then that run TensorBoard;
-    `returncode`; `outlived`, the children (TensorBoard or other) still
-    alive 5 s after the demo exited."""
-    directory = tmp_path_factory.mktemp("demo")
-    logdir = directory / "logs"
-    stale = logdir / STALE_RUN
-    stale.mkdir(parents=True)
-    (stale / "events.out.tfevents.0.x").write_bytes(b"")
-    port = serve.free_port()
-    facts = {"port": port}
-    with start_demo(directory, *options, "--logdir", str(logdir), "--port", str(port),
-                    sigint=sigint) as demo:
-        lines = []
-        facts["url"] = demo.wait_for_url(timeout=1800, lines=lines)
-        assert facts["url"] is not None, demo.stderr()
-        facts["stale_gone"] = not stale.exists()
-        body = serve.get_json(facts["url"].split("/#")[0] + "/data/plugin/devicecost/runs", timeout=30)
-        facts["served"] = {run["run"] for run in body["runs"]}
-        children = children_of(demo.process.pid)
-        facts["tensorboards"] = [pid for pid in children if "tensorboard" in command_line(pid)]
-        demo.process.send_signal(stop_with)
-        facts["returncode"] = demo.process.wait(timeout=60)
-        deadline = time.monotonic() + 5
-        while any(is_alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        facts["outlived"] = [pid for pid in children if is_alive(pid)]
-        facts["stdout"] = "".join(lines) + demo.process.stdout.read()
-        facts["stderr"] = demo.stderr_path.read_text()
-    report = words.build_report(reader.read_runs(reader.local_provider(str(logdir))))
-    facts["runs"] = {run["run"]: run for run in report["runs"]}
-    facts["logdir"] = logdir
-    return facts
 
 
 @pytest.fixture(scope="module")
 def quick_demo(tmp_path_factory):
     """`python -m demo --quick`, started as from a script (`cmd &`, or
     under `nohup`: SIGINT ignored), stopped by Ctrl-C (SIGINT)."""
-    return _served_demo(tmp_path_factory, ["--quick"], signal.SIGINT, sigint="SIG_IGN")
+    return served_demo(tmp_path_factory, ["--quick"], signal.SIGINT, sigint="SIG_IGN")
 
 
 @pytest.fixture(scope="module")
 def demo_report(quick_demo):
     return quick_demo["stdout"], quick_demo["runs"]
-
-
-# The full demo's scenarios run here: all but `fixes`, whose full size
-# (two models, a larger budget) is the quick one's code over minutes more;
-# `test_the_full_demo_runs_every_scenario_and_tries_fixes_on_two_models`
-# checks what it would run.
-FULL_SCENARIOS = [name for name in demo_main.SCENARIO_NAMES if name != "fixes"]
-
-
-@pytest.fixture(scope="module")
-def full_demo(tmp_path_factory):
-    """The full demo's scenarios, stopped by `kill` (SIGTERM)."""
-    return _served_demo(tmp_path_factory, ["--scenarios", ",".join(FULL_SCENARIOS)], signal.SIGTERM)
-
-
-def verdicts(runs):
-    """`{"scenario/variant": verdict}` of the runs on the CPU: the steady
-    verdict, what each scenario is about, except for the warm-up scenario,
-    which is about the whole fit. (On a busy 2-core machine a quick fit's
-    tracing can outweigh its steady steps: the quick TFRecord fit read
-    `warmup_dominated` once, its first two steps 9.6 s against 1.7 s in
-    the full demo, its steady verdict `compute_bound` all the same.)"""
-    return {
-        name[: -len("-cpu0/train")]: run["verdict" if name.startswith("warmup/") else "steady_verdict"]
-        for name, run in runs.items()
-        if name.endswith("-cpu0/train")
-    }
-
-
-def assert_not_highly_input_bound(run):
-    """A fixed pipeline keeps up. On a quiet machine these runs are
-    compute_bound; with the 2 cores shared (the pipeline's threads and the
-    step compete for them) a few percent of starvation can appear, which is
-    MODERATE at most, never the HIGH starvation of the naive pipeline."""
-    assert run["input_share"] < analysis.INPUT_HIGH, run["findings"]
-    assert not [
-        finding for finding in run["findings"]
-        if finding["id"] == "input_bound" and finding["severity"] == "high"
-    ]
 
 
 def test_every_scenario_writes_a_run_per_variant(demo_report):
@@ -178,35 +86,6 @@ def test_quick_demo_tells_the_story(demo_report):
     """Each run of the quick demo gets the verdict its scenario is about."""
     _, runs = demo_report
     assert verdicts(runs) == scenarios.EXPECTED_VERDICTS
-
-
-def test_full_demo_tells_the_same_story_and_quick_is_clearly_faster(quick_demo, full_demo):
-    quick_runs, full_runs = quick_demo["runs"], full_demo["runs"]
-    assert verdicts(full_runs) == scenarios.EXPECTED_VERDICTS
-    assert verdicts(quick_runs) == verdicts(full_runs)
-    assert sorted(full_runs) == sorted(name for name in quick_runs if not name.startswith("fixes/"))
-    # Quick is less work, whatever else the machine runs (its speed is a
-    # benchmark's): fewer steps in all, over the same scenarios.
-    steps = [sum(run["steps"] or 0 for name, run in runs.items() if not name.startswith("fixes/"))
-             for runs in (quick_runs, full_runs)]
-    assert steps[0] < 0.6 * steps[1], steps
-
-
-def test_the_full_demo_runs_every_scenario_and_tries_fixes_on_two_models():
-    """What `python -m demo` runs without options, `fixes` included (the
-    full demo above leaves it out): the fixes tried on the small MLP at
-    batch 10 and on the CNN fed by Python, with a larger budget than the
-    quick demo's single MLP at batch 32."""
-    from demo import tried
-
-    assert demo_main.parse_args([]).scenarios == list(demo_main.SCENARIO_NAMES)
-    assert set(FULL_SCENARIOS) | {"fixes"} == set(demo_main.SCENARIO_NAMES)
-    assert set(demo_main.SCENARIO_NAMES) == (
-        set(scenarios.SCENARIOS) | set(scenarios.ALL_DEVICE_SCENARIOS) | {"fixes"})
-    (full, full_budget), (quick, quick_budget) = demo_main.FIXES_TRIED[False], demo_main.FIXES_TRIED[True]
-    assert full == ("mlp_b10", "python_input") and quick == ("mlp_b32",)
-    assert set(full + quick) == set(tried.SCENARIOS)
-    assert full_budget > quick_budget > 0
 
 
 def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report):
@@ -255,99 +134,6 @@ def test_tfrecord_pipeline_done_right_is_not_input_bound(demo_report):
     assert_not_highly_input_bound(runs["tfrecord/parallel_prefetch-cpu0/train"])
 
 
-# Sets SIGINT's disposition, then becomes the command: a signal disposition
-# set here survives exec, whatever the test process inherited itself.
-_WITH_SIGINT = (
-    "import os, signal, sys; "
-    "signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
-)
-
-
-def start_demo(tmp_path, *args, sigint="SIG_DFL"):
-    """Starts `python -m demo ARGS` serving, in a process group of its own.
-
-    `sigint` is the SIGINT disposition the demo inherits: "SIG_DFL", or
-    "SIG_IGN" as under `cmd &` in a script or `nohup`. Use it as a context
-    manager: on leaving, every process of the group (TensorBoard included)
-    is killed, whatever the test did.
-    """
-    return _Demo(tmp_path, args, sigint)
-
-
-class _Demo:
-    def __init__(self, tmp_path, args, sigint):
-        self.stderr_path = tmp_path / "demo.stderr"
-        with open(self.stderr_path, "w") as stderr:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", _WITH_SIGINT, sigint, "-m", "demo", *args],
-                cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                start_new_session=True,
-            )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # Every process of the group is gone already.
-        self.process.wait()
-        self.process.stdout.close()
-
-    def stderr(self):
-        return self.stderr_path.read_text()[-2000:]
-
-    def wait_for_url(self, timeout=600, lines=None):
-        """The tab's URL, once the demo prints it; `None` if it exits or
-        `timeout` seconds pass first. Appends each line read to `lines`."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if lines is not None:
-                lines.append(line)
-            if not line and self.process.poll() is not None:
-                break
-            if line.startswith("Device Cost tab: "):
-                return line.split(": ", 1)[1].strip()
-        return None
-
-
-def children_of(pid):
-    """Pids of the live (not zombie) processes whose parent is `pid`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # Gone meanwhile.
-        state, parent = fields[0], int(fields[1])
-        if parent == pid and state != "Z":
-            found.append(int(entry))
-    return found
-
-
-def command_line(pid):
-    """`pid`'s command line, its arguments joined by spaces ("" once gone)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def is_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_serve_replaces_the_previous_runs_prints_the_tab_url_and_stops_on_ctrl_c(quick_demo):
     """Rerunning into a log directory replaces the chosen scenarios' runs
     (a stale variant is gone before TensorBoard serves), and the tab serves
@@ -362,14 +148,6 @@ def test_serve_replaces_the_previous_runs_prints_the_tab_url_and_stops_on_ctrl_c
     assert len(quick_demo["tensorboards"]) == 1, quick_demo["tensorboards"]
     assert quick_demo["returncode"] == 0, quick_demo["stderr"][-2000:]
     assert not quick_demo["outlived"], "TensorBoard outlived the demo"
-
-
-def test_sigterm_stops_the_demo_and_its_tensorboard(full_demo):
-    assert full_demo["url"] == f"http://127.0.0.1:{full_demo['port']}/#devicecost"
-    assert full_demo["served"] == set(full_demo["runs"])
-    assert len(full_demo["tensorboards"]) == 1, full_demo["tensorboards"]
-    assert not full_demo["outlived"], "TensorBoard outlived the demo"
-    assert full_demo["returncode"] == 128 + signal.SIGTERM
 
 
 def test_help_and_bad_options():
@@ -432,76 +210,6 @@ def test_demo_and_readme_speak_to_users_not_of_our_notes(demo_report):
     for where, text in texts.items():
         found = sorted({match.group(0) for match in INTERNAL_WORDS.finditer(text)})
         assert not found, f"{where} says {found}"
-
-
-def _hide_tensorflow(directory):
-    """A directory to put first on PYTHONPATH: importing `tensorflow` from
-    it fails as if TensorFlow were not installed (the GPU machines this
-    project borrows have JAX and PyTorch but no TensorFlow)."""
-    package = directory / "tensorflow"
-    package.mkdir()
-    (package / "__init__.py").write_text(
-        "raise ModuleNotFoundError(\"No module named 'tensorflow'\", name='tensorflow')\n"
-    )
-    return str(directory)
-
-
-@pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_the_demo_runs_without_tensorflow(backend, tmp_path):
-    """Where TensorFlow is absent the demo runs on JAX or PyTorch: the
-    `tf.data` pipelines become `keras.utils.PyDataset`s and arrays, the
-    TensorFlow-only scenarios say why they are skipped, and the stories
-    that carry over keep their verdicts."""
-    logdir = tmp_path / "runs"
-    env = dict(ENV, KERAS_BACKEND=backend, PYTHONPATH=_hide_tensorflow(tmp_path))
-    completed = subprocess.run(
-        [sys.executable, "-m", "demo", "--quick", "--no-serve", "--logdir", str(logdir),
-         "--scenarios", "input_pipeline,warmup,placement,tfrecord"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1200,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert f"Backend: {backend}." in completed.stdout
-    for skipped in ("placement: skipped", "tfrecord: skipped", "input_pipeline: skipped: the `tf_ops` variant"):
-        assert skipped in completed.stdout
-    report = words.build_report(reader.read_runs(reader.local_provider(str(logdir))))
-    runs = {run["run"]: run for run in report["runs"]}
-    assert sorted(runs) == [
-        "input_pipeline/augment_in_model-cpu0/train",
-        "input_pipeline/naive-cpu0/train",
-        "input_pipeline/parallel_workers-cpu0/train",
-        "warmup/long-cpu0/train",
-        "warmup/short-cpu0/train",
-    ]
-    assert {run["backend"] for run in runs.values()} == {backend}
-    naive = runs["input_pipeline/naive-cpu0/train"]
-    in_model = runs["input_pipeline/augment_in_model-cpu0/train"]
-    # The Python pipeline adds its wait to every step. (How many times as
-    # long depends on the machine: a busy 2-core one slows PyTorch's
-    # multi-threaded conv step more than the single-threaded Python, so
-    # the step, not the wait, may then be the larger part; and the two runs'
-    # steps are not compared, as a burst of load in one of them outweighs
-    # the wait: 135 ms against 75 ms once.)
-    wait = naive["data_wait_ms"]["mean"]
-    assert wait > 10 * max(in_model["data_wait_ms"]["mean"], 0.1)
-    if backend == "torch":
-        # At least a finding, the verdict where the machine is quiet (a
-        # busy one slows the conv step there: 0.76 of the step quiet, 0.17
-        # beside two busy loops, against the in-model run's 0.02).
-        assert naive["shares"]["data_wait"] > 3 * in_model["shares"]["data_wait"]
-        assert "input_bound" in [finding["id"] for finding in naive["findings"]]
-    # On JAX the conv step runs on XLA's threads while the next batch is
-    # augmented in Python: no completion is bounded closely, and each is
-    # placed at its upper bound, which counts part of the fetch as compute
-    # (docs/FORMAT.md, "How a step is timed").
-    assert_not_highly_input_bound(in_model)
-    if backend == "jax":
-        # JAX compiles the step in the first one (PyTorch runs it eagerly,
-        # so its short fit is no warm-up story): longer than a steady step,
-        # on a quiet machine or a busy one (how much of the fit it is
-        # depends on both, and on JAX's compilation cache: a fresh clone's
-        # first run read no warm-up finding at all).
-        short = runs["warmup/short-cpu0/train"]
-        assert short["warmup_ms"] > short["step_ms"]["mean"], short["warmup_ms"]
 
 
 # Starts pools of forked workers and stops each at once from a thread, as
