@@ -99,12 +99,12 @@ def test_injected_input_is_data_wait(truth):
 @pytest.mark.parametrize("truth", ["jax", "torch"], indirect=True)
 def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
     """A `PyDataset` on four threads of the process, 40 ms of Python a
-    batch (`truth_fits.THREADS_PYTHON_MS`: at 20 ms the input's share sat
-    near the threshold on PyTorch): the training thread waits for the GIL those threads hold to
-    dispatch its step and between steps, while the device idles. That wait
-    is the input's, so the step's compute stays the model's (the same model
-    timed outside the fit on arrays, which bounds it from above), and the
-    verdict is not `compute_bound`. Before the dispatch was metered on JAX:
+    batch (`truth_fits.THREADS_PYTHON_MS`; at 20 ms PyTorch's read
+    `compute_bound` once): the training thread waits for the GIL those
+    threads hold to dispatch its step and between steps, while the device
+    idles. That wait is the input's, so the step's compute stays the
+    model's (the same model timed outside the fit on arrays, which bounds
+    it from above), and the verdict is not `compute_bound`. Before the dispatch was metered on JAX:
     compute 4.1 ms at p50 against 0.3 ms outside, `compute_bound` in 2 of 3
     runs. Quiet, the verdict is `input_bound` (benchmarks/truth_matrix.py);
     beside two busy loops the loop's waits for a core are host overhead,
