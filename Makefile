@@ -38,10 +38,12 @@ demo: setup
 	$(VENV_PYTHON) -m demo $(ARGS)
 
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
-# The suite runs on two processes (pytest-xdist, a test file to each at a
-# time, so a module's shared fits run once); JOBS=0 runs it in this process.
-# On this project's 2-core machine: 23-24 minutes against 28 in one.
-JOBS ?= 2
+# JOBS=2 runs the suite on two processes (pytest-xdist, a test file to each
+# at a time, so a module's shared fits run once): 22-24 minutes against 28
+# in one on this project's 2-core machine. It is not the default: there,
+# beside the other process's fits, the full demo once took over 60 s to
+# exit after SIGTERM (README).
+JOBS ?= 0
 test: test-setup
 	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile $(ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \

@@ -3,7 +3,7 @@ and the demo serves, replaces stale runs and stops on Ctrl-C.
 
 The full demo's scenarios are `test_demo_full.py`'s, the demo without
 TensorFlow `test_demo_without_tensorflow.py`'s: a module each, so that
-`make test`, on two processes, can run them apart.
+`make test JOBS=2`, on two processes, can run them apart.
 """
 
 import os

@@ -2,7 +2,7 @@
 own, served and stopped by a signal, and what the tests read of its runs.
 
 Each of `tests/demo/`'s modules runs its own demo (the quick one, the full
-one's scenarios, the quick one without TensorFlow), so `make test`
+one's scenarios, the quick one without TensorFlow), so `make test JOBS=2`
 can give each module to a process of its own.
 """
 
