@@ -47,7 +47,7 @@ def _planned_steps(logdir, quick, monkeypatch):
     planned = {}
 
     def count(model, data, directory, device, epochs=1, verbose=0, **kwargs):
-        if isinstance(data, np.ndarray):
+        if isinstance(data, np.ndarray):  # `fit`'s own default batch: 32.
             batches = -(-len(data) // kwargs.get("batch_size", 32))
         elif isinstance(data, tf.data.Dataset):
             batches = int(data.cardinality())

@@ -104,11 +104,12 @@ def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
     threads hold to dispatch its step and between steps, while the device
     idles. That wait is the input's, so the step's compute stays the
     model's (the same model timed outside the fit on arrays, which bounds
-    it from above), and the verdict is not `compute_bound`. Before the dispatch was metered on JAX:
-    compute 4.1 ms at p50 against 0.3 ms outside, `compute_bound` in 2 of 3
-    runs. Quiet, the verdict is `input_bound` (benchmarks/truth_matrix.py);
-    beside two busy loops the loop's waits for a core are host overhead,
-    rightly, and turned PyTorch's `host_overhead_bound` once in 6 runs."""
+    it from above), and the verdict is not `compute_bound`. Before the
+    dispatch was metered on JAX: compute 4.1 ms at p50 against 0.3 ms
+    outside, `compute_bound` in 2 of 3 runs. Quiet, the verdict is
+    `input_bound` (benchmarks/truth_matrix.py); beside two busy loops the
+    loop's waits for a core are host overhead, rightly, and turned
+    PyTorch's `host_overhead_bound` once in 6 runs."""
     _, facts, _, runs = truth
     fact, run = facts["cases"]["python_threads"], runs["python_threads"]
     # Outside, Keras's loop is in the step too, and no input thread runs.
