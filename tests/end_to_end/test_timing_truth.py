@@ -4,7 +4,7 @@
 fixes its backend at import), on the CPU: input that sleeps (releasing the
 GIL) and input that runs pure Python (holding it) through a `PyDataset`, a
 generator, `tf.py_function` and a `torch.utils.data.DataLoader`; a user's
-callback of 20 ms of Python before ours, after ours, and in
+callback of 40 ms of Python before ours, after ours, and in
 `on_train_batch_begin`; training and validation fed by Python on threads;
 a model whose compute is timed by a clock outside the fit; and a mix of
 all three. The expectations are the injected costs and outside clocks,
@@ -119,9 +119,11 @@ def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
     # to 9.1 ms against 3.2 to 5.9 ms, the same before and after
     # 7c1ccfc; 2.0x + 1 ms failed in CI). The GIL wait this test guards
     # against read 10x and more when it was compute (JAX 4.1 ms against
-    # 0.3 ms; PyTorch 62 ms of a 6.5 ms step on an H100 host).
+    # 0.3 ms; PyTorch 62 ms of a 6.5 ms step on an H100 host). The outside
+    # step is the larger of the two timed before and after the fit
+    # (`truth_fits.py`): a machine that turns busy during the fit slows both.
     assert run["compute_ms"]["p50"] < 3.0 * fact["outside_step_ms"] + 1.0, (
-        run["compute_ms"], fact)
+        run["compute_ms"], run["shares"], fact)
     assert run["steady_verdict"] != "compute_bound", run["steady_verdict"]
 
 
@@ -151,8 +153,11 @@ def test_a_users_callback_is_host_overhead_wherever_it_is_listed(truth, name):
     _, facts, _, runs = truth
     injected = facts["cases"][name]["host_ms"]
     run = runs[name]
+    # 40 ms a step (`truth_fits.HOST_MS`): a busy machine slows PyTorch's
+    # own ~3 ms CPU step to 11 ms and more, which 20 ms left too close to
+    # the bound on what leaks into compute (half the callback).
     assert found(run["host_overhead_ms"]["p50"], injected), (name, run["host_overhead_ms"])
-    assert run["compute_ms"]["p50"] < LEAK * injected, (name, run["compute_ms"])
+    assert run["compute_ms"]["p50"] < LEAK * injected, (name, run["compute_ms"], run["host_overhead_ms"])
     assert run["data_wait_ms"]["p50"] < LEAK * injected, (name, run["data_wait_ms"])
     assert run["steady_verdict"] == "host_overhead_bound", name
 
