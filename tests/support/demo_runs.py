@@ -35,7 +35,6 @@ def run_demo(*args, **kwargs):
 STALE_RUN = os.path.join("warmup", "old-cpu0", "train")
 
 
-
 def served_demo(tmp_path_factory, options, stop_with, sigint="SIG_DFL"):
     """Runs `python -m demo OPTIONS` as a user does, serving: trains, prints
     the report and the tab's URL; then asks the tab for its runs and stops
