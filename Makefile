@@ -39,8 +39,8 @@ demo: setup
 
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
 # JOBS=2 runs the suite on two processes (pytest-xdist, a test file to each
-# at a time, so a module's shared fits run once): 22-24 minutes against 28
-# in one on this project's 2-core machine. It is not the default: there,
+# at a time, so a module's shared fits run once): 22-24 minutes against
+# 24-28 in one on this project's 2-core machine. It is not the default: there,
 # beside the other process's fits, the full demo once took over 60 s to
 # exit after SIGTERM (README).
 JOBS ?= 0
