@@ -16,9 +16,10 @@ from tb_devicecost.backends import placement
 from tb_devicecost.recording import run_info
 
 # The fetch floor is sampled while training, under the same load as the
-# real fetches: a few samples after the first fetched batch, then one every
-# `FLOOR_SAMPLE_EVERY` steps (about 0.2% of the steps' time, kept out of
-# the records).
+# real fetches: a few samples after the first fetched batch, then one
+# every `FLOOR_SAMPLE_EVERY` steps at most, and only while the samples
+# take at most `fetch_floor.BUDGET` (0.2%) of the fit's time; their time
+# is kept out of the records.
 FLOOR_SAMPLE_EVERY = 50
 
 
@@ -184,15 +185,15 @@ class StepRecording:
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
                     floor.start(data, self._model.distribute_strategy)
+                    accounting.set_fetch_floor(floor.milliseconds())
                 accounting.update_info(
                     run_info.batch_info(placement.batch_size(data), self._run_info)
                 )
                 self._steps_to_probe = FLOOR_SAMPLE_EVERY if role == "train" else 0
             elif floor is not None and floor.running:
-                floor.sample(1)
+                if floor.sample_if_due():
+                    accounting.set_fetch_floor(floor.milliseconds())
                 self._steps_to_probe = FLOOR_SAMPLE_EVERY
-            if floor is not None:
-                accounting.set_fetch_floor(floor.milliseconds())
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         accounting.exclude(time.perf_counter() - started)

@@ -60,3 +60,29 @@ def test_tensorflow_batches_are_rebatched_from_a_prefetched_pipeline():
     # A second start for batches of the same structure reuses the iterator.
     iterator = floor._iterator
     assert floor.start(batch) is True and floor._iterator is iterator
+
+
+def test_later_samples_stay_within_their_budget_of_the_fit_s_time():
+    """Issue 36: after the first samples, one more is taken only while the
+    later ones took at most `BUDGET` of the time since. A sample here
+    takes 10 ms (the handover moves the clock); the fit's steps move it
+    by 1 s between asks."""
+    clock = Clock(0.0)
+
+    def handover(batch):
+        clock.now += 0.010
+        return batch
+
+    floor = fetch_floor.FetchFloor(clock=clock)
+    floor.start_python(np.zeros(3), handover)
+    taken = []
+    for _ in range(60):
+        clock.now += 1.0
+        taken.append(floor.sample_if_due())
+    # 10 ms a sample within 0.2% of the time: one sample per 5 s.
+    assert 10 <= sum(taken) <= 13, taken
+    assert floor._later_s <= fetch_floor.BUDGET * 60 + 0.010
+    # The first ask after the first samples takes one: nothing spent yet.
+    assert taken[0]
+    floor.stop()
+    assert not floor.due() and not floor.sample_if_due()
