@@ -184,16 +184,18 @@ class StepRecording:
                 if role == "train":
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
-                    floor.start(data, self._model.distribute_strategy)
+                    # Training's first samples are taken one a step; a
+                    # validation's all at once (it is probed only here).
+                    floor.start(data, self._model.distribute_strategy, spread=role == "train")
                     accounting.set_fetch_floor(floor.milliseconds())
                 accounting.update_info(
                     run_info.batch_info(placement.batch_size(data), self._run_info)
                 )
-                self._steps_to_probe = FLOOR_SAMPLE_EVERY if role == "train" else 0
+                self._steps_to_probe = _probe_in(floor) if role == "train" else 0
             elif floor is not None and floor.running:
                 if floor.sample_if_due():
                     accounting.set_fetch_floor(floor.milliseconds())
-                self._steps_to_probe = FLOOR_SAMPLE_EVERY
+                self._steps_to_probe = _probe_in(floor)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         accounting.exclude(time.perf_counter() - started)
@@ -328,6 +330,15 @@ def _guarded(callback, original, wrap_step):
             return call.result if call.called else original(*args, **kwargs)
 
     return step
+
+
+def _probe_in(floor):
+    """Steps until the next probe between training steps: the next one
+    while the floor's first samples are taken one a step, else
+    `FLOOR_SAMPLE_EVERY`; none (0) without a running floor to sample."""
+    if floor is None or not floor.running:
+        return 0
+    return 1 if floor.spreading else FLOOR_SAMPLE_EVERY
 
 
 def on_accelerator(document):
