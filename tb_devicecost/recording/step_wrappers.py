@@ -156,7 +156,7 @@ class StepRecording:
             return self._train.self_time
         accounting = self._accounting_for(role)
         accounting.end_compute(now=now)
-        if in_hook and self._pending_batch is not None:
+        if in_hook and (self._pending_batch is not None or self._floor_spreading(role)):
             self._probe_between_steps(accounting, role)
         return accounting.self_time
 
@@ -184,21 +184,30 @@ class StepRecording:
                 if role == "train":
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
-                    # Training's first samples are taken one a step; a
-                    # validation's all at once (it is probed only here).
-                    floor.start(data, self._model.distribute_strategy, spread=role == "train")
+                    floor.start(data, self._model.distribute_strategy, spread=True)
                     accounting.set_fetch_floor(floor.milliseconds())
                 accounting.update_info(
                     run_info.batch_info(placement.batch_size(data), self._run_info)
                 )
-                self._steps_to_probe = _probe_in(floor) if role == "train" else 0
-            elif floor is not None and floor.running:
+                if role == "train":
+                    # A validation's first batch leaves training's count.
+                    self._steps_to_probe = _probe_in(floor)
+            elif floor is not None and (role == "train" or floor.spreading):
+                # Validation's and evaluation's floors take their first
+                # samples only; training's later ones too, on a budget.
                 if floor.sample_if_due():
                     accounting.set_fetch_floor(floor.milliseconds())
-                self._steps_to_probe = _probe_in(floor)
+                if role == "train":
+                    self._steps_to_probe = _probe_in(floor)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
         accounting.exclude(time.perf_counter() - started)
+
+    def _floor_spreading(self, role):
+        """Whether `role`'s fetch floor has first samples left to take, one
+        a step (validation and evaluation; training counts its steps)."""
+        floor = self._floors.get(role)
+        return floor is not None and floor.spreading
 
     def _place_evaluation(self, role, accounting):
         """A validation or evaluation run's placement: the train run's (the

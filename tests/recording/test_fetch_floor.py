@@ -103,3 +103,49 @@ def test_training_s_first_samples_are_taken_one_a_step():
     # Reused for a later fit of the same batches: spread again.
     assert floor.start((tf.ones((8, 5)), tf.ones(8, tf.int64)), spread=True)
     assert floor.spreading and len(floor._samples) == fetch_floor._FIRST_SAMPLES + 1
+
+
+@pytest.mark.slow
+def test_a_fit_s_floors_take_their_first_samples_one_a_step(tmp_path, monkeypatch):
+    """A TensorFlow fit with validation: each floor's first samples are
+    taken one at a time between steps (never 15 back to back, which timed
+    the batch's assembly), 15 per run, and a validation leaves training's
+    later samples scheduled (it used to cancel them)."""
+    import keras
+    import tensorflow as tf
+
+    import tb_devicecost
+
+    taken = []
+    sample = fetch_floor.FetchFloor.sample
+
+    def counted(floor, count=1):
+        taken.append((id(floor), count))
+        return sample(floor, count)
+
+    monkeypatch.setattr(fetch_floor.FetchFloor, "sample", counted)
+    probes = []
+
+    class Scheduled(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            probes.append(callback._steps_to_probe)
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40 * 32, 10), dtype=np.float32), rng.integers(0, 2, 40 * 32)
+    train = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).prefetch(2)
+    validation = tf.data.Dataset.from_tensor_slices((x[:640], y[:640])).batch(32)
+    model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(2)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    callback = tb_devicecost.DeviceCostCallback(str(tmp_path), device_busy=False)
+    model.fit(train, validation_data=validation, epochs=2, verbose=0,
+              callbacks=[callback, Scheduled()])
+    assert taken and all(count == 1 for _, count in taken), taken
+    floors = {role: id(floor) for role, floor in callback._floors.items()}
+    counts = {role: sum(1 for floor, _ in taken if floor == identity)
+              for role, identity in floors.items()}
+    # Training's 15 first samples, and later ones on their budget; the
+    # validation's 15 after its first batch, in the first epoch's 20 steps.
+    assert counts["train"] >= fetch_floor._FIRST_SAMPLES, counts
+    assert counts["validation"] == fetch_floor._FIRST_SAMPLES, counts
+    # After the first epoch's validation, training's next probe is still due.
+    assert probes[1] > 0, probes
