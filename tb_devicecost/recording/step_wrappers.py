@@ -16,8 +16,8 @@ from tb_devicecost.backends import placement
 from tb_devicecost.recording import run_info
 
 # The fetch floor is sampled while training, under the same load as the
-# real fetches: a few samples after the first fetched batch, then one
-# every `FLOOR_SAMPLE_EVERY` steps at most, and only while the samples
+# real fetches: 15 samples one a step from the first fetched batch on,
+# then one every `FLOOR_SAMPLE_EVERY` steps at most, and only while those
 # take at most `fetch_floor.BUDGET` (0.2%) of the fit's time; their time
 # is kept out of the records.
 FLOOR_SAMPLE_EVERY = 50
