@@ -43,7 +43,7 @@ class FetchFloor:
         # ones took since (`due`).
         self._since = None
         self._later_s = 0.0
-        # First samples still to take, one a step (`start(spread=True)`).
+        # First samples still to take, one a step (`start`).
         self._first_left = 0
 
     @property
@@ -90,26 +90,21 @@ class FetchFloor:
         self._first_left = _FIRST_SAMPLES - 1 if spread else 0
         self._since, self._later_s = self._clock(), 0.0
 
-    def start(self, batch, strategy=None, spread=False):
-        """Opens a ready iterator shaped like `batch` and samples it; an
+    def start(self, batch, strategy=None):
+        """Opens a ready iterator shaped like `batch` and takes its first
+        sample; the other first samples follow one a step
+        (`sample_if_due`, called between steps), not back to back. An
         iterator already open for batches of the same structure is reused
         (a repeated fit pays nothing to build one).
-
-        Args:
-            batch: The first fetched batch.
-            strategy: The model's `tf.distribute` strategy, or `None`.
-            spread: Whether to take one first sample now and the others
-                one a step (`sample_if_due`, called between steps), not
-                all of them back to back.
         """
         signature = _signature(batch)
         if self._iterator is not None and signature == self._signature:
-            self._first_samples(spread)
+            self._first_samples(spread=True)
             return True
         self._signature = signature
-        return self._start_tensorflow(batch, strategy, spread)
+        return self._start_tensorflow(batch, strategy)
 
-    def _start_tensorflow(self, batch, strategy, spread):
+    def _start_tensorflow(self, batch, strategy):
         """Opens a ready iterator shaped like `batch` and samples it.
 
         Fresh batches are assembled in the background, as a prefetched
@@ -137,7 +132,7 @@ class FetchFloor:
             self._timed = tensorflow_backend.timed_fetch()
         except Exception:  # pylint: disable=broad-except
             return False
-        return self._begin(iterator, spread)
+        return self._begin(iterator, spread=True)
 
     def start_python(self, batch, handover):
         """Samples the handover of a ready batch in a Python loop (the JAX

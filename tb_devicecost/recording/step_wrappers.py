@@ -184,7 +184,7 @@ class StepRecording:
                 if role == "train":
                     self._traces.found_device(self._accelerated)
                 if floor is not None:
-                    floor.start(data, self._model.distribute_strategy, spread=True)
+                    floor.start(data, self._model.distribute_strategy)
                     accounting.set_fetch_floor(floor.milliseconds())
                 accounting.update_info(
                     run_info.batch_info(placement.batch_size(data), self._run_info)

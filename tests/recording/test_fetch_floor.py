@@ -90,18 +90,18 @@ def test_later_samples_stay_within_their_budget_of_the_fit_s_time():
 
 def test_training_s_first_samples_are_taken_one_a_step():
     """Back to back, the samples drain a TensorFlow pipeline's prefetch
-    buffer and time the batch's assembly; with `spread=True` one is taken
-    at the start and the others one per `sample_if_due` (a step apart),
-    before the budget of the later ones applies."""
+    buffer and time the batch's assembly: `start` takes one, and the
+    others follow one per `sample_if_due` (a step apart), before the
+    budget of the later ones applies."""
     import tensorflow as tf  # make test installs TensorFlow
     floor = fetch_floor.FetchFloor()
-    assert floor.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64)), spread=True) is True
+    assert floor.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64))) is True
     assert len(floor._samples) == 1 and floor.spreading and floor.milliseconds() > 0
     for _ in range(fetch_floor._FIRST_SAMPLES - 1):
         assert floor.due() and floor.sample_if_due()
     assert len(floor._samples) == fetch_floor._FIRST_SAMPLES and not floor.spreading
     # Reused for a later fit of the same batches: spread again.
-    assert floor.start((tf.ones((8, 5)), tf.ones(8, tf.int64)), spread=True)
+    assert floor.start((tf.ones((8, 5)), tf.ones(8, tf.int64)))
     assert floor.spreading and len(floor._samples) == fetch_floor._FIRST_SAMPLES + 1
 
 
