@@ -62,6 +62,16 @@ def test_tensorflow_batches_are_rebatched_from_a_prefetched_pipeline():
     assert floor.start(batch) is True and floor._iterator is iterator
 
 
+def test_batches_that_cannot_be_rebatched_have_no_floor():
+    """Parts of different lengths, or a part with no leading dimension,
+    cannot be cut into rows: no floor, and the fit goes on without one."""
+    import tensorflow as tf  # make test installs TensorFlow
+    for batch in ((tf.zeros((8, 5)), tf.zeros(4, tf.int64)), (tf.zeros((8, 5)), tf.constant(1.0))):
+        floor = fetch_floor.FetchFloor()
+        assert floor.start(batch) is False
+        assert not floor.running and floor.milliseconds() is None
+
+
 def test_later_samples_stay_within_their_budget_of_the_fit_s_time():
     """Issue 36: after the first samples, one more is taken only while the
     later ones took at most `BUDGET` of the time since. A sample here
