@@ -38,6 +38,7 @@ demo: setup
 	$(VENV_PYTHON) -m demo $(ARGS)
 
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
+# The 20 longest tests are listed at the end, so a slow one shows (issue 37).
 # JOBS=2 runs the suite on two processes (pytest-xdist, a test file to each
 # at a time, so a module's shared fits run once): 22-24 minutes against
 # 24-28 in one on this project's 2-core machine. It is not the default: there,
@@ -45,7 +46,7 @@ demo: setup
 # exit after SIGTERM (README).
 JOBS ?= 0
 test: test-setup
-	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile $(ARGS); status=$$?; \
+	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile --durations=20 $(ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \
 	exit $$status
 

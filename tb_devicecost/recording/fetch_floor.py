@@ -93,15 +93,22 @@ class FetchFloor:
     def start(self, batch, strategy=None):
         """Opens a ready iterator shaped like `batch` and takes its first
         sample; the other first samples follow one a step
-        (`sample_if_due`, called between steps), not back to back. An
-        iterator already open for batches of the same structure is reused
-        (a repeated fit pays nothing to build one).
+        (`sample_if_due`, called between steps), not back to back.
+
+        An iterator already open for batches of the same structure (a later
+        fit with the same callback) is reused with its samples: a repeated
+        fit pays neither to build one nor for 15 more first samples (about
+        10 ms on this project's CPU, most of a reused callback's fixed
+        cost); the later samples go on, on their budget from now.
         """
         signature = _signature(batch)
         if self._iterator is not None and signature == self._signature:
-            self._first_samples(spread=True)
+            if not self._first_left:
+                self._since, self._later_s = self._clock(), 0.0
             return True
+        # Another structure (a batch size, a shape) has a floor of its own.
         self._signature = signature
+        self._samples.clear()
         return self._start_tensorflow(batch, strategy)
 
     def _start_tensorflow(self, batch, strategy):
@@ -146,7 +153,13 @@ class FetchFloor:
             while True:
                 yield handover(batch)
 
-        self._signature = None
+        try:
+            signature = _signature(batch)
+        except Exception:  # pylint: disable=broad-except
+            signature = None  # Leaves without a shape: a structure unknown.
+        if signature is None or signature != self._signature:
+            self._samples.clear()
+        self._signature = signature
         self._timed = None
         return self._begin(ready())
 

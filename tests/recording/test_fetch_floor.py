@@ -110,9 +110,34 @@ def test_training_s_first_samples_are_taken_one_a_step():
     for _ in range(fetch_floor._FIRST_SAMPLES - 1):
         assert floor.due() and floor.sample_if_due()
     assert len(floor._samples) == fetch_floor._FIRST_SAMPLES and not floor.spreading
-    # Reused for a later fit of the same batches: spread again.
-    assert floor.start((tf.ones((8, 5)), tf.ones(8, tf.int64)))
-    assert floor.spreading and len(floor._samples) == fetch_floor._FIRST_SAMPLES + 1
+
+
+def test_a_later_fit_of_the_same_batches_keeps_the_floor_s_samples():
+    """Reused for a later fit of batches of the same structure, the floor
+    keeps its samples and takes no first ones again; its later samples go
+    on, on their budget from the new fit's start."""
+    import tensorflow as tf  # make test installs TensorFlow
+    clock = Clock(100.0)
+    floor = fetch_floor.FetchFloor(clock=clock)
+    assert floor.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64))) is True
+    while floor.spreading:
+        floor.sample_if_due()
+    samples = list(floor._samples)
+    clock.now += 3600.0  # An hour between the fits: no budget saved up.
+    floor._later_s = 1.0
+    assert floor.start((tf.ones((8, 5)), tf.ones(8, tf.int64))) is True
+    assert list(floor._samples) == samples and not floor.spreading
+    assert floor._since == clock.now and floor._later_s == 0.0
+    # A fit stopped while spreading goes on spreading in the next.
+    other = fetch_floor.FetchFloor()
+    assert other.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64))) is True
+    other.sample_if_due()
+    assert other.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64))) is True
+    assert other.spreading and len(other._samples) == 2
+    # Batches of another structure open a new iterator and sample afresh:
+    # the other batches' samples are not theirs.
+    assert other.start((tf.zeros((4, 5)), tf.zeros(4, tf.int64))) is True
+    assert other.spreading and len(other._samples) == 1
 
 
 @pytest.mark.slow
@@ -159,3 +184,17 @@ def test_a_fit_s_floors_take_their_first_samples_one_a_step(tmp_path, monkeypatc
     assert counts["validation"] == fetch_floor._FIRST_SAMPLES, counts
     # After the first epoch's validation, training's next probe is still due.
     assert probes[1] > 0, probes
+
+
+def test_a_python_floor_keeps_the_samples_of_the_same_batches_only():
+    """JAX and PyTorch sample each fit's handover afresh: a later fit of
+    batches of the same structure adds to the samples, another structure
+    starts its own."""
+    floor = fetch_floor.FetchFloor()
+    assert floor.start_python(np.zeros((8, 5)), lambda batch: batch)
+    floor.stop()
+    assert len(floor._samples) == fetch_floor._FIRST_SAMPLES
+    assert floor.start_python(np.ones((8, 5)), lambda batch: batch)
+    assert len(floor._samples) == 2 * fetch_floor._FIRST_SAMPLES
+    assert floor.start_python(np.zeros((4, 5)), lambda batch: batch)
+    assert len(floor._samples) == fetch_floor._FIRST_SAMPLES
