@@ -25,6 +25,14 @@ The callback runs with `device_busy=False`: on an accelerator the default
 device-busy trace window is a one-off per run (seconds of CPU), measured
 apart by `gpu_backends.py`.
 
+With `--calls` it also counts, once per backend, the Python-level calls
+(functions and C built-ins, `sys.setprofile`) the training thread and
+Keras's workers make from step 50 to 50 steps before the epoch's end, in a fit with and one
+without the callback: calls added a step, a figure no machine load moves,
+for telling a change's effect apart from the fits' noise (writes due every few
+seconds move it by a call or two; the count is
+not a time: in a running fit each call costs about a microsecond here).
+
 Each backend runs in a process of its own (Keras fixes its backend at
 import). Target (issue 36): at most 8 µs a step added on the training
 thread and 8 µs on Keras's worker, on every backend; a TensorFlow fit with
@@ -140,6 +148,42 @@ def _measure_backend(args):
             })
         return figures
 
+    def calls_per_step(model, with_callback, steps):
+        """Python-level calls a step on the training thread (functions and
+        C built-ins), counted from step `WARM_STEPS` to `WARM_STEPS` steps
+        before the epoch's end."""
+        # [Keras's workers', the training thread's], and whether counting.
+        counted, active = [0, 0], [False]
+        training_ident = threading.get_ident()
+
+        def profile(frame, event, arg):
+            if active[0] and event in ("call", "c_call"):
+                counted[threading.get_ident() == training_ident] += 1
+
+        class Counter(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                if batch == WARM_STEPS:
+                    active[0] = True
+                    sys.setprofile(profile)
+                elif batch == steps - WARM_STEPS:
+                    active[0] = False
+                    sys.setprofile(None)
+
+        callbacks = [Counter()]
+        if with_callback:
+            callbacks.insert(0, tb_devicecost.DeviceCostCallback(
+                tempfile.mkdtemp(dir=scratch), device_busy=False))
+        # Keras's workers start with the fit: they inherit the profile.
+        threading.setprofile(profile)
+        try:
+            model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
+                      shuffle=False, callbacks=callbacks)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+        return {"thread": counted[1] / (steps - 2 * WARM_STEPS),
+                "worker": counted[0] / (steps - 2 * WARM_STEPS)}
+
     models_by_variant = {False: models.build("mlp"), True: models.build("mlp")}
     for with_callback, model in models_by_variant.items():
         fit(model, with_callback, 50)  # compile and warm up
@@ -160,7 +204,13 @@ def _measure_backend(args):
                          - thread_us * args.steps) / 1e3,
             "step_us_without": without["wall_us"],
         })
-    print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs}))
+    calls = None
+    if args.calls:
+        calls = {
+            "with": calls_per_step(models_by_variant[True], True, 500),
+            "without": calls_per_step(models_by_variant[False], False, 500),
+        }
+    print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs, "calls": calls}))
 
 
 def _spread(values):
@@ -177,25 +227,31 @@ def main():
     parser.add_argument("--rounds", type=int, default=6, help="pairs of fits per backend")
     parser.add_argument("--steps", type=int, default=2000, help="steps per fit (at least 2,000)")
     parser.add_argument("--json", metavar="FILE", help="also write every pair's figures to FILE")
+    parser.add_argument("--calls", action="store_true",
+                        help="also count the Python calls the callback adds a step (deterministic)")
     parser.add_argument("--one-backend", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_backend:
         _measure_backend(args)
         return
-    results = {}
+    results, calls = {}, {}
     for backend in args.backends.split(","):
         completed = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--one-backend",
-             "--rounds", str(args.rounds), "--steps", str(args.steps)],
+             "--rounds", str(args.rounds), "--steps", str(args.steps)]
+            + (["--calls"] if args.calls else []),
             capture_output=True, text=True, check=False,
             env=dict(os.environ, KERAS_BACKEND=backend),
         )
         if completed.returncode != 0:
             sys.exit(f"step_cpu.py: the {backend} fits failed: {completed.stderr.strip()[-2000:]}")
-        results[backend] = json.loads(completed.stdout.strip().splitlines()[-1])["pairs"]
+        measured = json.loads(completed.stdout.strip().splitlines()[-1])
+        results[backend] = measured["pairs"]
+        if measured.get("calls"):
+            calls[backend] = measured["calls"]
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(results, out, indent=1)
+            json.dump(dict(results, calls=calls) if calls else results, out, indent=1)
     print(f"CPU time added a step by DeviceCostCallback in the steady state, {args.steps}-step fits, "
           f"{args.rounds} pairs, median (spread):")
     worst = 0.0
@@ -210,6 +266,13 @@ def main():
               f"training thread; wall x{statistics.median(column['wall_ratio']):.3f} "
               f"(steady x{statistics.median(column['steady_wall_ratio']):.3f}) on "
               f"{statistics.median(column['step_us_without']):.0f} µs steps")
+    if calls:
+        print("Python calls added a step on the training thread and Keras's workers (one fit each, counted):")
+    for backend, counted in calls.items():
+        print(f"  {backend:10s} " + "; ".join(
+            f"{where} {counted['with'][where] - counted['without'][where]:+.1f} "
+            f"({counted['with'][where]:.1f} with the callback, {counted['without'][where]:.1f} without)"
+            for where in ("thread", "worker")))
     if "tensorflow" in results:
         ratio = statistics.median(pair["wall_ratio"] for pair in results["tensorflow"])
         print(f"TensorFlow fit with / without: x{ratio:.3f} (target {TF_WALL_RANGE[0]}-{TF_WALL_RANGE[1]})")
