@@ -352,6 +352,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         role, self._test_role = self._test_role, None
+        # Keras's iterator, and the user's pipeline in it, are freed when
+        # Keras lets go of them, as without the callback.
+        self._test_epoch_iterator = None
         if role is None:
             return
         try:
@@ -496,6 +499,11 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def _end_fit(self, status):
         self._in_fit = False
         self._pending_batch = None
+        # Held past the fit, Keras's iterators kept the user's pipeline alive
+        # as long as the callback: freed later in a garbage collection, a
+        # running pipeline stalled whatever ran then (a later fit's first
+        # step, for seconds).
+        self._epoch_iterator = self._test_epoch_iterator = None
         if self._train is not None:
             for steps in self._async.values():
                 steps.boundary()
@@ -542,6 +550,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         )
         self._in_fit = False
         self._test_role = None
+        self._pending_batch = self._epoch_iterator = self._test_epoch_iterator = None
         # The hooks Keras still calls find no steps to time.
         self._async = {}
         for floor in self._floors.values():

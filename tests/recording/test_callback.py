@@ -466,3 +466,38 @@ def test_validation_has_its_own_fetch_floor(tmp_path):
     # ready batch, and the floor it is judged against was measured.
     assert validation["fetch_floor_ms"] > 0
     assert validation["components"]["data_wait"]["p50_ms"] < 5 * validation["fetch_floor_ms"]
+
+
+@pytest.mark.slow
+def test_a_kept_callback_holds_neither_keras_s_iterators_nor_the_pipeline(tmp_path):
+    """After `fit` (with validation) and `evaluate`, a callback the user
+    keeps holds no iterator of Keras's: they, and the user's pipelines in
+    them, are freed when Keras lets go of them, as without the callback.
+    Held, they lived as long as the callback, and a callback in a reference
+    cycle freed them in a later garbage collection: freeing a running
+    pipeline there stalled the demo's next fit for seconds."""
+    import gc
+    import weakref
+
+    from tb_devicecost.backends import keras_loop
+
+    seen = []
+
+    class Iterators(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen.append(weakref.ref(
+                keras_loop.caller_local("epoch_iterator", keras_loop.epoch_iterator_class())))
+
+        on_test_begin = on_train_begin
+
+    callback = tb_devicecost.DeviceCostCallback(tmp_path, device_busy=False)
+    model = mlp()
+    gc.disable()  # Freed by their reference counts, not by a collection.
+    try:
+        model.fit(fast_dataset(samples=256), validation_data=fast_dataset(samples=64),
+                  epochs=2, verbose=0, shuffle=False, callbacks=[callback, Iterators()])
+        model.evaluate(fast_dataset(samples=64), verbose=0, callbacks=[callback, Iterators()])
+        assert len(seen) == 4 and all(ref() is None for ref in seen), [ref() for ref in seen]
+        assert callback._epoch_iterator is None and callback._test_epoch_iterator is None
+    finally:
+        gc.enable()
