@@ -73,17 +73,17 @@ class FetchTimedStep:
 
         self._functions = (body(False), body(True))
         self._eager = run_eagerly
+        # The traces of the function of steady steps (without the batch):
+        # Keras's one-step function is traced only inside it, so a retrace
+        # of Keras's is one of it too. Read once a step: one count, not
+        # three, and TensorFlow's own method, without a frame of ours.
+        self.steady_tracing_count = (
+            _no_traces if run_eagerly else self._functions[0].experimental_get_tracing_count)
 
     def tracing_count(self):
         if self._eager:
             return 0
         return sum(function.experimental_get_tracing_count() for function in self._functions)
-
-    def steady_tracing_count(self):
-        """The traces of the function of steady steps (without the batch):
-        Keras's one-step function is traced only inside it, so a retrace of
-        Keras's is one of it too; reading one count a step, not three."""
-        return 0 if self._eager else self._functions[0].experimental_get_tracing_count()
 
     def __call__(self, iterator, with_batch=False):
         """`(outputs, fetch seconds, batch size or None, batch or None)`;
@@ -92,9 +92,15 @@ class FetchTimedStep:
         if not called[0].has_value():
             raise StopIteration
         outputs = called[0].get_value()
-        wait_s, size = called[1].numpy().tolist()
+        # `_numpy`: `numpy()` less a copy of the array and a frame, read
+        # once a step (two calls of the 52 the callback adds a step).
+        wait_s, size = called[1]._numpy().tolist()  # pylint: disable=protected-access
         return outputs, wait_s, (int(size) if size >= 0 else None), (
             _on_replicas(called[2], iterator) if with_batch else None)
+
+
+def _no_traces():
+    return 0
 
 
 def _on_replicas(batch, iterator):

@@ -11,8 +11,8 @@ import keras
 
 import tb_devicecost
 from tb_devicecost import words
-from tb_devicecost.backends import tensorflow as tensorflow_backend
 from tb_devicecost.reading import reader
+from tb_devicecost.recording import accounting as accounting_module
 
 from tests.support.analyzed import finding_of
 
@@ -40,18 +40,18 @@ def _fit(logdir, epochs=3):
 
 
 def _spinning(seconds):
-    """`FetchTimedStep.steady_tracing_count`, which the timed step function
-    asks after each step's call, made to busy-wait `seconds` first: a cost
-    of ours."""
-    original = tensorflow_backend.FetchTimedStep.steady_tracing_count
+    """`StepAccounting.end_fetch`, which the timed step function calls
+    after each step's call, made to busy-wait `seconds` first: a cost of
+    ours."""
+    original = accounting_module.StepAccounting.end_fetch
 
-    def steady_tracing_count(self):
+    def end_fetch(self, *args, **kwargs):
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             pass
-        return original(self)
+        return original(self, *args, **kwargs)
 
-    return steady_tracing_count
+    return end_fetch
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,7 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     # share it adds stays far above 5% however slow the machine is.
     mean_ms = plain.aggregate["components"]["step"]["mean_ms"]
     injected_s = max(2e-3, 0.25 * mean_ms / 1e3)
-    monkeypatch.setattr(tensorflow_backend.FetchTimedStep, "steady_tracing_count",
-                        _spinning(injected_s))
+    monkeypatch.setattr(accounting_module.StepAccounting, "end_fetch", _spinning(injected_s))
     record = _fit(str(tmp_path / "spun"))
     aggregate = record.aggregate
     # Every step but the first two (the calls that trace: with the batch
