@@ -78,7 +78,6 @@ def _measure_backend(args):
     figures (µs a step added, with over without)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras
-    import numpy as np
 
     import tb_devicecost
 
@@ -128,7 +127,7 @@ def _measure_backend(args):
             # run on an accelerator, is measured apart (gpu_backends.py).
             callbacks.insert(0, tb_devicecost.DeviceCostCallback(
                 tempfile.mkdtemp(dir=scratch), device_busy=False))
-        thread0, process0, wall0 = _thread_cpu_ns(training), time.process_time(), time.perf_counter()
+        thread0, wall0 = _thread_cpu_ns(training), time.perf_counter()
         model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
                   shuffle=False, callbacks=callbacks)
         wall = time.perf_counter() - wall0

@@ -1,7 +1,6 @@
 """Our own time inside the steps (`aggregate.SelfTime`, the aggregate's
 `self_ms`), in real fits: recorded, and an injected cost of ours found."""
 
-import os
 import time
 
 import numpy as np
