@@ -27,11 +27,11 @@ apart by `gpu_backends.py`.
 
 With `--calls` it also counts, once per backend, the Python-level calls
 (functions and C built-ins, `sys.setprofile`) the training thread and
-Keras's workers make from step 50 to 50 steps before the epoch's end, in a fit with and one
-without the callback: calls added a step, a figure no machine load moves,
-for telling a change's effect apart from the fits' noise (writes due every few
-seconds move it by a call or two; the count is
-not a time: in a running fit each call costs about a microsecond here).
+Keras's workers make from step 50 to 50 steps before the epoch's end, in
+a fit with and one without the callback: calls added a step, for telling
+a change's effect apart from the fits' noise (machine load does not move
+it; writes due every few seconds move it by a call or two). The count is
+not a time: in a running fit each call costs about a microsecond here.
 
 Each backend runs in a process of its own (Keras fixes its backend at
 import). Target (issue 36): at most 8 µs a step added on the training

@@ -346,8 +346,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 self._results("test", batch, time.perf_counter(), in_hook=True)
             except Exception as error:  # pylint: disable=broad-except
                 self._disable(error)
-        elif role is not None and role not in self._async and (
-                self._pending_batch is not None or self._floor_spreading(role)):
+        elif role is not None and role not in self._async and self._test_probe_due(role):
             self._probe_between_steps(self._accounting_for(role), role)
 
     def on_test_end(self, logs=None):

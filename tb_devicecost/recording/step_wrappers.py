@@ -156,7 +156,7 @@ class StepRecording:
             return self._train.self_time
         accounting = self._accounting_for(role)
         accounting.end_compute(now=now)
-        if in_hook and (self._pending_batch is not None or self._floor_spreading(role)):
+        if in_hook and self._test_probe_due(role):
             self._probe_between_steps(accounting, role)
         return accounting.self_time
 
@@ -203,9 +203,12 @@ class StepRecording:
             self._disable(error)
         accounting.exclude(time.perf_counter() - started)
 
-    def _floor_spreading(self, role):
-        """Whether `role`'s fetch floor has first samples left to take, one
-        a step (validation and evaluation; training counts its steps)."""
+    def _test_probe_due(self, role):
+        """Whether a validation or evaluation step is followed by a probe:
+        its first fetched batch is pending, or its fetch floor has first
+        samples left to take, one a step (training counts its steps)."""
+        if self._pending_batch is not None:
+            return True
         floor = self._floors.get(role)
         return floor is not None and floor.spreading
 
