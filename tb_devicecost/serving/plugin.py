@@ -255,24 +255,12 @@ class DeviceCostPlugin(base_plugin.TBPlugin):
         process belongs to, the job's name, and its `straggler` finding
         when `record` is the straggler (said once per job, as the report
         attaches it); `None` for each when there is no job."""
-        if run_records.process_of(record) is None:
+        group = snapshot.job_group(record)
+        if not group:
             return None, None, None
-        members = run_records.same_group(snapshot.records, record)
-        analysed = {member.run: snapshot.analysed(member.run)[0] for member in members}
-        # Only the analysed members are lined up (as in the report), so
-        # reading them again cannot fail.
-        groups = words.worker_groups(
-            [run_records.read_run(member) for member in members if analysed[member.run]],
-            [run for run in analysed.values() if run],
-            # A process not reported is named with its reason, as in the report.
-            [(member.run, member.info, snapshot.analysed(member.run)[1])
-             for member in members if not analysed[member.run]],
-        )
-        if not groups:
-            return None, None, None
-        finding = groups[0]["finding"]
-        straggler = finding is not None and groups[0]["straggler"] == record.run
-        return groups[0], groups[0]["group"], finding if straggler else None
+        finding = group["finding"]
+        straggler = finding is not None and group["straggler"] == record.run
+        return group, group["group"], finding if straggler else None
 
     def run_impl(self, ctx, experiment, run):
         snapshot = self._snapshot(ctx, experiment)
@@ -379,6 +367,7 @@ class _Snapshot:
         self._captures = captures
         self.profile_runs = list(captures)
         self._analysed = {}
+        self._jobs = {}
         self.bodies = {}
 
     def analysed(self, run):
@@ -403,6 +392,30 @@ class _Snapshot:
     def captures(self, run):
         """The run's profiler captures, as listed when the snapshot was read."""
         return self._captures.get(run, [])
+
+    def job_group(self, record):
+        """The `words.worker_groups` group of the job `record`'s process
+        belongs to, lined up once per job (a job's every process is asked
+        for, one request each); `None` when there is none."""
+        process = run_records.process_of(record)
+        if process is None:
+            return None
+        if process[0] not in self._jobs:
+            self._jobs[process[0]] = self._line_up(run_records.same_group(self.records, record))
+        return self._jobs[process[0]]
+
+    def _line_up(self, members):
+        analysed = {member.run: self.analysed(member.run)[0] for member in members}
+        # Only the analysed members are lined up (as in the report), so
+        # reading them again cannot fail.
+        groups = words.worker_groups(
+            [run_records.read_run(member) for member in members if analysed[member.run]],
+            [run for run in analysed.values() if run],
+            # A process not reported is named with its reason, as in the report.
+            [(member.run, member.info, self.analysed(member.run)[1])
+             for member in members if not analysed[member.run]],
+        )
+        return groups[0] if groups else None
 
 
 def _profile_captures(logdir):

@@ -509,6 +509,29 @@ def test_every_route_serves_from_one_read_of_the_log_directory(logdir, monkeypat
     assert len(walks) == 1
 
 
+def test_a_jobs_processes_are_lined_up_once_per_read_of_the_log_directory(tmp_path, monkeypatch):
+    """Opening each process of a job lines the job up once, not once per
+    process (a request each: with hundreds of processes, that was a read
+    of every process per request), and each view names the same job and
+    straggler as the report."""
+    from tests.support import fuzz_layouts
+
+    logdir = str(tmp_path / "logs")
+    fuzz_layouts.job(logdir, "job", 6, range(6), slow=4)
+    client = make_client(logdir)
+    lineups = []
+    original = words.worker_groups
+    monkeypatch.setattr(
+        words, "worker_groups", lambda *args: lineups.append(1) or original(*args))
+    [group] = get_json(client, "/runs")["workers"]
+    views = [get_json(client, f"/run?run=job/process_{index}/train") for index in range(6)]
+    assert len(lineups) == 1
+    assert {view["job"] for view in views} == {group["group"]}
+    stragglers = [view["run"] for view in views
+                  if any(item["id"] == "straggler" for item in view["findings"])]
+    assert stragglers == [group["straggler"]] == ["job/process_4/train"]
+
+
 def test_the_tab_is_active_where_tensorboard_serves_none_of_our_runs(tmp_path):
     """Issue 35, item 6: with a link to /sys in the log directory,
     TensorBoard's Rust loader never finishes its walk and its plugin

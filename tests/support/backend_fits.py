@@ -21,6 +21,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tb_devicecost  # noqa: E402
+from seeding import set_random_seed  # noqa: E402
 from backend_models import Delayed, arrays, mlp  # noqa: E402
 
 if BACKEND == "torch":
@@ -102,7 +103,7 @@ def main():
         [callback("same")],
         [tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, "busy"), device_busy=True)],
     ):
-        keras.utils.set_random_seed(3)
+        set_random_seed(3)
         model = mlp()
         model.fit(x[:500], y[:500], batch_size=32, epochs=2, verbose=0,
                   validation_data=(x[:100], y[:100]), callbacks=callbacks)

@@ -21,6 +21,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tb_devicecost  # noqa: E402
+from seeding import set_random_seed  # noqa: E402
 from backend_models import Delayed, arrays, mlp  # noqa: E402
 
 if BACKEND == "torch":
@@ -48,7 +49,7 @@ def profiler_running():
 
 
 def fit_weights(callbacks, x, y):
-    keras.utils.set_random_seed(3)
+    set_random_seed(3)
     model = mlp()
     model.fit(x, y, batch_size=32, epochs=2, verbose=0, validation_data=(x[:64], y[:64]),
               callbacks=callbacks)

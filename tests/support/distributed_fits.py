@@ -39,10 +39,11 @@ def jax_fit(index, count, port, logdir, delay_ms, steps):
 
     import tb_devicecost
     from backend_models import Delayed, arrays, mlp
+    from seeding import set_random_seed
 
     # The same seed in every process: `DataParallel` checks that the
     # replicated weights match.
-    keras.utils.set_random_seed(0)
+    set_random_seed(0)
     distribution = keras.distribution.DataParallel()
     distribution.auto_shard_dataset = False
     keras.distribution.set_distribution(distribution)

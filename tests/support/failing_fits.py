@@ -20,6 +20,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tb_devicecost  # noqa: E402
+from seeding import set_random_seed  # noqa: E402
 from tb_devicecost.backends import asynchronous  # noqa: E402
 
 
@@ -38,7 +39,7 @@ FAULTS = {
 
 
 def fit(callbacks):
-    keras.utils.set_random_seed(0)
+    set_random_seed(0)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
     model.compile("adam", "mse")
     rng = np.random.default_rng(0)

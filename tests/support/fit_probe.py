@@ -41,6 +41,7 @@ def main(argv):
 
     import tb_devicecost
     from tb_devicecost.format import writer
+    from tests.support.seeding import set_random_seed
 
     class Probe(keras.callbacks.Callback):
         done = 0
@@ -70,7 +71,7 @@ def main(argv):
 
                 writer.SummaryWriter._write = full
 
-    keras.utils.set_random_seed(0)
+    set_random_seed(0)
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"),
                               keras.layers.Dense(1)])
     model.compile("sgd", "mse")

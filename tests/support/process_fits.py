@@ -29,6 +29,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tb_devicecost  # noqa: E402
+from seeding import set_random_seed  # noqa: E402
 from unchanged_fits import same_with_and_without  # noqa: E402
 
 # A forked child that neither ends nor crashes within this long is hung.
@@ -167,7 +168,7 @@ def _forked_child(logdir):
     """A fit with validation whose callback after ours forks; the garbage
     collector stays off until the child, so whatever cycles the fit left
     are collected there."""
-    keras.utils.set_random_seed(1)
+    set_random_seed(1)
     model = _conv()
     forking = ForkingCallback()
     callback = tb_devicecost.DeviceCostCallback(os.path.join(logdir, "forked_child"))
