@@ -80,7 +80,7 @@ def child(index, count, port, logdir, delay_ms, kind, steps, mode):
     import tb_devicecost
 
     # The same seed in every process: DataParallel replicates the weights.
-    keras.utils.set_random_seed(0)
+    models.set_random_seed(0)
     distribution = keras.distribution.DataParallel()
     distribution.auto_shard_dataset = False
     keras.distribution.set_distribution(distribution)

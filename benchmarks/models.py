@@ -5,7 +5,30 @@ images. Keras is imported when a model is built, not at import: a
 `jax.distributed` process must initialise before anything starts JAX.
 """
 
+import sys
+
 import numpy as np
+
+
+def set_random_seed(seed):
+    """`keras.utils.set_random_seed(seed)`, without importing TensorFlow
+    on another backend where nothing has: Keras seeds TensorFlow whenever
+    it is installed, 3 s of CPU at a process's start on a CPU host (a GPU
+    host here has no TensorFlow). These benchmarks feed no `tf.data`
+    pipeline on JAX or PyTorch."""
+    import keras
+    from keras.src.utils import module_utils
+
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    # Keras asks `tensorflow.available` (which imports it) before seeding it.
+    lazy = module_utils.tensorflow
+    available, lazy._available = lazy._available, False
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        lazy._available = available
 
 
 def build(kind):
