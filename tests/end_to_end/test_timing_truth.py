@@ -82,10 +82,13 @@ def test_injected_input_is_data_wait(truth):
             # waits for the GIL inside its step as well as for the batch,
             # and no clock read of ours can tell those waits apart, so
             # the split (and the verdict) can go either way (docs/FORMAT.md,
-            # "Python input on other threads"). What holds: the step is the
-            # input's pace.
-            if not found(run["step_ms"]["p50"], injected):
-                wrong.append((name, "step", run["step_ms"]["p50"]))
+            # "Python input on other threads"). What holds: the steps keep
+            # the input's pace. Their mean, not their median: the batches
+            # tf.data made ahead come as short steps among long ones, and
+            # beside a busy core more than half of the steps were short
+            # (13 ms at p50 against 20 injected) while the pace held.
+            if not found(run["step_ms"]["mean"], injected):
+                wrong.append((name, "step", run["step_ms"]))
             continue
         if not found(wait, injected) or compute > LEAK * injected:
             wrong.append((name, "wait", wait, "compute", compute))
