@@ -17,11 +17,19 @@ def set_random_seed(seed):
     host here has no TensorFlow). These benchmarks feed no `tf.data`
     pipeline on JAX or PyTorch."""
     import keras
-    from keras.src.utils import module_utils
 
     if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
         keras.utils.set_random_seed(seed)
-        return
+    else:
+        seed_without_tensorflow(seed)
+
+
+def seed_without_tensorflow(seed):
+    """What `keras.utils.set_random_seed(seed)` seeds, TensorFlow left out
+    (also the tests' fits in processes of their own: `tests/support/seeding.py`)."""
+    import keras
+    from keras.src.utils import module_utils
+
     # Keras asks `tensorflow.available` (which imports it) before seeding it.
     lazy = module_utils.tensorflow
     available, lazy._available = lazy._available, False

@@ -120,12 +120,14 @@ def test_python_on_the_input_s_threads_is_data_wait_not_compute(truth):
     # intra-op threads: on this 2-core machine the step's compute really
     # runs longer, up to 2.7x the outside step at p50 in 8 runs here (5.4
     # to 9.1 ms against 3.2 to 5.9 ms, the same before and after
-    # 7c1ccfc; 2.0x + 1 ms failed in CI). The GIL wait this test guards
-    # against read 10x and more when it was compute (JAX 4.1 ms against
-    # 0.3 ms; PyTorch 62 ms of a 6.5 ms step on an H100 host). The outside
-    # step is the larger of the two timed before and after the fit
-    # (`truth_fits.py`): a machine that turns busy during the fit slows both.
-    assert run["compute_ms"]["p50"] < 3.0 * fact["outside_step_ms"] + 1.0, (
+    # 7c1ccfc; 2.0x + 1 ms failed in CI), and 3.5x on a busy day (8.9 ms
+    # against 2.6 ms, PyTorch: 3.0x + 1 ms failed). The GIL wait this test
+    # guards against read 9.5x and more when it was compute (JAX 4.1 ms
+    # against 0.3 ms; PyTorch 62 ms of a 6.5 ms step on an H100 host), which
+    # 5x + 1 ms still fails. The outside step is the larger of the two timed
+    # before and after the fit (`truth_fits.py`): a machine that turns busy
+    # during the fit slows both.
+    assert run["compute_ms"]["p50"] < 5.0 * fact["outside_step_ms"] + 1.0, (
         run["compute_ms"], run["shares"], fact)
     assert run["steady_verdict"] != "compute_bound", run["steady_verdict"]
 
