@@ -40,8 +40,8 @@ demo: setup
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
 # The 20 longest tests are listed at the end, so a slow one shows (issue 37).
 # JOBS=2 runs the suite on two processes (pytest-xdist, a test file to each
-# at a time, so a module's shared fits run once): 10 minutes against 16 in
-# one on this project's 2-core machine (f320c69). It is not the default:
+# at a time, so a module's shared fits run once): 10 to 11 minutes against
+# 14 to 17 in one on this project's 2-core machine (README). It is not the default:
 # there, beside the other process's fits, the full demo once took over 60 s
 # to exit after SIGTERM (README; before 3df472a, not seen since).
 JOBS ?= 0
