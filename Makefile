@@ -39,12 +39,10 @@ demo: setup
 
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
 # The 20 longest tests are listed at the end, so a slow one shows (issue 37).
-# JOBS=2 runs the suite on two processes (pytest-xdist, a test file to each
-# at a time, so a module's shared fits run once): 10 to 11 minutes against
-# 14 to 17 in one on this project's 2-core machine (README). It is not the default:
-# there, beside the other process's fits, the full demo once took over 60 s
-# to exit after SIGTERM (README; before 3df472a, not seen since).
-JOBS ?= 0
+# The suite runs on two processes (pytest-xdist, a test file to each at a
+# time, so a module's shared fits run once); JOBS=0 runs it in this one
+# process, JOBS=N on N. Its times are in the README.
+JOBS ?= 2
 test: test-setup
 	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile --durations=20 $(ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \
