@@ -11,6 +11,13 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# PyTorch's CPU ops run on GNU OpenMP threads, which spin while they wait
+# for work. `make test` runs two test processes on a 2-core machine, and
+# there the spinning took the core the other process needed: the quick
+# demo on PyTorch beside one busy core took 168 s of wall and 179 s of CPU,
+# 36 s and 36 s with the threads sleeping as they wait. Every process the
+# tests start inherits it; the computation is the same.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
 

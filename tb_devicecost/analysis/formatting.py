@@ -188,6 +188,24 @@ def json_ready(value, key=None):
     name is an escape (`formatting.confined`), so it cannot reverse the
     words after it wherever the sentence is shown.
     """
+    # The plain types first, by exact type: a report is mostly numbers in
+    # lists, and the tab converts one for each request.
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is str:
+        return confined(value) if key in _SENTENCES else value
+    if kind is dict:
+        return {str(name): json_ready(item, name) for name, item in value.items()}
+    if kind is list or kind is tuple:
+        return [json_ready(item, key) for item in value]
+    return _json_ready_other(value, key)
+
+
+def _json_ready_other(value, key):
+    """`json_ready` of what is not a plain type: subclasses, NumPy scalars."""
     if isinstance(value, dict):
         return {str(name): json_ready(item, name) for name, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -31,18 +31,21 @@ def say(found):
     return SAYS[found.code](**figures)
 
 
-def render(value):
+def render(value, key=None):
     """`value` (a result: dicts, lists, values) with every `Reason` said,
     JSON-ready (`formatting.json_ready`: its sentences' bidirectional
-    controls escaped)."""
-    return json_ready(_said(value))
-
-
-def _said(value):
-    if isinstance(value, Reason):
-        return say(value)
+    controls escaped), in one walk."""
+    kind = type(value)
+    if kind is dict:
+        return {str(name): render(item, name) for name, item in value.items()}
+    if kind is list or kind is tuple:
+        return [render(item, key) for item in value]
+    if kind is Reason:
+        return render(say(value), key)
     if isinstance(value, dict):
-        return {name: _said(item) for name, item in value.items()}
+        return {str(name): render(item, name) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_said(item) for item in value]
-    return value
+        return [render(item, key) for item in value]
+    if isinstance(value, Reason):
+        return render(say(value), key)
+    return json_ready(value, key)
