@@ -44,7 +44,7 @@ demo: setup
 # process, JOBS=N on N. Its times are in the README.
 JOBS ?= 2
 test: test-setup
-	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile --durations=20 $(ARGS); status=$$?; \
+	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=20 $(ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest ran no test: failing"; exit 1; fi; \
 	exit $$status
 

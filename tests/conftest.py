@@ -79,3 +79,19 @@ def edge_logdir(tmp_path_factory):
     """Hand-made runs for bad input, each named after its defect
     (`support.event_files.write_edge_runs`)."""
     return event_files.write_edge_runs(str(tmp_path_factory.mktemp("edge") / "logs"))
+
+
+# The order of the test files.
+
+
+def pytest_collection_modifyitems(items):
+    """Files with a slow test first, the others after, each in its order.
+
+    `make test` gives a file at a time to each of two processes, in this
+    order (`--no-loadscope-reorder`; pytest-xdist's own order puts the
+    files of most tests first, which left the files of a few long tests,
+    a demo or a fuzz, running alone at the end). Long files first, then the
+    many quick ones filling both processes, end together.
+    """
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # Stable: each keeps its order.
