@@ -81,17 +81,66 @@ def edge_logdir(tmp_path_factory):
     return event_files.write_edge_runs(str(tmp_path_factory.mktemp("edge") / "logs"))
 
 
-# The order of the test files.
+# How `make test`'s two processes share the files.
+
+# A process takes one unit at a time: a file, or the files named here
+# together, which read a fixture each process would otherwise set up again
+# (fits, a TensorBoard, Chromium: seconds of CPU each). By path or folder.
+SHARED_UNITS = {
+    # The browser package's fits, TensorBoard and Chromium, and the JAX job
+    # (`jax_job`) that analysis/test_workers.py reads too.
+    "tests/browser/": "browser",
+    "tests/analysis/test_workers.py": "browser",
+    # The TensorFlow fits of `fit_logdir` (and `fit_records`).
+    "tests/analysis/test_compare.py": "fits",
+    "tests/analysis/test_verdicts.py": "fits",
+    "tests/cli/test_cli.py": "fits",
+    "tests/recording/test_self_time.py": "fits",
+    "tests/words/test_phrases.py": "fits",
+    "tests/words/test_report.py": "fits",
+}
+# The fixtures of those units: a file that reads one and is not listed
+# above stops the collection (`pytest_collection_modifyitems`).
+SHARED_FIXTURES = {"jax_job": "browser", "browser": "browser", "tensorboard_url": "browser",
+                   "fit_logdir": "fits", "fit_records": "fits"}
+
+
+def unit_of(nodeid):
+    """The unit of work of a test (its node id): its file's, or the shared
+    one its file belongs to (`SHARED_UNITS`)."""
+    path = nodeid.split("::", 1)[0]
+    return next((unit for prefix, unit in SHARED_UNITS.items() if path.startswith(prefix)), path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's file-by-file scheduling (`--dist loadfile`), a unit
+    being `unit_of`'s."""
+    from xdist.scheduler import LoadFileScheduling  # pylint: disable=import-outside-toplevel
+
+    class SharedUnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+
+    return SharedUnitScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items):
-    """Files with a slow test first, the others after, each in its order.
+    """Units with a slow test first, the others after, each in its order;
+    and the shared units checked against the fixtures their files read.
 
-    `make test` gives a file at a time to each of two processes, in this
-    order (`--no-loadscope-reorder`; pytest-xdist's own order puts the
-    files of most tests first, which left the files of a few long tests,
-    a demo or a fuzz, running alone at the end). Long files first, then the
-    many quick ones filling both processes, end together.
+    `make test` gives its two processes a unit at a time, in this order
+    (`--no-loadscope-reorder`: pytest-xdist's own order puts the units of
+    most tests first, which left the files of a few long tests, a demo or a
+    fuzz, running alone at the end). Long ones first, then the many quick
+    ones filling both processes: they end together.
     """
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # Stable: each keeps its order.
+    for item in items:
+        for name in SHARED_FIXTURES.keys() & set(item.fixturenames):
+            if unit_of(item.nodeid) != SHARED_FIXTURES[name]:
+                raise pytest.UsageError(
+                    f"{item.nodeid.split('::')[0]} reads the fixture {name!r}: add it to "
+                    f"SHARED_UNITS in tests/conftest.py (unit {SHARED_FIXTURES[name]!r}), so "
+                    "that make test sets it up once.")
+    slow_units = {unit_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
+    # A stable sort: each group keeps its order.
+    items.sort(key=lambda item: unit_of(item.nodeid) not in slow_units)
