@@ -38,6 +38,44 @@ def read_back(run_dir, logdir):
     return {record.run: record for record in records}
 
 
+def test_a_write_due_as_an_epoch_ends_is_taken_from_no_later_step(tmp_path):
+    """A write falls due at the step an epoch's end closes, and runs there,
+    between steps: the next epoch's steps start where they start, and
+    nothing is kept out of them. (It was: its start moved by the write's
+    time, and so did the callback's own time, below zero in a real fit.)"""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    flush = recorder.flush
+
+    def slow_flush(*args, **kwargs):
+        clock.advance(50.0)  # A write of 50 ms.
+        return flush(*args, **kwargs)
+
+    recorder.flush = slow_flush
+    recorder.begin_session({"backend": "test"})
+    record_steps(recorder, clock, [(3.0, 10.0, 1.0)] * 3)
+    recorder.write_due_s = clock() - 0.020  # Due since the epoch's last step began.
+    recorder.begin_step()
+    clock.advance(3.0)
+    recorder.end_fetch(batch_size=32)
+    clock.advance(10.0)
+    recorder.end_compute()
+    clock.advance(1.0)
+    recorder.boundary()  # The epoch ends: the step closes, the write runs.
+    # The next epoch: its steps' starts are their own, none keeps time out.
+    for data_wait in (4.0, 5.0):
+        assert recorder.begin_step() == 0.0
+        clock.advance(data_wait)
+        recorder.end_fetch(batch_size=32)
+        clock.advance(10.0)
+        recorder.end_compute()
+    recorder.boundary()
+    recorder.end_session()
+
+    series = read_back(tmp_path / "run", tmp_path)["run"].series
+    np.testing.assert_allclose(series["data_wait_ms"][-3:], [3.0, 4.0, 5.0], rtol=1e-5)
+
+
 def test_components_add_up_to_wall_time_and_read_back_exactly(tmp_path):
     clock = FakeClock()
     recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
