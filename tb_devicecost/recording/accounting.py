@@ -235,9 +235,7 @@ class StepAccounting:
                 self._close_step(self._clock() if now is None else now)
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
-            # A write due here ran between steps: no step keeps it out (the
-            # next one's start would move by it, and our time in it shrink).
-            self._wrote_s = 0.0
+            self._wrote_s = 0.0  # A write due here ran between steps: no step's.
 
     def _close_step(self, now_s):
         start_s, fetched_s, compute_started_s, computed_s, batch_size, steps = self._open

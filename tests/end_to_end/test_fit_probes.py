@@ -11,7 +11,6 @@ count of probes tried and survived is printed, as the fuzz tests print
 theirs.
 """
 
-import glob
 import json
 import os
 import signal
