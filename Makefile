@@ -39,9 +39,9 @@ demo: setup
 
 # pytest exits 5 when it ran no test: that is a failure here, never a pass.
 # The 20 longest tests are listed at the end, so a slow one shows (issue 37).
-# The suite runs on two processes (pytest-xdist, a test file to each at a
-# time, so a module's shared fits run once); JOBS=0 runs it in this one
-# process, JOBS=N on N. Its times are in the README.
+# The suite runs on two processes (pytest-xdist, a unit of test files to
+# each at a time, so shared fits run once: tests/conftest.py); JOBS=0 runs
+# it in this one process, JOBS=N on N. Its times are in the README.
 JOBS ?= 2
 test: test-setup
 	@$(VENV_PYTHON) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=20 $(ARGS); status=$$?; \

@@ -7,7 +7,7 @@ the same fits, more steps each). Of the stories, the warm-up one is the
 one a fit's length decides (warm-up is a share of the fit), so it is the
 one trained here at full size: the other scenarios' verdicts are their
 steady steps', which full size only makes longer (about 60 s more of
-fits, a seventh of `make test`'s CPU, for no story of their own).
+CPU, 7% of `make test`'s, for no story of their own).
 """
 
 import os
