@@ -35,13 +35,6 @@ def render(value, key=None):
     """`value` (a result: dicts, lists, values) with every `Reason` said,
     JSON-ready (`formatting.json_ready`: its sentences' bidirectional
     controls escaped), in one walk."""
-    kind = type(value)
-    if kind is dict:
-        return {str(name): render(item, name) for name, item in value.items()}
-    if kind is list or kind is tuple:
-        return [render(item, key) for item in value]
-    if kind is Reason:
-        return render(say(value), key)
     if isinstance(value, dict):
         return {str(name): render(item, name) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
