@@ -23,7 +23,10 @@ class TimedIterator:
     call's readings after it.
 
     Polls happen during the fetches of one call in `steps.poll_every`, and
-    of every call after a fetch longer than `SLOW_FETCH_S`. In a running
+    of every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
+    `until_poll` counts the calls down to the next that polls in turn, so
+    that the JAX step can make a call that polls neither way without this
+    proxy, fetching itself, and count it here (`backends/jax.py`). In a running
     fit a poll costs the training thread several microseconds
     (docs/PERFORMANCE.md); steps not polled keep the worker's report and
     are placed as the polled ones nearest them (`AsyncSteps._place`). A
@@ -37,7 +40,7 @@ class TimedIterator:
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_calls", "_polling", "_slow",
+    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_polling", "until_poll", "slow",
                  "iterator", "error", "meter", "metered", "start", "fetched", "count", "first",
                  "polled_s")
 
@@ -48,9 +51,11 @@ class TimedIterator:
         self._poll = steps.poll
         self._unready = steps.unready
         self._poll_every = steps.poll_every
-        self._calls = 0
         self._polling = True
-        self._slow = False
+        # Calls to the next that polls in turn (that one counts it down to
+        # 0), and whether the last fetch was slow (the next call polls too).
+        self.until_poll = steps.poll_every
+        self.slow = False
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
         # Where set (`gil_wait.GilWait`), metered from each fetch's end: the
@@ -86,10 +91,12 @@ class TimedIterator:
 
     def __next__(self):
         started = self._clock()
-        if self.count == 0 and self._poll_every != 1:
+        if self.count == 0:
             # A call's first fetch: whether this call polls.
-            self._calls += 1
-            self._polling = self._slow or self._calls % self._poll_every == 0
+            self.until_poll -= 1
+            self._polling = self.slow or self.until_poll <= 0
+            if self.until_poll <= 0:
+                self.until_poll = self._poll_every
         poll, unready = self._poll, self._unready
         if poll is not None and unready and self._polling:
             try:
@@ -101,7 +108,7 @@ class TimedIterator:
             self.polled_s += self._clock() - started
         batch = next(self.iterator)
         self.fetched = fetched = self._clock()
-        self._slow = fetched - started > SLOW_FETCH_S
+        self.slow = fetched - started > SLOW_FETCH_S
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll
