@@ -96,12 +96,21 @@ class StepRecording:
             steps.poll(now)
 
     def loop_results(self, role, batch, now):
-        own = self._results(role, batch, now, in_hook=False)
+        on_worker = self._hooks_on_worker.get(role, True)
+        steps = self._async.get("train") if role == "train" else None
+        if steps is not None and self._traces.window is None:
+            # `_results`' usual case, without its frame (once a step, on
+            # Keras's worker where it holds the GIL): a training step's
+            # report, where no trace window needs its marker.
+            steps.completed(batch, now, exact=not on_worker)
+            own = steps.accounting.self_time
+        else:
+            own = self._results(role, batch, now, in_hook=False)
         if own is not None:
             # Our part of the loop's batch-end call, from its clock read on
             # (`aggregate.SelfTime`): on Keras's worker thread, or on the
             # training thread where the hooks run there.
-            if self._hooks_on_worker.get(role):
+            if on_worker:
                 own.worker_s += time.perf_counter() - now
             else:
                 own.training_thread_s += time.perf_counter() - now
