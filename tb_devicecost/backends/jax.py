@@ -1,8 +1,8 @@
 """The JAX backend: when a dispatched step is complete, without waiting.
 
 A JAX step returns once its work is queued. The step is timed around
-Keras's `(state, iterator)` call (its fetches through a `TimedIterator`)
-and is complete when its outputs are ready (`completion_probe`, asked
+Keras's `(state, iterator)` call (its fetch made here, or, in a call that
+polls, through a `TimedIterator`) and is complete when its outputs are ready (`completion_probe`, asked
 without blocking); `backends/asynchronous.py` turns that into the step's
 parts. Recompilations are counted from `jax.monitoring`.
 """
@@ -85,8 +85,8 @@ class JaxBackend(base.Backend):
 
     def wrap_step(self, callback, original, role):
         """Times each step around Keras's `(state, iterator)` call: the
-        fetches through a `TimedIterator`, the completion by its outputs'
-        `is_ready`. A failure of ours switches the recording off
+        fetch here (a call that polls: through a `TimedIterator`), the
+        completion by its outputs' `is_ready`. A failure of ours switches the recording off
         (`callback._disable`); the model's own errors pass unchanged."""
         steps = callback._async[role]
         # Where the input's own Python threads hold the GIL, Keras's worker
