@@ -81,9 +81,11 @@ class GilWait:
     def start(self, now):
         """Readings at the start of a step, at `now` (the loop's clock);
         `None` where the meter is unavailable."""
-        if self._schedstat is None:
+        fd = self._schedstat
+        if fd is None:
             return None
-        return now, time.thread_time(), self._runnable(), self._others()
+        # `_runnable`, inline: a frame fewer, several times a step.
+        return now, time.thread_time(), int(os.pread(fd, 64, 0).split()[1]), self._others()
 
     def stop(self, started, now, asleep_is_gil=False):
         """Seconds of the step `[started, now]` spent waiting for the GIL.
@@ -94,11 +96,13 @@ class GilWait:
         a full launch queue spins in the driver), so the other threads'
         time need not bound it.
         """
-        if started is None or self._schedstat is None:
+        fd = self._schedstat
+        if started is None or fd is None:
             return 0.0
-        began, cpu, runnable, others = started
+        began, cpu, runnable_ns, others = started
         try:
-            asleep = (now - began) - (time.thread_time() - cpu) - (self._runnable() - runnable)
+            runnable = (int(os.pread(fd, 64, 0).split()[1]) - runnable_ns) * 1e-9
+            asleep = (now - began) - (time.thread_time() - cpu) - runnable
         except OSError:
             self._close()
             return 0.0
@@ -122,10 +126,11 @@ class GilWait:
         runnable, by ident."""
         if threading.active_count() != self._count:
             self._refresh()
-        times, clock, runnable = {}, time.clock_gettime, self._runnable
+        times, clock, pread = {}, time.clock_gettime, os.pread
         for ident, clock_id, fd in self._threads:
             try:
-                times[ident] = clock(clock_id) + runnable(fd)
+                # `_runnable(fd)`, inline.
+                times[ident] = clock(clock_id) + int(pread(fd, 64, 0).split()[1]) * 1e-9
             except (OSError, ValueError):
                 self._count = None  # It ended meanwhile: listed again next time.
         return times
