@@ -1,39 +1,99 @@
-import os, sys, time, tempfile, statistics, threading, random, json
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL","3")
-import keras, tb_devicecost
+"""Fits without DeviceCostCallback and with it in variants, in a random
+order each round: the steady CPU and wall time a step, the epoch end and
+the whole fit (a one-off probe for issue 36; see README.md here).
+
+Variants: none (no callback), off (switched off after `on_train_begin`:
+its hooks only), full, nopoll (JAX: never polling for completions), poll1
+(JAX: polling every step).
+
+Usage: KERAS_BACKEND=jax python3 tests/data/h200/overhead/variants.py
+    STEPS ROUNDS VARIANTS [FILE]   (from the checkout's root)
+"""
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras  # noqa: E402
+import tb_devicecost  # noqa: E402
+from tb_devicecost.backends import jax as jax_backend  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
-import models
-steps=int(sys.argv[1]); rounds=int(sys.argv[2]); W=50
-x, y = models.data("mlp", steps*32)
-tid = threading.get_native_id()
-def tcpu():
-    with open(f"/proc/self/task/{tid}/schedstat") as f: return int(f.read().split()[0])/1e3
-class Clock(keras.callbacks.Callback):
-    def on_train_batch_begin(self, b, logs=None):
-        if b == W: self.a = (tcpu(), time.perf_counter())
-        elif b == steps-1: self.b = (tcpu(), time.perf_counter())
-    def on_epoch_end(self, e, logs=None): self.c = (tcpu(), time.perf_counter())
-class Off(keras.callbacks.Callback):
-    def __init__(self, cb): super().__init__(); self.cb = cb
-    def on_train_begin(self, logs=None): self.cb._enabled = False
-variants = ["none", "off", "full"]
-ms = {v: models.build("mlp") for v in variants}
-for v, m in ms.items(): m.fit(x[:50*32], y[:50*32], batch_size=32, verbose=0)
-res = {v: [] for v in variants}
-for r in range(rounds):
-    order = variants[:]; random.shuffle(order)
-    for v in order:
-        c = Clock(); cbs = []
-        if v != "none":
-            cb = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False); cbs.append(cb)
-            if v == "off": cbs.append(Off(cb))
-        w0 = time.perf_counter(); t0 = tcpu()
-        ms[v].fit(x, y, batch_size=32, verbose=0, callbacks=cbs+[c], shuffle=False)
-        w1 = time.perf_counter(); t1 = tcpu()
-        n = steps-1-W
-        res[v].append({"cpu_step_us": (c.b[0]-c.a[0])/n, "wall_step_us": (c.b[1]-c.a[1])*1e6/n,
-                       "end_cpu_ms": (c.c[0]-c.b[0])/1e3, "fit_cpu_ms": (t1-t0)/1e3, "fit_wall_ms": (w1-w0)*1e3})
-out = {"backend": keras.backend.backend(), "steps": steps, "rounds": rounds, "res": res}
-for v in variants:
-    print(keras.backend.backend(), v, {k: round(statistics.median(e[k] for e in res[v]), 2) for k in res[v][0]})
-if len(sys.argv) > 3: json.dump(out, open(sys.argv[3], "w"))
+import models  # noqa: E402
+
+WARM = 50
+POLL_EVERY = {"nopoll": 10**9, "poll1": 1}
+
+
+def main(steps, rounds, variants, path=None):
+    x, y = models.data("mlp", steps * 32)
+    tid = threading.get_native_id()
+
+    def thread_us():
+        with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0]) / 1e3
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == WARM:
+                self.a = (thread_us(), time.perf_counter())
+            elif batch == steps - 1:
+                self.b = (thread_us(), time.perf_counter())
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.c = (thread_us(), time.perf_counter())
+
+    class Off(keras.callbacks.Callback):
+        def __init__(self, callback):
+            super().__init__()
+            self.callback = callback
+
+        def on_train_begin(self, logs=None):
+            self.callback._enabled = False
+
+    built = {v: models.build("mlp") for v in variants}
+    for model in built.values():
+        model.fit(x[: WARM * 32], y[: WARM * 32], batch_size=32, verbose=0)
+    results = {v: [] for v in variants}
+    for _ in range(rounds):
+        order = list(variants)
+        random.shuffle(order)
+        for variant in order:
+            clock, callbacks = Clock(), []
+            jax_backend.POLL_EVERY = POLL_EVERY.get(variant, 8)
+            if variant != "none":
+                callback = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False)
+                callbacks.append(callback)
+                if variant == "off":
+                    callbacks.append(Off(callback))
+            wall0, cpu0 = time.perf_counter(), thread_us()
+            built[variant].fit(x, y, batch_size=32, verbose=0, shuffle=False,
+                               callbacks=callbacks + [clock])
+            wall1, cpu1 = time.perf_counter(), thread_us()
+            n = steps - 1 - WARM
+            results[variant].append({
+                "cpu_step_us": (clock.b[0] - clock.a[0]) / n,
+                "wall_step_us": (clock.b[1] - clock.a[1]) * 1e6 / n,
+                "end_cpu_ms": (clock.c[0] - clock.b[0]) / 1e3,
+                "fit_cpu_ms": (cpu1 - cpu0) / 1e3,
+                "fit_wall_ms": (wall1 - wall0) * 1e3,
+            })
+    for variant in variants:
+        medians = {k: round(statistics.median(e[k] for e in results[variant]), 2)
+                   for k in results[variant][0]}
+        print(keras.backend.backend(), variant, medians)
+    if path:
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump({"backend": keras.backend.backend(), "steps": steps, "rounds": rounds,
+                       "res": results}, file)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(","),
+         sys.argv[4] if len(sys.argv) > 4 else None)
