@@ -2,9 +2,10 @@
 
 A JAX step returns once its work is queued. The step is timed around
 Keras's `(state, iterator)` call (its fetch made here, or, in a call that
-polls, through a `TimedIterator`) and is complete when its outputs are ready (`completion_probe`, asked
-without blocking); `backends/asynchronous.py` turns that into the step's
-parts. Recompilations are counted from `jax.monitoring`.
+polls, through a `TimedIterator`) and is complete when its outputs are
+ready (`completion_probe`, asked without blocking);
+`backends/asynchronous.py` turns that into the step's parts.
+Recompilations are counted from `jax.monitoring`.
 """
 
 import threading
@@ -86,8 +87,9 @@ class JaxBackend(base.Backend):
     def wrap_step(self, callback, original, role):
         """Times each step around Keras's `(state, iterator)` call: the
         fetch here (a call that polls: through a `TimedIterator`), the
-        completion by its outputs' `is_ready`. A failure of ours switches the recording off
-        (`callback._disable`); the model's own errors pass unchanged."""
+        completion by its outputs' `is_ready`. A failure of ours switches
+        the recording off (`callback._disable`); the model's own errors
+        pass unchanged."""
         steps = callback._async[role]
         # Where the input's own Python threads hold the GIL, Keras's worker
         # reports late at any step: every step polls (and is metered).
@@ -144,20 +146,20 @@ class JaxBackend(base.Backend):
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
-            if direct:
-                start = clock()
-                first = next(iterator)  # As Keras's call would: StopIteration ends the epoch.
-                called = fetched = clock()
-                proxy.slow = fetched - start > timed_iterator.SLOW_FETCH_S
-                # Our own time before the call ends where the fetch starts.
-                called -= fetched - start
-                iterator, count = iter((first,)), 1
-            else:
+            if not direct:
                 proxy.iterator, proxy.count = iterator, 0
-                iterator = proxy
-                called = clock()
             try:
-                result = original(state, iterator)
+                if direct:
+                    # Our own time before the call ends where the fetch starts.
+                    called = start = clock()
+                    first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
+                    fetched = clock()
+                    proxy.slow = fetched - start > timed_iterator.SLOW_FETCH_S
+                    count = 1
+                    result = original(state, iter((first,)))
+                else:
+                    called = clock()
+                    result = original(state, proxy)
                 # The execution is enqueued at the call's end, after any
                 # compilation: the step completes no earlier.
                 returned = clock()
@@ -172,7 +174,8 @@ class JaxBackend(base.Backend):
                     raise error  # Ours: the recording stops; Keras keeps `result`.
                 traced = steps.upcoming_step
                 if not direct:
-                    start, fetched, count, first = proxy.start, proxy.fetched, proxy.count, proxy.first
+                    start, fetched = proxy.start, proxy.fetched
+                    count, first = proxy.count, proxy.first
                 held = 0.0
                 if meter is not None:
                     held = meter.stop(proxy.metered, returned)

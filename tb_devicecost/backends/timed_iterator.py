@@ -26,8 +26,8 @@ class TimedIterator:
     of every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
     `until_poll` counts the calls down to the next that polls in turn, so
     that the JAX step can make a call that polls neither way without this
-    proxy, fetching itself, and count it here (`backends/jax.py`). In a running
-    fit a poll costs the training thread several microseconds
+    proxy, fetching itself, and count it here (`backends/jax.py`). In a
+    running fit a poll costs the training thread several microseconds
     (docs/PERFORMANCE.md); steps not polled keep the worker's report and
     are placed as the polled ones nearest them (`AsyncSteps._place`). A
     slow fetch is Python input that may hold the GIL for all of it, keeping

@@ -119,6 +119,15 @@ def test_generators_and_dataloaders_are_timed_too(fitted):
         assert aggregate["fetch_floor_ms"] is not None
 
 
+def test_a_generator_that_runs_out_ends_the_fit_with_every_step_recorded(fitted):
+    """12 batches of a 20-step epoch: the fetch that finds none ends the
+    fit, the 12 steps are recorded, and on JAX no compilation is left
+    pinned to a step (the fetch raised inside our step function)."""
+    _, facts, records = fitted
+    assert records["ran_out/train"].aggregate["steps"] == 12
+    assert facts["ran_out_compile_step"] is None
+
+
 def test_a_device_busy_window_the_fit_ends_before_is_traced_in_the_next(fitted):
     """A 10-step fit ends before its window (steps 10-19; PyTorch starts
     its profiler a step early, so it opened there): nothing is reported for
