@@ -40,8 +40,9 @@ def completion_probe(logs):
 
 
 class CompletionProbe:
-    """`completion_probe`, with the key of the step's logs that had one
-    kept: from the second step on, one dict read."""
+    """`completion_probe`, keeping the key of the step's logs that had one
+    (`key`): from the second step on, the JAX step reads that key itself,
+    one dict read, and calls this only where it found none there."""
 
     __slots__ = ("key",)
 
@@ -50,10 +51,6 @@ class CompletionProbe:
         self.key = None
 
     def __call__(self, logs):
-        try:
-            return weakref.ref(logs[self.key])
-        except (KeyError, TypeError):
-            pass
         if isinstance(logs, dict):
             for key, value in logs.items():
                 if hasattr(value, "is_ready"):
@@ -188,7 +185,7 @@ class JaxBackend(base.Backend):
                         size = first[0].shape[0]  # The usual `(x, y)` of arrays.
                     except (TypeError, LookupError, AttributeError):
                         size = batch_size(first)
-                    # `probe_of`'s usual case, without its frame.
+                    # The key `probe_of` found, read here: no frame a step.
                     try:
                         probe = ref(result[0][probe_of.key])
                     except (KeyError, TypeError):
