@@ -117,9 +117,10 @@ class GilWait:
             ran += self._grace
         return max(0.0, min(asleep, ran))
 
-    def _runnable(self, fd=None):
-        # Seconds runnable but not running, cumulative ("run_delay").
-        return int(os.pread(self._schedstat if fd is None else fd, 64, 0).split()[1]) * 1e-9
+    def _runnable(self):
+        # Seconds runnable but not running, cumulative ("run_delay"); the
+        # step's reads parse it inline.
+        return int(os.pread(self._schedstat, 64, 0).split()[1]) * 1e-9
 
     def _others(self):
         """Seconds so far that each other Python thread ran or was
@@ -129,7 +130,7 @@ class GilWait:
         times, clock, pread = {}, time.clock_gettime, os.pread
         for ident, clock_id, fd in self._threads:
             try:
-                # `_runnable(fd)`, inline.
+                # `_runnable`'s parse, on this thread's file, inline.
                 times[ident] = clock(clock_id) + int(pread(fd, 64, 0).split()[1]) * 1e-9
             except (OSError, ValueError):
                 self._count = None  # It ended meanwhile: listed again next time.
