@@ -112,7 +112,7 @@ class LoopClock:
         self._clock = clock
         self._installed = []
 
-    def install(self, roles=("train", "test"), batch_bounds=True):
+    def install(self, roles=("train", "test"), batch_bounds=True, skip=None):
         """Wraps the list's batch methods of `roles` (once each).
 
         Args:
@@ -123,6 +123,10 @@ class LoopClock:
                 function (JAX, TensorFlow) needs neither: the step's own
                 clock reads bound it, and two fewer calls a step are a
                 measurable part of the callback's cost.
+            skip: A callback whose batch-end hooks the loop does not call
+                (the listener, where they have nothing left to do once
+                the loop's clock reads bound the step): a frame less a
+                step on Keras's worker, which holds the GIL meanwhile.
         """
         for role in roles:
             begin, end, end_inner = _BATCH_METHODS[role]
@@ -131,7 +135,7 @@ class LoopClock:
             if batch_bounds:
                 self._wrap(begin, self._begin_wrapper(role))
                 self._wrap(end, self._end_wrapper(role))
-            self._wrap(end_inner, self._results_wrapper(role))
+            self._wrap(end_inner, self._results_wrapper(role, skip))
         if "on_epoch_begin" not in self._installed:
             self._wrap("on_epoch_begin", self._after_wrapper(None))
             self._wrap("on_test_begin", self._after_wrapper("test"))
@@ -179,10 +183,10 @@ class LoopClock:
 
         return make
 
-    def _results_wrapper(self, role):
+    def _results_wrapper(self, role, skip):
         clock, listener = self._clock, self._listener
         callbacks = self.callbacks
-        hook = _BATCH_METHODS[role][1]
+        train = role == "train"
         # The loop clock is installed by the training thread.
         training_thread = threading.get_ident()
 
@@ -198,8 +202,16 @@ class LoopClock:
                 except Exception as error:  # pylint: disable=broad-except
                     on_worker = threading.get_ident() != training_thread
                     listener.loop_failed(error, on_worker=on_worker)
-                for callback in callbacks.callbacks:
-                    getattr(callback, hook)(batch, logs=logs)
+                # The hooks by name, as Keras calls them: a `getattr` a
+                # callback a step more than Keras's own loop.
+                if train:
+                    for callback in callbacks.callbacks:
+                        if callback is not skip:
+                            callback.on_train_batch_end(batch, logs=logs)
+                else:
+                    for callback in callbacks.callbacks:
+                        if callback is not skip:
+                            callback.on_test_batch_end(batch, logs=logs)
 
             return results
 

@@ -278,7 +278,8 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         # The hot path. With the loop clock installed, the step's clock
         # reads happened around the callback list; here only the fetch
-        # floor's samples (TensorFlow).
+        # floor's samples (TensorFlow). Under asynchronous dispatch the
+        # loop does not call it (`LoopClock.install`'s `skip`).
         if self._loop is None:
             try:
                 self._results("train", batch, time.perf_counter(), in_hook=True)

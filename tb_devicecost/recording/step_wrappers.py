@@ -67,7 +67,10 @@ class StepRecording:
         # Only a loop that fetches before the batch-begin hooks (PyTorch)
         # needs the clock around them; elsewhere our own batch-begin hook
         # takes the batch's index (`on_train_batch_begin`).
-        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin)
+        # Under asynchronous dispatch our own batch-end hooks have nothing to
+        # do once the loop's clock reads bound the step (`on_train_batch_end`).
+        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin,
+                           skip=self if self._backend.asynchronous else None)
         self._hooks_on_worker = {
             role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
         }

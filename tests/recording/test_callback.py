@@ -453,6 +453,27 @@ def test_retraces_are_counted_from_tensorflows_tracing_count():
     assert counter.retraces == 1
 
 
+def test_a_trace_of_the_fetch_timed_step_outlasts_the_calls_that_skip_the_count():
+    """The timed step reads the tracing count only after calls of at least
+    `TRACE_MIN_S` (`tensorflow.TRACE_MIN_S`): a call that traced, as one
+    that retraces mid-fit does, runs Keras's step in Python and takes far
+    longer, on a model as small as can be. (A busy machine only slows it.)"""
+    from tb_devicecost.backends import tensorflow as tf_backend
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.make_train_function()
+    step = tf_backend.fetch_timed_step(model.train_function, model)
+    data = tf.data.Dataset.from_tensors((tf.ones((4, 2)), tf.ones((4, 1)))).repeat()
+    iterator = iter(data)
+    before = step.steady_tracing_count()
+    started = time.perf_counter()
+    step(iterator)
+    traced_s = time.perf_counter() - started
+    assert step.steady_tracing_count() == before + 1
+    assert traced_s > 10 * tf_backend.TRACE_MIN_S
+
+
 def test_validation_has_its_own_fetch_floor(tmp_path):
     mlp().fit(
         fast_dataset(samples=320),

@@ -84,6 +84,14 @@ def main():
         )
         mlp().fit(loader, epochs=1, verbose=0, callbacks=[callback("dataloader")])
 
+    # Callbacks listed before and after ours get every batch-end hook with
+    # Python numbers, on Keras's worker where ours runs there too.
+    before, after = _Neighbour(), _Neighbour()
+    mlp().fit(x[:640], y[:640], batch_size=32, epochs=1, verbose=0,
+              validation_data=(x[:128], y[:128]),
+              callbacks=[before, callback("neighbours"), after])
+    facts["neighbours"] = [before.seen, after.seen]
+
     # A failure inside the writer: recording stops, training does not.
     broken = callback("broken")
     def fail(*args, **kwargs):
@@ -124,6 +132,23 @@ def main():
         np.array_equal(a, b) for other in weights[1:] for a, b in zip(weights[0], other)
     )
     print(json.dumps(facts))
+
+
+class _Neighbour(keras.callbacks.Callback):
+    """Keeps `(role, batch, whether the loss is a Python float)` of each
+    batch-end hook."""
+
+    async_safe = True
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen.append(("train", batch, type(logs["loss"]) is float))
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.seen.append(("test", batch, type(logs["loss"]) is float))
 
 
 class _BreakWriter(keras.callbacks.Callback):
