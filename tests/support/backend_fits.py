@@ -10,7 +10,6 @@ recorded (read back by the tests, not here).
 import json
 import os
 import sys
-import time
 import warnings
 
 BACKEND, LOGDIR = sys.argv[1], sys.argv[2]
