@@ -33,6 +33,10 @@ a change's effect apart from the fits' noise (machine load does not move
 it; writes due every few seconds move it by a call or two). The count is
 not a time: in a running fit each call costs about a microsecond here.
 
+With `--aa` neither side has the callback (an A/A run): what it prints
+is the instrument's own floor on this machine, the difference two
+identical fits show.
+
 Each backend runs in a process of its own (Keras fixes its backend at
 import). Target (issue 36): at most 8 µs a step added on the training
 thread and 8 µs on Keras's worker, on every backend; a TensorFlow fit with
@@ -40,7 +44,7 @@ the callback within ±2% of one without. The last line gives the largest
 training-thread figure against the target.
 
 Usage: python benchmarks/step_cpu.py [--backends tensorflow,jax,torch]
-       [--rounds 6] [--steps 2000] [--json FILE]
+       [--rounds 6] [--steps 2000] [--json FILE] [--calls] [--aa]
 """
 
 import argparse
@@ -122,7 +126,7 @@ def _measure_backend(args):
     def fit(model, with_callback, steps):
         clock = SteadyClock()
         callbacks = [clock]
-        if with_callback:
+        if with_callback and not args.aa:
             # The per-step cost: the device-busy trace window, a one-off per
             # run on an accelerator, is measured apart (gpu_backends.py).
             callbacks.insert(0, tb_devicecost.DeviceCostCallback(
@@ -169,7 +173,7 @@ def _measure_backend(args):
                     sys.setprofile(None)
 
         callbacks = [Counter()]
-        if with_callback:
+        if with_callback and not args.aa:
             callbacks.insert(0, tb_devicecost.DeviceCostCallback(
                 tempfile.mkdtemp(dir=scratch), device_busy=False))
         # Keras's workers start with the fit: they inherit the profile.
@@ -228,6 +232,8 @@ def main():
     parser.add_argument("--json", metavar="FILE", help="also write every pair's figures to FILE")
     parser.add_argument("--calls", action="store_true",
                         help="also count the Python calls the callback adds a step (deterministic)")
+    parser.add_argument("--aa", action="store_true",
+                        help="no callback on either side: the instrument's own floor")
     parser.add_argument("--one-backend", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_backend:
@@ -238,7 +244,7 @@ def main():
         completed = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--one-backend",
              "--rounds", str(args.rounds), "--steps", str(args.steps)]
-            + (["--calls"] if args.calls else []),
+            + (["--calls"] if args.calls else []) + (["--aa"] if args.aa else []),
             capture_output=True, text=True, check=False,
             env=dict(os.environ, KERAS_BACKEND=backend),
         )
@@ -251,8 +257,9 @@ def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(dict(results, calls=calls) if calls else results, out, indent=1)
-    print(f"CPU time added a step by DeviceCostCallback in the steady state, {args.steps}-step fits, "
-          f"{args.rounds} pairs, median (spread):")
+    what = ("A/A: neither side has the callback; the CPU time one fit of two identical ones adds"
+            if args.aa else "CPU time added a step by DeviceCostCallback")
+    print(f"{what} in the steady state, {args.steps}-step fits, {args.rounds} pairs, median (spread):")
     worst = 0.0
     for backend, pairs in results.items():
         column = {key: [pair[key] for pair in pairs] for key in pairs[0]}
