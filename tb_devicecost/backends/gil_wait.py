@@ -45,6 +45,22 @@ import threading
 import time
 
 
+class _ActiveCount:
+    """`len()` of it is `threading.active_count()`."""
+
+    def __len__(self):
+        return threading.active_count()
+
+
+# The started Python threads by ident: `threading`'s own table (what
+# `threading.active_count()` counts, less the threads still starting), whose
+# `len()` reads without that function's lock and frame, twice a step; on a
+# Python without it, `threading.active_count()` itself.
+_STARTED = getattr(threading, "_active", None)
+if not isinstance(_STARTED, dict):
+    _STARTED = _ActiveCount()
+
+
 class GilWait:
     """Measures, per step, the GIL wait of the thread that created it.
 
@@ -125,7 +141,7 @@ class GilWait:
     def _others(self):
         """Seconds so far that each other Python thread ran or was
         runnable, by ident."""
-        if threading.active_count() != self._count:
+        if len(_STARTED) != self._count:
             self._refresh()
         times, clock, pread = {}, time.clock_gettime, os.pread
         for ident, clock_id, fd in self._threads:
@@ -164,7 +180,7 @@ class GilWait:
             _close_quietly(fd)
         self._files = files
         self._threads = threads
-        self._count = threading.active_count() if settled else None
+        self._count = len(_STARTED) if settled else None
 
     def _close(self):
         fd, self._schedstat = getattr(self, "_schedstat", None), None

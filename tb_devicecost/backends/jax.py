@@ -103,6 +103,7 @@ class JaxBackend(base.Backend):
         between = None if meter is None else asynchronous.WaitBetweenSteps(meter, steps)
         # The hot path, once a step: names bound once, attributes read once.
         clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
+        sequences = placement.BATCH_SEQUENCES
         traces, train = callback._traces, role == "train"
         probe_of, ref = CompletionProbe(), weakref.ref
         own = steps.accounting.self_time
@@ -182,7 +183,9 @@ class JaxBackend(base.Backend):
                     # `placement.batch_size`'s usual case, without its frame:
                     # each frame a step costs a host-bound GPU loop microseconds.
                     try:
-                        size = first[0].shape[0]  # The usual `(x, y)` of arrays.
+                        # The usual `(x, y)` of arrays.
+                        size = (first[0].shape[0] if first.__class__ in sequences
+                                else batch_size(first))
                     except (TypeError, LookupError, AttributeError):
                         size = batch_size(first)
                     # The key `probe_of` found, read here: no frame a step.

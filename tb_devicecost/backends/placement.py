@@ -78,6 +78,12 @@ def _first_leaf(batch):
     return element
 
 
+# The batches whose first element is a step's inputs (`(x, y)`, or a
+# DataLoader's `[x, y]`): the steps read its leading size inline, where an
+# array alone would give the size of its first sample.
+BATCH_SEQUENCES = (tuple, list)
+
+
 def batch_size(batch):
     """Samples in a batch (its leading dimension), per-replica parts summed.
 

@@ -41,7 +41,7 @@ class Completions:
         self._reference = None
         self._reference_at = None
         # `None` until a step's outputs hold a tensor; then whether on CUDA.
-        self._cuda = None
+        self.cuda = None
         self._stream = None
         self._record = None
         self._free = []
@@ -50,16 +50,16 @@ class Completions:
         """`(timer, done)` for `dispatched`: a function giving the CUDA
         completion time (`None` until complete), or the time the step
         returned when it ran on the CPU."""
-        if self._cuda is None:
+        if self.cuda is None:
             tensor = next(
                 (value for value in placement.leaves(logs) if hasattr(value, "is_cuda")), None
             )
             if tensor is None:
                 return None, returned
-            self._cuda = bool(tensor.is_cuda)
-            if self._cuda:
+            self.cuda = bool(tensor.is_cuda)
+            if self.cuda:
                 self._calibrate()
-        if not self._cuda:
+        if not self.cuda:
             return None, returned
         free = self._free
         event = free.pop() if free else self._new_event()
@@ -136,7 +136,8 @@ class TorchBackend(base.Backend):
         # from a step's return to the next one's dispatch.
         between = asynchronous.WaitBetweenSteps(meter, steps) if steps.held_is_input else None
 
-        own = steps.accounting.self_time
+        own, batch_size = steps.accounting.self_time, placement.batch_size
+        sequences = placement.BATCH_SEQUENCES
 
         def timed_torch(data):
             nonlocal on_cpu
@@ -181,7 +182,10 @@ class TorchBackend(base.Backend):
                     asynchronous.close_marker(callback, window, marker)
             try:
                 returned = clock()
-                timer, done = completions.source(result, returned)
+                if completions.cuda is False:
+                    timer, done = None, returned  # `completions.source`'s, no frame.
+                else:
+                    timer, done = completions.source(result, returned)
                 on_cpu = done is not None
                 held = 0.0
                 if done is not None:
@@ -191,17 +195,21 @@ class TorchBackend(base.Backend):
                     held = meter.stop(metered, returned, asleep_is_gil=True)
                 if between is not None:
                     between.returned(returned)
+                # `placement.batch_size`'s usual case, and the time kept out,
+                # read here as the JAX step does: no frame for either a step.
+                try:
+                    # The usual `(x, y)` or `[x, y]` of tensors.
+                    size = (batch[0].shape[0] if batch.__class__ in sequences
+                            else batch_size(batch))
+                except (TypeError, LookupError, AttributeError):
+                    size = batch_size(batch)
+                excluded = callback._pending_excluded
+                if excluded:
+                    callback._pending_excluded = 0.0
+                # Positional: cheaper to bind than keywords, once a step.
                 steps.dispatched(
-                    callback._batch_begin,
-                    start,
-                    fetched,
-                    dispatch,
-                    batch_size=placement.batch_size(batch),
-                    excluded=callback._take_excluded(),
-                    timer=timer,
-                    done=done,
-                    held=held,
-                    held_between=held_between,
+                    callback._batch_begin, start, fetched, dispatch, 1, size, excluded, None,
+                    timer, done, None, held, held_between,
                 )
                 # Our own time: this function's outside Keras's call, before
                 # the first step's probes (kept out apart; `aggregate.SelfTime`).

@@ -92,11 +92,11 @@ class StepRecording:
         # Read only where the loop fetches before the batch-begin hooks
         # (PyTorch, `_install_loop_clock`): the batch was fetched just
         # before. The batch's index, and a failure kept from Keras's
-        # worker, are our own batch-begin hook's.
-        steps = self._async.get("train" if role == "train" else self._test_role)
-        if steps is not None:
+        # worker, are our own batch-begin hook's. Nothing to poll: PyTorch's
+        # steps complete at their return or carry a CUDA event, read at the
+        # drain (`AsyncSteps.poll` asks JAX's outputs).
+        if self._async.get("train" if role == "train" else self._test_role) is not None:
             self._fetched_at = now
-            steps.poll(now)
 
     def loop_results(self, role, batch, now):
         on_worker = self._hooks_on_worker.get(role, True)
@@ -254,10 +254,6 @@ class StepRecording:
             began, ended, previous = transition
             self._pending_excluded += ended - max(began, previous or began)
         return transition
-
-    def _take_excluded(self):
-        excluded, self._pending_excluded = self._pending_excluded, 0.0
-        return excluded
 
     def _after_first_async_step(self, role, batch, state):
         """Placement and the fetch floor, once the first step is dispatched

@@ -84,6 +84,16 @@ def test_callbacks_beside_ours_get_every_batch_end_with_python_numbers(fitted):
     assert records["neighbours/train"].aggregate["steps"] == 20
 
 
+def test_a_batch_of_inputs_alone_is_recorded_at_its_size(fitted):
+    """The step reads the usual `(x, y)`'s size inline; an array alone (a
+    DataLoader of bare tensors on PyTorch) is measured whole, not by its
+    first sample (100 features)."""
+    _, facts, records = fitted
+    sizes = records["bare/train"].series["batch_size"]
+    assert len(sizes) == 20
+    assert set(sizes.tolist()) == {facts["bare_batch"]}
+
+
 def test_a_failing_writer_does_not_fail_the_fit(fitted):
     _, facts, _ = fitted
     assert facts["broken_history_epochs"] == 1

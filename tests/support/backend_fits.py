@@ -91,6 +91,21 @@ def main():
               callbacks=[before, callback("neighbours"), after])
     facts["neighbours"] = [before.seen, after.seen]
 
+    # Batches of inputs alone, no `(x, y)`: a DataLoader of bare tensors
+    # on PyTorch, a PyDataset of bare arrays on JAX. The size recorded is
+    # the batch's, not its first sample's.
+    unsupervised = keras.Sequential([keras.Input((100,)), keras.layers.Dense(10), _OwnLoss()])
+    unsupervised.compile("sgd", loss=None)
+    if BACKEND == "torch":
+        import torch
+
+        # A tensor is a map-style dataset of its rows.
+        bare = torch.utils.data.DataLoader(torch.from_numpy(x[:320]), batch_size=16)
+    else:
+        bare = _Bare(x[:320], batch_size=16)
+    unsupervised.fit(bare, epochs=1, verbose=0, callbacks=[callback("bare")])
+    facts["bare_batch"] = 16
+
     # A failure inside the writer: recording stops, training does not.
     broken = callback("broken")
     def fail(*args, **kwargs):
@@ -131,6 +146,28 @@ def main():
         np.array_equal(a, b) for other in weights[1:] for a, b in zip(weights[0], other)
     )
     print(json.dumps(facts))
+
+
+class _OwnLoss(keras.layers.Layer):
+    """A loss of the inputs alone: a model that fits without targets."""
+
+    def call(self, inputs):
+        self.add_loss(keras.ops.mean(inputs ** 2))
+        return inputs
+
+
+class _Bare(keras.utils.PyDataset):
+    """Batches of `x` alone, one bare array each."""
+
+    def __init__(self, x, batch_size):
+        super().__init__()
+        self.x, self.batch_size = x, batch_size
+
+    def __len__(self):
+        return len(self.x) // self.batch_size
+
+    def __getitem__(self, index):
+        return self.x[index * self.batch_size:(index + 1) * self.batch_size]
 
 
 class _Neighbour(keras.callbacks.Callback):
