@@ -202,8 +202,8 @@ class LoopClock:
                 except Exception as error:  # pylint: disable=broad-except
                     on_worker = threading.get_ident() != training_thread
                     listener.loop_failed(error, on_worker=on_worker)
-                # The hooks by name, as Keras calls them: a `getattr` a
-                # callback a step more than Keras's own loop.
+                # The hooks by name, as Keras's own loop calls them: through
+                # `getattr` each callback would cost a call more a step.
                 if train:
                     for callback in callbacks.callbacks:
                         if callback is not skip:
