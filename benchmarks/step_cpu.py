@@ -11,7 +11,10 @@ variant warmed up first. Per pair of fits, and per step:
   nanoseconds),
 - Keras's callback workers' (the `ThreadPoolExecutor` threads that run
   async-safe batch-end hooks on JAX and PyTorch), read before the fit ends,
-- the whole process's (`time.process_time`), and the wall time of `fit()`.
+- the whole process's (`time.process_time`), and the wall time of `fit()`;
+- how long `fit()` took to return after its last `on_train_end` hook (in
+  some TensorFlow fits with the callback, freeing Keras's tf.data iterator
+  waited 2.5 s: docs/PERFORMANCE.md); fits over 0.5 s late are counted.
 
 Those are read in the steady state: from the start of step 50 (after the
 first step's one-off probes, compilation and warm-up) to the end of the
@@ -62,6 +65,10 @@ TARGET_US = 8.0
 # compilation and warm-up are a fixed cost of the fit.
 WARM_STEPS = 50
 TF_WALL_RANGE = (0.98, 1.02)
+# A fit returning this long after its last `on_train_end` is reported (the
+# tf.data iterator's release that waited 2.5 s in some TensorFlow fits with
+# the callback: docs/PERFORMANCE.md).
+LATE_END_S = 0.5
 
 
 def _thread_cpu_ns(native_id):
@@ -117,6 +124,7 @@ def _measure_backend(args):
 
         def on_train_end(self, logs=None):
             self.ns = self._workers_ns()
+            self.ended = time.perf_counter()
 
         def _workers_ns(self):
             return sum(
@@ -134,10 +142,13 @@ def _measure_backend(args):
         thread0, wall0 = _thread_cpu_ns(training), time.perf_counter()
         model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
                   shuffle=False, callbacks=callbacks)
-        wall = time.perf_counter() - wall0
+        returned = time.perf_counter()
+        wall = returned - wall0
         figures = {
             "fit_thread_us": (_thread_cpu_ns(training) - thread0) / 1e3,
             "wall_us": wall * 1e6 / steps,
+            # From the last `on_train_end` to `fit()`'s return.
+            "end_s": returned - clock.ended,
         }
         if hasattr(clock, "steady0"):
             steady = steps - WARM_STEPS
@@ -206,6 +217,8 @@ def _measure_backend(args):
             "fixed_ms": (with_["fit_thread_us"] - without["fit_thread_us"]
                          - thread_us * args.steps) / 1e3,
             "step_us_without": without["wall_us"],
+            "end_s_with": with_["end_s"],
+            "end_s_without": without["end_s"],
         })
     calls = None
     if args.calls:
@@ -272,6 +285,12 @@ def main():
               f"training thread; wall x{statistics.median(column['wall_ratio']):.3f} "
               f"(steady x{statistics.median(column['steady_wall_ratio']):.3f}) on "
               f"{statistics.median(column['step_us_without']):.0f} µs steps")
+        late = [sum(value > LATE_END_S for value in column[key])
+                for key in ("end_s_with", "end_s_without")]
+        if any(late):
+            print(f"  {'':10s} fits returning over {LATE_END_S} s after the last on_train_end: "
+                  f"{late[0]} of {len(pairs)} with the callback, {late[1]} without; "
+                  f"longest {max(column['end_s_with'] + column['end_s_without']):.2f} s")
     if calls:
         print("Python calls added a step on the training thread and Keras's workers (one fit each, counted):")
     for backend, counted in calls.items():
