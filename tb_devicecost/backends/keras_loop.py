@@ -100,6 +100,13 @@ class LoopClock:
       `on_worker`: it was `loop_results` on Keras's worker thread, while
       the training thread may be recording a step.
 
+    With `install(skip=listener)` the loop stands in for the listener's own
+    batch hooks, which it no longer calls: before each batch's begin hooks
+    it sets `listener._batch_begin` to the batch's index, and after a
+    failure kept from the worker (`loop_failed(error, on_worker=True)`)
+    it passes it on to `loop_failed(error)` on the training thread, where
+    it stops the recording between steps.
+
     Args:
         callbacks: The `CallbackList` of the fit or evaluation.
         listener: The object told of each reading.
@@ -111,6 +118,8 @@ class LoopClock:
         self._listener = listener
         self._clock = clock
         self._installed = []
+        # A failure on Keras's worker, for the training thread's next batch.
+        self._worker_error = None
 
     def install(self, roles=("train", "test"), batch_bounds=True, skip=None):
         """Wraps the list's batch methods of `roles` (once each).
@@ -123,17 +132,21 @@ class LoopClock:
                 function (JAX, TensorFlow) needs neither: the step's own
                 clock reads bound it, and two fewer calls a step are a
                 measurable part of the callback's cost.
-            skip: A callback whose batch-end hooks the loop does not call
-                (the listener, where they have nothing left to do once
-                the loop's clock reads bound the step): a frame less a
-                step on Keras's worker, which holds the GIL meanwhile.
+            skip: The listener, where its batch hooks have nothing left to
+                do once the loop's clock reads bound the step: the loop
+                calls neither, and does their part itself (the class's
+                docstring). A frame less a step on the training thread,
+                and one on Keras's worker, which holds the GIL meanwhile.
         """
         for role in roles:
             begin, end, end_inner = _BATCH_METHODS[role]
             if end_inner in self._installed:
                 continue
-            if batch_bounds:
+            if skip is not None:
+                self._wrap(begin, self._begin_standing_in(role, batch_bounds, skip))
+            elif batch_bounds:
                 self._wrap(begin, self._begin_wrapper(role))
+            if batch_bounds:
                 self._wrap(end, self._end_wrapper(role))
             self._wrap(end_inner, self._results_wrapper(role, skip))
         if "on_epoch_begin" not in self._installed:
@@ -161,6 +174,38 @@ class LoopClock:
                 except Exception as error:  # pylint: disable=broad-except
                     listener.loop_failed(error)
                 return original(batch, logs)
+
+            return on_batch_begin
+
+        return make
+
+    def _begin_standing_in(self, role, read_clock, skip):
+        """Keras's batch-begin method without `skip`'s hook, whose part it
+        does: the batch's index, and a failure kept from the worker."""
+        clock, listener, callbacks = self._clock, self._listener, self.callbacks
+        train = role == "train"
+
+        def make(original):
+            def on_batch_begin(batch, logs=None):
+                if self._worker_error is not None:
+                    error, self._worker_error = self._worker_error, None
+                    listener.loop_failed(error)
+                listener._batch_begin = batch  # pylint: disable=protected-access
+                if read_clock:
+                    try:
+                        listener.loop_batch_begin(role, batch, clock())
+                    except Exception as error:  # pylint: disable=broad-except
+                        listener.loop_failed(error)
+                # What Keras's own method does, by name, without `skip`.
+                logs = python_utils.pythonify_logs(logs)
+                if train:
+                    for callback in callbacks.callbacks:
+                        if callback is not skip:
+                            callback.on_train_batch_begin(batch, logs=logs)
+                else:
+                    for callback in callbacks.callbacks:
+                        if callback is not skip:
+                            callback.on_test_batch_begin(batch, logs=logs)
 
             return on_batch_begin
 
@@ -201,6 +246,8 @@ class LoopClock:
                     listener.loop_results(role, batch, clock())
                 except Exception as error:  # pylint: disable=broad-except
                     on_worker = threading.get_ident() != training_thread
+                    if on_worker and skip is not None:
+                        self._worker_error = error
                     listener.loop_failed(error, on_worker=on_worker)
                 # The hooks by name, as Keras's own loop calls them: through
                 # `getattr` each callback would cost a call more a step.

@@ -265,31 +265,23 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         if self._loop is None:
             self._fetch_started = None
 
+    # The batch hooks run only outside Keras's loop (or once the recording
+    # stopped): in a fit the loop clock stands in for them, around every
+    # callback's (`LoopClock.install`'s `skip`).
+
     def on_train_batch_begin(self, batch, logs=None):
         # The batch's index, whatever the callbacks' order: the step that
         # reads it runs after every batch-begin hook.
         self._batch_begin = batch
-        if self._loop is None:
-            if self._backend is not None and self._backend.fetches_before_batch_begin:
-                self._fetched_at = time.perf_counter()
-        elif self._failed_on_worker is not None:
-            self._stop_if_failed_on_worker()
+        if self._backend is not None and self._backend.fetches_before_batch_begin:
+            self._fetched_at = time.perf_counter()
 
     def on_train_batch_end(self, batch, logs=None):
-        # The hot path. With the loop clock installed, the step's clock
-        # reads happened around the callback list; here only the fetch
-        # floor's samples (TensorFlow). Under asynchronous dispatch the
-        # loop does not call it (`LoopClock.install`'s `skip`).
-        if self._loop is None:
-            try:
-                self._results("train", batch, time.perf_counter(), in_hook=True)
-            except Exception as error:  # pylint: disable=broad-except
-                self._disable(error)
-        elif self._in_fit and "train" not in self._async:
-            if self._pending_batch is not None or self._steps_to_probe == 1:
-                self._probe_between_steps()
-            elif self._steps_to_probe > 1:
-                self._steps_to_probe -= 1
+        try:
+            self._results("train", batch, time.perf_counter(), in_hook=True)
+            self._probe_after_step("train")
+        except Exception as error:  # pylint: disable=broad-except
+            self._disable(error)
 
     def on_test_begin(self, logs=None):
         if not self._enabled:
@@ -341,14 +333,11 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     on_test_batch_begin = on_train_batch_begin
 
     def on_test_batch_end(self, batch, logs=None):
-        role = self._test_role
-        if self._loop is None:
-            try:
-                self._results("test", batch, time.perf_counter(), in_hook=True)
-            except Exception as error:  # pylint: disable=broad-except
-                self._disable(error)
-        elif role is not None and role not in self._async and self._test_probe_due(role):
-            self._probe_between_steps(self._accounting_for(role), role)
+        try:
+            self._results("test", batch, time.perf_counter(), in_hook=True)
+            self._probe_after_step("test")
+        except Exception as error:  # pylint: disable=broad-except
+            self._disable(error)
 
     def on_test_end(self, logs=None):
         role, self._test_role = self._test_role, None

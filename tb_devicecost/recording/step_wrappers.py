@@ -65,12 +65,11 @@ class StepRecording:
             return  # Called outside Keras's loop: our own hooks read the clock.
         self._loop = keras_loop.LoopClock(callbacks, self)
         # Only a loop that fetches before the batch-begin hooks (PyTorch)
-        # needs the clock around them; elsewhere our own batch-begin hook
-        # takes the batch's index (`on_train_batch_begin`).
-        # Under asynchronous dispatch our own batch-end hooks have nothing to
-        # do once the loop's clock reads bound the step (`on_train_batch_end`).
-        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin,
-                           skip=self if self._backend.asynchronous else None)
+        # needs the clock around them. Our own batch hooks have nothing to
+        # do once the loop's clock reads bound the step: the loop skips
+        # them and does their part (the batch's index, the probes between
+        # steps in `loop_results`): a frame less each, a step.
+        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin, skip=self)
         self._hooks_on_worker = {
             role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
         }
@@ -117,6 +116,9 @@ class StepRecording:
                 own.worker_s += time.perf_counter() - now
             else:
                 own.training_thread_s += time.perf_counter() - now
+        if steps is None:
+            # After our own time: the probes' is kept out of the steps apart.
+            self._probe_after_step(role)
 
     def loop_batch_end(self, role, now):
         # PyTorch's loop fetches the next batch after this.
@@ -160,17 +162,27 @@ class StepRecording:
             self._train.end_compute(now=now)
             if self._traces.window is not None:
                 self._traces.window.after_step()
-            if in_hook:
-                if self._pending_batch is not None or self._steps_to_probe == 1:
-                    self._probe_between_steps()
-                elif self._steps_to_probe > 1:
-                    self._steps_to_probe -= 1
             return self._train.self_time
         accounting = self._accounting_for(role)
         accounting.end_compute(now=now)
-        if in_hook and self._test_probe_due(role):
-            self._probe_between_steps(accounting, role)
         return accounting.self_time
+
+    def _probe_after_step(self, loop_role):
+        """The probes that follow a synchronous step (`_probe_between_steps`):
+        after the first fetched batch, then the fetch floor's samples when
+        due (training counts its steps down)."""
+        role = "train" if loop_role == "train" else self._test_role
+        if role is None or role in self._async:
+            return
+        if role == "train":
+            if not self._in_fit:
+                return
+            if self._pending_batch is not None or self._steps_to_probe == 1:
+                self._probe_between_steps()
+            elif self._steps_to_probe > 1:
+                self._steps_to_probe -= 1
+        elif self._test_probe_due(role):
+            self._probe_between_steps(self._accounting_for(role), role)
 
     # Probing between steps, kept out of the records.
 

@@ -70,17 +70,20 @@ def test_validation_and_two_fits_with_one_callback(fitted):
     assert records["twice/validation"].aggregate["steps"] == 8
 
 
-def test_callbacks_beside_ours_get_every_batch_end_with_python_numbers(fitted):
-    """Keras's batch-end hooks run through our loop clock
+def test_callbacks_beside_ours_get_every_batch_hook_with_python_numbers(fitted):
+    """Keras's batch hooks run through our loop clock
     (`backends/keras_loop.py`), which leaves out our own hooks where they
     have nothing to do: every other callback, before or after ours, still
-    gets each batch with Python numbers (in the order Keras's thread pool
-    runs them, as without ours)."""
+    gets each batch's begin, in order, and its end with Python numbers (in
+    the order Keras's thread pool runs them, as without ours)."""
     _, facts, records = fitted
     expected = ([["train", batch, True] for batch in range(20)]
                 + [["test", batch, True] for batch in range(4)])
     for seen in facts["neighbours"]:
         assert sorted(seen) == sorted(expected)
+    begun = [["train", batch] for batch in range(20)] + [["test", batch] for batch in range(4)]
+    for seen in facts["neighbours_begun"]:
+        assert seen == begun
     assert records["neighbours/train"].aggregate["steps"] == 20
 
 

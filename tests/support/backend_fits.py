@@ -90,6 +90,7 @@ def main():
               validation_data=(x[:128], y[:128]),
               callbacks=[before, callback("neighbours"), after])
     facts["neighbours"] = [before.seen, after.seen]
+    facts["neighbours_begun"] = [before.begun, after.begun]
 
     # Batches of inputs alone, no `(x, y)`: a DataLoader of bare tensors
     # on PyTorch, a PyDataset of bare arrays on JAX. The size recorded is
@@ -172,13 +173,20 @@ class _Bare(keras.utils.PyDataset):
 
 class _Neighbour(keras.callbacks.Callback):
     """Keeps `(role, batch, whether the loss is a Python float)` of each
-    batch-end hook."""
+    batch-end hook, and `(role, batch)` of each batch-begin hook."""
 
     async_safe = True
 
     def __init__(self):
         super().__init__()
         self.seen = []
+        self.begun = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.begun.append(("train", batch))
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.begun.append(("test", batch))
 
     def on_train_batch_end(self, batch, logs=None):
         self.seen.append(("train", batch, type(logs["loss"]) is float))
