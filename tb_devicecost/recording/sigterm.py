@@ -31,6 +31,8 @@ import signal
 import threading
 import weakref
 
+from tb_devicecost.backends import gil_wait
+
 # How long the main thread has to start our handler before it counts as
 # stuck in C code.
 STUCK_GRACE_S = 1.0
@@ -225,6 +227,8 @@ class _StuckMainWatch:
                 return None
             watch = cls(read_fd, write_fd)
             watch._thread.start()
+            # Asleep on its pipe: no GIL a step's meter need read.
+            gil_wait.never_holds_gil(watch._thread)
             cls._shared = watch
         try:
             previous = signal.set_wakeup_fd(watch._write_fd, warn_on_full_buffer=False)

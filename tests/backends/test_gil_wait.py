@@ -45,7 +45,7 @@ def spinning():
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        yield
+        yield spinner
     finally:
         stop.set()
         spinner.join()
@@ -162,3 +162,31 @@ def test_threads_started_and_ended_between_steps_are_metered():
     started = meter.start(began)
     time.sleep(0.05)  # Asleep, with no other thread running.
     assert meter.stop(started, time.perf_counter()) < 0.01
+
+
+def test_a_thread_of_ours_said_never_to_hold_the_gil_is_not_metered():
+    """A thread left out with `never_holds_gil` (the SIGTERM watch, asleep
+    on its pipe) is not read, even were it to run: here a spinner that
+    holds the GIL makes a step wait only while it is metered."""
+    with spinning() as spinner:
+        wall, held, _ = step(gil_wait.GilWait())
+        assert 0.1 * wall < held
+        gil_wait.never_holds_gil(spinner)
+        wall, held, _ = step(gil_wait.GilWait())
+        assert held < 0.05 * wall
+
+
+def test_the_sigterm_watch_is_left_out_of_the_meter():
+    """The callback's SIGTERM watch waits on its pipe for the process's
+    life: a step's meter reads no counters of it."""
+    from tb_devicecost.recording import sigterm
+
+    watch = sigterm._StuckMainWatch.start(lambda number: None)
+    assert watch is not None and watch._thread.is_alive()
+    try:
+        meter = gil_wait.GilWait()
+        meter.start(time.perf_counter())
+        metered = [ident for ident, _, _ in meter._threads]
+        assert watch._thread.ident not in metered
+    finally:
+        watch.stop()
