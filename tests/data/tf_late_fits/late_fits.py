@@ -11,11 +11,13 @@ wake-up of tf.data's autotune thread (docs/PERFORMANCE.md); a fit returns
 Variants: `none` (no callback), `full` (`DeviceCostCallback`), `grab`
 (a callback that only finds Keras's epoch iterator, as ours does),
 `sleep` (no callback; 0.3 s asleep in `on_train_end`), `busy` (no
-callback; a thread hashing for 50 ms from `on_train_end`), `keep` (ours,
+callback; a thread hashing for 50 ms from `on_train_end`), `burn` (no
+callback of ours; one that spends 30 µs of Python at each batch end), `keep` (ours,
 kept alive past the fit), `nobatch` (ours, the first step without its
 batch), `nostamp` (ours, the fetch without its `tf.timestamp`s), `noread`
-(ours, the step's figures not read), `kerasstep` (ours, Keras's own step
-function: every hook, no timed step).
+(ours, the step's figures not read), `nofloor` (ours, no fetch floor),
+`noplace` (ours, `capture_placement=False`), `kerasstep` (ours, Keras's
+own step function: every hook, no timed step).
 
 Usage, from the checkout's root:
     KERAS_BACKEND=tensorflow python tests/data/tf_late_fits/late_fits.py none,full 30 2000
@@ -44,6 +46,8 @@ variants = sys.argv[1].split(",")
 rounds, steps = int(sys.argv[2]), int(sys.argv[3])
 x, y = models.data("mlp", steps * 32)
 BUFFER = b"x" * (1 << 20)
+# `burn`'s Python a step: about what the callback adds to a TensorFlow step.
+BURN_S = 30e-6
 KEPT = []
 _timed_get_next = tensorflow_backend.timed_get_next
 _call = tensorflow_backend.FetchTimedStep.__call__
@@ -76,6 +80,16 @@ class Busy(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         threading.Thread(target=_hash_until, args=(time.perf_counter() + 0.05,),
                          daemon=True).start()
+
+
+class Burn(keras.callbacks.Callback):
+    """Spends `BURN_S` of Python at each batch end, as a callback of about
+    the same weight as ours would."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        end = time.perf_counter() + BURN_S
+        while time.perf_counter() < end:
+            pass
 
 
 class NoBatch(tb_devicecost.DeviceCostCallback):
@@ -117,6 +131,12 @@ class NoRead(tb_devicecost.DeviceCostCallback):
         tensorflow_backend.FetchTimedStep.__call__ = _call
 
 
+class NoFloor(tb_devicecost.DeviceCostCallback):
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._floors.clear()
+
+
 class KerasStep(tb_devicecost.DeviceCostCallback):
     def _wrap(self, attribute, role):
         pass
@@ -124,11 +144,14 @@ class KerasStep(tb_devicecost.DeviceCostCallback):
 
 def make(variant):
     ours = {"full": tb_devicecost.DeviceCostCallback, "nobatch": NoBatch,
-            "nostamp": NoStamp, "noread": NoRead, "kerasstep": KerasStep}
+            "nostamp": NoStamp, "noread": NoRead, "kerasstep": KerasStep, "nofloor": NoFloor}
     if variant == "none":
         return []
-    if variant in ("grab", "sleep", "busy"):
-        return [{"grab": Grab, "sleep": Sleep, "busy": Busy}[variant]()]
+    if variant in ("grab", "sleep", "busy", "burn"):
+        return [{"grab": Grab, "sleep": Sleep, "busy": Busy, "burn": Burn}[variant]()]
+    if variant == "noplace":
+        return [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False,
+                                                 capture_placement=False)]
     if variant == "keep":
         KEPT.append(tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False))
         del KEPT[:-2]
