@@ -16,7 +16,8 @@ callback of ours; one that spends 30 µs of Python at each batch end), `keep` (o
 kept alive past the fit), `nobatch` (ours, the first step without its
 batch), `nostamp` (ours, the fetch without its `tf.timestamp`s), `noread`
 (ours, the step's figures not read), `nofloor` (ours, no fetch floor),
-`noplace` (ours, `capture_placement=False`), `kerasstep` (ours, Keras's
+`noplace` (ours, `capture_placement=False`), `keepstep` (ours, its timed
+step's `tf.function`s kept alive past the fit), `kerasstep` (ours, Keras's
 own step function: every hook, no timed step).
 
 Usage, from the checkout's root:
@@ -137,6 +138,27 @@ class NoFloor(tb_devicecost.DeviceCostCallback):
         self._floors.clear()
 
 
+_fetch_timed_step = tensorflow_backend.fetch_timed_step
+STEPS = []
+
+
+def _kept_fetch_timed_step(original, model):
+    step = _fetch_timed_step(original, model)
+    STEPS.append(step)
+    del STEPS[:-4]
+    return step
+
+
+class KeepStep(tb_devicecost.DeviceCostCallback):
+    def on_train_begin(self, logs=None):
+        tensorflow_backend.fetch_timed_step = _kept_fetch_timed_step
+        super().on_train_begin(logs)
+
+    def on_train_end(self, logs=None):
+        super().on_train_end(logs)
+        tensorflow_backend.fetch_timed_step = _fetch_timed_step
+
+
 class KerasStep(tb_devicecost.DeviceCostCallback):
     def _wrap(self, attribute, role):
         pass
@@ -144,7 +166,8 @@ class KerasStep(tb_devicecost.DeviceCostCallback):
 
 def make(variant):
     ours = {"full": tb_devicecost.DeviceCostCallback, "nobatch": NoBatch,
-            "nostamp": NoStamp, "noread": NoRead, "kerasstep": KerasStep, "nofloor": NoFloor}
+            "nostamp": NoStamp, "noread": NoRead, "kerasstep": KerasStep, "nofloor": NoFloor,
+            "keepstep": KeepStep}
     if variant == "none":
         return []
     if variant in ("grab", "sleep", "busy", "burn"):
