@@ -358,6 +358,52 @@ def test_constructing_the_callback_writes_nothing(tmp_path):
 
 
 @pytest.mark.slow
+class _Neighbour(keras.callbacks.Callback):
+    """Keeps `(hook, batch)` of each batch hook it gets."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.seen.append(("train_begin", batch))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen.append(("train_end", batch, type(logs["loss"]) is float))
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.seen.append(("test_begin", batch))
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.seen.append(("test_end", batch, type(logs["loss"]) is float))
+
+
+def test_callbacks_beside_ours_get_every_batch_hook_in_order(tmp_path):
+    """The loop clock calls every other callback's batch hooks, ours left
+    out (`backends/keras_loop.py`): before and after ours, each gets every
+    batch's begin and end, in order, with Python numbers, in a fit with
+    validation and in an evaluation; the steps are recorded."""
+    before, after = _Neighbour(), _Neighbour()
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "beside")
+    model = mlp()
+    model.fit(fast_dataset(samples=320), validation_data=fast_dataset(samples=96), epochs=1,
+              verbose=0, callbacks=[before, callback, after])
+    epoch = []
+    for batch in range(10):
+        epoch += [("train_begin", batch), ("train_end", batch, True)]
+    for batch in range(3):
+        epoch += [("test_begin", batch), ("test_end", batch, True)]
+    assert before.seen == after.seen == epoch
+    before.seen, after.seen = [], []
+    model.evaluate(fast_dataset(samples=96), verbose=0,
+                   callbacks=[before, tb_devicecost.DeviceCostCallback(tmp_path / "eval"), after])
+    assert before.seen == after.seen == epoch[20:]
+    records = read(tmp_path)
+    assert records["beside/train"].aggregate["steps"] == 10
+    assert records["beside/validation"].aggregate["steps"] == 3
+    assert records["eval/evaluation"].aggregate["steps"] == 3
+
+
 def test_evaluate_is_recorded_as_its_own_run(tmp_path):
     model = mlp()
     model.fit(fast_dataset(samples=128), epochs=1, verbose=0)
