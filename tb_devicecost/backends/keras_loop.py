@@ -100,12 +100,15 @@ class LoopClock:
       `on_worker`: it was `loop_results` on Keras's worker thread, while
       the training thread may be recording a step.
 
-    With `install(skip=listener)` the loop stands in for the listener's own
-    batch hooks, which it no longer calls: before each batch's begin hooks
-    it sets `listener._batch_begin` to the batch's index, and after a
-    failure kept from the worker (`loop_failed(error, on_worker=True)`)
-    it passes it on to `loop_failed(error)` on the training thread, where
-    it stops the recording between steps.
+    The loop stands in for the listener's own batch hooks, which it does
+    not call (they have nothing left to do once the loop's clock reads
+    bound the step: a frame less a step on the training thread, and one on
+    Keras's worker, which holds the GIL meanwhile): before each batch's
+    begin hooks it sets `listener._batch_begin` to the batch's index, and
+    after a failure kept from the worker (`loop_failed(error,
+    on_worker=True)`) it passes it on to `loop_failed(error)` on the
+    training thread, where it stops the recording between steps. Every
+    other callback's hooks run as Keras runs them.
 
     Args:
         callbacks: The `CallbackList` of the fit or evaluation.
@@ -121,7 +124,7 @@ class LoopClock:
         # A failure on Keras's worker, for the training thread's next batch.
         self._worker_error = None
 
-    def install(self, roles=("train", "test"), batch_bounds=True, skip=None):
+    def install(self, roles=("train", "test"), batch_bounds=True):
         """Wraps the list's batch methods of `roles` (once each).
 
         Args:
@@ -132,23 +135,15 @@ class LoopClock:
                 function (JAX, TensorFlow) needs neither: the step's own
                 clock reads bound it, and two fewer calls a step are a
                 measurable part of the callback's cost.
-            skip: The listener, where its batch hooks have nothing left to
-                do once the loop's clock reads bound the step: the loop
-                calls neither, and does their part itself (the class's
-                docstring). A frame less a step on the training thread,
-                and one on Keras's worker, which holds the GIL meanwhile.
         """
         for role in roles:
             begin, end, end_inner = _BATCH_METHODS[role]
             if end_inner in self._installed:
                 continue
-            if skip is not None:
-                self._wrap(begin, self._begin_standing_in(role, batch_bounds, skip))
-            elif batch_bounds:
-                self._wrap(begin, self._begin_wrapper(role))
+            self._wrap(begin, self._begin_standing_in(role, batch_bounds))
             if batch_bounds:
                 self._wrap(end, self._end_wrapper(role))
-            self._wrap(end_inner, self._results_wrapper(role, skip))
+            self._wrap(end_inner, self._results_wrapper(role))
         if "on_epoch_begin" not in self._installed:
             self._wrap("on_epoch_begin", self._after_wrapper(None))
             self._wrap("on_test_begin", self._after_wrapper("test"))
@@ -164,25 +159,12 @@ class LoopClock:
         setattr(self.callbacks, name, make(original))
         self._installed.append(name)
 
-    def _begin_wrapper(self, role):
-        clock, listener = self._clock, self._listener
-
-        def make(original):
-            def on_batch_begin(batch, logs=None):
-                try:
-                    listener.loop_batch_begin(role, batch, clock())
-                except Exception as error:  # pylint: disable=broad-except
-                    listener.loop_failed(error)
-                return original(batch, logs)
-
-            return on_batch_begin
-
-        return make
-
-    def _begin_standing_in(self, role, read_clock, skip):
-        """Keras's batch-begin method without `skip`'s hook, whose part it
-        does: the batch's index, and a failure kept from the worker."""
+    def _begin_standing_in(self, role, read_clock):
+        """Keras's batch-begin method without the listener's hook, whose
+        part it does: the batch's index, and a failure kept from the
+        worker."""
         clock, listener, callbacks = self._clock, self._listener, self.callbacks
+        skip = listener
         train = role == "train"
 
         def make(original):
@@ -196,7 +178,7 @@ class LoopClock:
                         listener.loop_batch_begin(role, batch, clock())
                     except Exception as error:  # pylint: disable=broad-except
                         listener.loop_failed(error)
-                # What Keras's own method does, by name, without `skip`.
+                # What Keras's own method does, by name, without ours.
                 logs = python_utils.pythonify_logs(logs)
                 if train:
                     for callback in callbacks.callbacks:
@@ -228,9 +210,9 @@ class LoopClock:
 
         return make
 
-    def _results_wrapper(self, role, skip):
+    def _results_wrapper(self, role):
         clock, listener = self._clock, self._listener
-        callbacks = self.callbacks
+        callbacks, skip = self.callbacks, listener
         train = role == "train"
         # The loop clock is installed by the training thread.
         training_thread = threading.get_ident()
@@ -246,7 +228,7 @@ class LoopClock:
                     listener.loop_results(role, batch, clock())
                 except Exception as error:  # pylint: disable=broad-except
                     on_worker = threading.get_ident() != training_thread
-                    if on_worker and skip is not None:
+                    if on_worker:
                         self._worker_error = error
                     listener.loop_failed(error, on_worker=on_worker)
                 # The hooks by name, as Keras's own loop calls them: through

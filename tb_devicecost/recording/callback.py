@@ -267,7 +267,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
 
     # The batch hooks run only outside Keras's loop (or once the recording
     # stopped): in a fit the loop clock stands in for them, around every
-    # callback's (`LoopClock.install`'s `skip`).
+    # callback's (`keras_loop.LoopClock`).
 
     def on_train_batch_begin(self, batch, logs=None):
         # The batch's index, whatever the callbacks' order: the step that

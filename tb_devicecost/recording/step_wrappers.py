@@ -65,11 +65,10 @@ class StepRecording:
             return  # Called outside Keras's loop: our own hooks read the clock.
         self._loop = keras_loop.LoopClock(callbacks, self)
         # Only a loop that fetches before the batch-begin hooks (PyTorch)
-        # needs the clock around them. Our own batch hooks have nothing to
-        # do once the loop's clock reads bound the step: the loop skips
-        # them and does their part (the batch's index, the probes between
-        # steps in `loop_results`): a frame less each, a step.
-        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin, skip=self)
+        # needs the clock around them. The loop stands in for our own batch
+        # hooks (the batch's index; the probes between steps in
+        # `loop_results`).
+        self._loop.install(batch_bounds=self._backend.fetches_before_batch_begin)
         self._hooks_on_worker = {
             role: keras_loop.hooks_on_worker(callbacks, role) for role in ("train", "test")
         }
@@ -91,7 +90,7 @@ class StepRecording:
         # Read only where the loop fetches before the batch-begin hooks
         # (PyTorch, `_install_loop_clock`): the batch was fetched just
         # before. The batch's index, and a failure kept from Keras's
-        # worker, are our own batch-begin hook's. Nothing to poll: PyTorch's
+        # worker, the loop clock takes care of. Nothing to poll: PyTorch's
         # steps complete at their return or carry a CUDA event, read at the
         # drain (`AsyncSteps.poll` asks JAX's outputs).
         if self._async.get("train" if role == "train" else self._test_role) is not None:
@@ -116,7 +115,7 @@ class StepRecording:
                 own.worker_s += time.perf_counter() - now
             else:
                 own.training_thread_s += time.perf_counter() - now
-        if steps is None:
+        if not self._backend.asynchronous:
             # After our own time: the probes' is kept out of the steps apart.
             self._probe_after_step(role)
 
