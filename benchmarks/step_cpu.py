@@ -40,6 +40,13 @@ a change's effect apart from the fits' noise (machine load does not move
 it; writes due every few seconds move it by a call or two). The count is
 not a time: in a running fit each call costs about a microsecond here.
 
+With `--short-epochs` it also times fits of 20 epochs of 50 steps, each
+with 10 validation steps, with and without the callback: the training
+thread's CPU time (`time.thread_time`) and the process's added an epoch,
+and the wall ratio. What a fit pays once an epoch (the drain and write of
+its steps at the epoch's end and validation's, validation's step function)
+weighs there as much as the steps do.
+
 With `--aa` neither side has the callback (an A/A run): what it prints
 is the instrument's own floor on this machine, the difference two
 identical fits show.
@@ -52,6 +59,7 @@ training-thread figure against the target.
 
 Usage: python benchmarks/step_cpu.py [--backends tensorflow,jax,torch]
        [--rounds 6] [--steps 2000] [--json FILE] [--calls] [--aa]
+       [--short-epochs]
 """
 
 import argparse
@@ -72,6 +80,10 @@ TF_WALL_RANGE = (0.98, 1.02)
 # A fit returning this long after its last `on_train_end` waited for
 # tf.data's autotune thread (a few ms otherwise): counted on each side.
 LATE_END_S = 0.02
+# `--short-epochs`: fits of this many epochs of this many steps, each with
+# a validation pass of `SHORT_VALIDATION` steps (what a small dataset's fit
+# looks like), where the callback's cost per epoch adds up.
+SHORT_EPOCHS, SHORT_STEPS, SHORT_VALIDATION = 20, 50, 10
 
 
 def _thread_cpu_ns(native_id):
@@ -202,6 +214,20 @@ def _measure_backend(args):
         return {"thread": counted[1] / (steps - 2 * WARM_STEPS),
                 "worker": counted[0] / (steps - 2 * WARM_STEPS)}
 
+    def short_epochs_fit(model, with_callback):
+        """`[training thread CPU, process CPU, wall]` seconds of a fit of
+        `SHORT_EPOCHS` epochs with validation."""
+        callbacks = []
+        if with_callback and not args.aa:
+            callbacks.append(tb_devicecost.DeviceCostCallback(
+                tempfile.mkdtemp(dir=scratch), device_busy=False))
+        before = (time.thread_time(), time.process_time(), time.perf_counter())
+        model.fit(x[: SHORT_STEPS * 32], y[: SHORT_STEPS * 32], batch_size=32,
+                  epochs=SHORT_EPOCHS, verbose=0, shuffle=False, callbacks=callbacks,
+                  validation_data=(x[-SHORT_VALIDATION * 32:], y[-SHORT_VALIDATION * 32:]))
+        after = (time.thread_time(), time.process_time(), time.perf_counter())
+        return [end - start for start, end in zip(before, after)]
+
     models_by_variant = {False: models.build("mlp"), True: models.build("mlp")}
     for with_callback, model in models_by_variant.items():
         fit(model, with_callback, 50)  # compile and warm up
@@ -225,21 +251,38 @@ def _measure_backend(args):
             "end_s_with": with_["end_s"],
             "end_s_without": without["end_s"],
         })
+    short = []
+    if args.short_epochs:
+        for with_callback, model in models_by_variant.items():
+            short_epochs_fit(model, with_callback)  # validation's compilation
+        for round_index in range(args.rounds):
+            order = (False, True) if round_index % 2 == 0 else (True, False)
+            figures = {with_callback: short_epochs_fit(models_by_variant[with_callback], with_callback)
+                       for with_callback in order}
+            (thread_a, process_a, wall_a), (thread_b, process_b, wall_b) = (
+                figures[False], figures[True])
+            short.append({
+                "thread_ms_per_epoch": (thread_b - thread_a) * 1e3 / SHORT_EPOCHS,
+                "process_ms_per_epoch": (process_b - process_a) * 1e3 / SHORT_EPOCHS,
+                "wall_ratio": wall_b / wall_a,
+                "epoch_ms_without": wall_a * 1e3 / SHORT_EPOCHS,
+            })
     calls = None
     if args.calls:
         calls = {
             "with": calls_per_step(models_by_variant[True], True, 500),
             "without": calls_per_step(models_by_variant[False], False, 500),
         }
-    print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs, "calls": calls}))
+    print(json.dumps({"backend": keras.backend.backend(), "pairs": pairs, "calls": calls,
+                      "short_epochs": short}))
 
 
-def _spread(values):
+def _spread(values, style="+.1f"):
     ordered = sorted(values)
     if len(ordered) < 4:
-        return f"{ordered[0]:+.1f} to {ordered[-1]:+.1f}"
+        return f"{ordered[0]:{style}} to {ordered[-1]:{style}}"
     quartiles = statistics.quantiles(ordered, n=4)
-    return f"IQR {quartiles[0]:+.1f} to {quartiles[2]:+.1f}"
+    return f"IQR {quartiles[0]:{style}} to {quartiles[2]:{style}}"
 
 
 def main():
@@ -252,17 +295,21 @@ def main():
                         help="also count the Python calls the callback adds a step (deterministic)")
     parser.add_argument("--aa", action="store_true",
                         help="no callback on either side: the instrument's own floor")
+    parser.add_argument("--short-epochs", action="store_true",
+                        help=f"also time fits of {SHORT_EPOCHS} epochs of {SHORT_STEPS} steps with "
+                             f"validation: what the callback adds an epoch")
     parser.add_argument("--one-backend", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_backend:
         _measure_backend(args)
         return
-    results, calls = {}, {}
+    results, calls, short = {}, {}, {}
     for backend in args.backends.split(","):
         completed = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--one-backend",
              "--rounds", str(args.rounds), "--steps", str(args.steps)]
-            + (["--calls"] if args.calls else []) + (["--aa"] if args.aa else []),
+            + (["--calls"] if args.calls else []) + (["--aa"] if args.aa else [])
+            + (["--short-epochs"] if args.short_epochs else []),
             capture_output=True, text=True, check=False,
             env=dict(os.environ, KERAS_BACKEND=backend),
         )
@@ -272,9 +319,12 @@ def main():
         results[backend] = measured["pairs"]
         if measured.get("calls"):
             calls[backend] = measured["calls"]
+        if measured.get("short_epochs"):
+            short[backend] = measured["short_epochs"]
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(dict(results, calls=calls) if calls else results, out, indent=1)
+            json.dump(dict(results, **({"calls": calls} if calls else {}),
+                           **({"short_epochs": short} if short else {})), out, indent=1)
     what = ("A/A: neither side has the callback; the CPU time one fit of two identical ones adds"
             if args.aa else "CPU time added a step by DeviceCostCallback")
     print(f"{what} in the steady state, {args.steps}-step fits, {args.rounds} pairs, median (spread):")
@@ -305,6 +355,17 @@ def main():
             f"{where} {counted['with'][where] - counted['without'][where]:+.1f} "
             f"({counted['with'][where]:.1f} with the callback, {counted['without'][where]:.1f} without)"
             for where in ("thread", "worker")))
+    if short:
+        print(f"Added an epoch, fits of {SHORT_EPOCHS} epochs of {SHORT_STEPS} steps and "
+              f"{SHORT_VALIDATION} validation steps, {args.rounds} pairs, median (spread):")
+    for backend, pairs in short.items():
+        column = {key: [pair[key] for pair in pairs] for key in pairs[0]}
+        print(f"  {backend:10s} training thread "
+              f"{statistics.median(column['thread_ms_per_epoch']):+5.2f} ms "
+              f"({_spread(column['thread_ms_per_epoch'], '+.2f')}), process "
+              f"{statistics.median(column['process_ms_per_epoch']):+5.2f} ms; wall "
+              f"x{statistics.median(column['wall_ratio']):.3f} on "
+              f"{statistics.median(column['epoch_ms_without']):.1f} ms epochs")
     if "tensorflow" in results:
         ratio = statistics.median(pair["to_end_ratio"] for pair in results["tensorflow"])
         print(f"TensorFlow fit with / without, to the last on_train_end: x{ratio:.3f} "

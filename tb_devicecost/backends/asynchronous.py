@@ -315,18 +315,21 @@ class AsyncSteps:
             count = pending if complete.all() else int(np.argmin(complete))
         if not count:
             return
-        for key in keys[:count]:
-            done.pop(key, None)
-        if exact_done:
-            for key in keys[:count]:
-                exact_done.pop(key, None)
         self._first += count
         del self._rows[:count * _WIDTH]
-        # Those a poll never found complete, or the device never timed,
-        # still lead their queues.
-        for queue in (self._unready, self._timers):
-            while queue and queue[0][0] < self._first:
-                queue.popleft()
+        if not final:
+            # A boundary clears these at once after a final drain (a step
+            # at a time, that cost as much as the rest of an epoch's end).
+            for key in keys[:count]:
+                done.pop(key, None)
+            if exact_done:
+                for key in keys[:count]:
+                    exact_done.pop(key, None)
+            # Those a poll never found complete, or the device never timed,
+            # still lead their queues.
+            for queue in (self._unready, self._timers):
+                while queue and queue[0][0] < self._first:
+                    queue.popleft()
         table, reported, exact = table[:count], reported[:count], exact[:count]
         steps = table[:, _STEPS]
         polled_lower, polled_upper = table[:, _LOWER], table[:, _UPPER]
@@ -481,7 +484,7 @@ class AsyncSteps:
         # cost the training thread more than the step's other reads).
         for _ in range(2):
             previous = np.concatenate(([first], done[:-1]))
-            placed = np.clip(np.maximum(dispatch, previous) + duration, lower, upper)
+            placed = np.minimum(np.maximum(np.maximum(dispatch, previous) + duration, lower), upper)
             done = np.maximum.accumulate(np.where(tight, upper, placed))
         # Two steps found complete by one read would share its time: each
         # took at least half the measured duration on the device, so the
@@ -511,7 +514,8 @@ def _as_nearest_asked(pending, asked):
 def _median(values):
     """`np.median` of a 1-D array without NaNs, as a float, at a tenth of
     its cost on a few hundred values (it runs once an epoch per drain)."""
-    ordered = np.sort(values)
+    ordered = values.copy()
+    ordered.sort()
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return float(ordered[middle])

@@ -527,7 +527,7 @@ class StepAccounting:
 
     def add_fetch_times(self, fetch_ms):
         """Adds the full durations (ms) of steady steps' fetches."""
-        self._aggregate.fetch.add(np.asarray(fetch_ms, dtype=np.float64))
+        self._aggregate.add_fetches(np.asarray(fetch_ms, dtype=np.float64))
 
     def count_pace(self, device_paced):
         """Counts which side set the pace of steps just added (a bool
