@@ -206,7 +206,8 @@ class RunAggregate:
         batch = rows[:, ROW_BATCH]
         known = np.isfinite(batch)
         self._steady_samples += int(batch[known].sum())
-        self._batch_sizes.update(int(size) for size in np.unique(batch[known]))
+        # A set of the sizes, not `np.unique`: a sort and layers of Python.
+        self._batch_sizes.update(int(size) for size in set(batch[known].tolist()))
 
     def document(self, status, steps, sessions):
         """The cumulative aggregate document (JSON-ready).

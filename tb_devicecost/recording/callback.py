@@ -12,7 +12,7 @@ from tb_devicecost import backends
 from tb_devicecost.backends import asynchronous as async_steps
 from tb_devicecost.backends import keras_loop
 from tb_devicecost.backends import processes
-from tb_devicecost.recording.accounting import StepAccounting
+from tb_devicecost.recording.accounting import FLUSH_STEPS, StepAccounting
 from tb_devicecost.recording import fetch_floor
 from tb_devicecost.recording import input_kind
 from tb_devicecost.recording import profiling
@@ -64,7 +64,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             first training step's ops (TensorFlow only; it costs a little
             extra time in the warm-up step). Defaults to `True`.
         flush_steps: Number of steps buffered before they are written to
-            disk. Defaults to `256`.
+            disk (and at most 5 seconds apart). Defaults to `4096`.
         profile_steps: Optional `(start, stop)` pair of global steps (at
             most 1000 apart) to capture a profiler trace of, into
             `log_dir/train`: on TensorFlow and JAX an `.xplane.pb` under
@@ -110,7 +110,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self,
         log_dir,
         capture_placement=True,
-        flush_steps=256,
+        flush_steps=FLUSH_STEPS,
         profile_steps=None,
         device_busy="auto",
     ):
@@ -131,7 +131,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             or flush_steps < 1
         ):
             raise ValueError(
-                "`flush_steps` must be a positive integer, e.g. 256. "
+                "`flush_steps` must be a positive integer, e.g. 4096. "
                 f"Received: flush_steps={flush_steps!r}"
             )
         if profile_steps is not None and not (

@@ -35,8 +35,8 @@ class StepRecorder:
 
     Args:
         run_dir: Directory of the TensorBoard run to write into.
-        flush_steps: Number of steps buffered before they are written.
-            Defaults to `256`.
+        flush_steps: Number of steps buffered before they are written
+            (and at most 5 seconds apart). Defaults to `4096`.
         clock: Function returning seconds from a monotonic clock, for tests.
             Defaults to `time.perf_counter`.
 
@@ -53,7 +53,7 @@ class StepRecorder:
     ```
     """
 
-    def __init__(self, run_dir, flush_steps=256, clock=None):
+    def __init__(self, run_dir, flush_steps=accounting.FLUSH_STEPS, clock=None):
         self._process = processes.process_info()
         self._accounting = accounting.StepAccounting(
             run_info.process_run_dir(run_dir, self._process),

@@ -54,11 +54,15 @@ def test_try_fixes_on_jax_with_a_slow_pydataset(tmp_path):
     input_findings = [f for f in facts["findings"] if f["id"] == "input_bound"]
     if input_findings:
         assert input_findings[0]["change"] == "use_multiprocessing"
-        # Advised, never tried on JAX: a fork of a process running JAX can
-        # deadlock, and a trial must never hang; the result says why.
-        assert "use_multiprocessing" not in tried
+    # Advised, never tried on JAX: a fork of a process running JAX can
+    # deadlock, and a trial must never hang.
+    assert "use_multiprocessing" not in tried
+    # Where the baseline's first fit named it (the report's findings cover
+    # every baseline round: on a busy machine only later ones may), the
+    # result says why it was not tried, and worker threads, the input change
+    # JAX can try, are tried beside it.
+    if "use_multiprocessing" in facts["result"]["failed"]:
         assert "keras #20619" in facts["result"]["failed"]["use_multiprocessing"]
-        # Worker threads, the input change JAX can try, are tried beside it.
         assert "workers" in tried
     # JAX gets steps_per_execution tried beside the findings' changes.
     assert "steps_per_execution" in tried
