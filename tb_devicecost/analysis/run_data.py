@@ -132,6 +132,9 @@ class StepNumbers:
     # before it was (docs/FORMAT.md, `self_ms`).
     self_ms: float = None
     worker_self_ms: float = None
+    # Our hooks' time between a fit's steps (epoch ends, validation's start
+    # and end), ms; `None` in data recorded before it was.
+    between_steps_self_ms: float = None
 
 
 @dataclasses.dataclass(frozen=True)

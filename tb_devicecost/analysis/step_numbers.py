@@ -106,6 +106,7 @@ def numbers_from_aggregate(aggregate, problems):
         host_paced_steps=as_count(as_dict(aggregate.get("pace")).get("host_steps")),
         self_ms=as_number(as_dict(aggregate.get("self_ms")).get("training_thread")),
         worker_self_ms=as_number(as_dict(aggregate.get("self_ms")).get("worker")),
+        between_steps_self_ms=as_number(as_dict(aggregate.get("self_ms")).get("between_steps")),
     )
 
 

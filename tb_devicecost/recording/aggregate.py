@@ -63,20 +63,27 @@ class SelfTime:
     pool may run two batch-end calls at once, and an addition lost between
     them reads the worker's figure low, never high. `measured`: whether
     anything adds to it (the callback's timed step functions; a custom
-    loop's `StepRecorder` does not measure it)."""
+    loop's `StepRecorder` does not measure it).
 
-    __slots__ = ("training_thread_s", "worker_s", "measured")
+    `between_steps_s`: our hooks' time between the steps of a fit (each
+    epoch's end, validation's start and end): what short epochs pay once an
+    epoch, outside any step."""
+
+    __slots__ = ("training_thread_s", "worker_s", "between_steps_s", "measured")
 
     def __init__(self):
         self.training_thread_s = 0.0
         self.worker_s = 0.0
+        self.between_steps_s = 0.0
         self.measured = False
 
     def document(self):
-        """`{"training_thread", "worker"}` in ms, or `None` where not measured."""
+        """`{"training_thread", "worker", "between_steps"}` in ms, or `None`
+        where not measured."""
         if not self.measured:
             return None
-        return {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3}
+        return {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3,
+                "between_steps": self.between_steps_s * 1e3}
 
 
 class RunAggregate:

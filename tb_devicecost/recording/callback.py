@@ -286,6 +286,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
     def on_test_begin(self, logs=None):
         if not self._enabled:
             return
+        began = time.perf_counter()
         try:
             if self._in_fit:
                 accounting, role = self._validation, "validation"
@@ -320,12 +321,12 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 steps.held_is_input = input_kind.runs_python_threads(input_kind.describe(
                     keras_loop.caller_local("epoch_iterator", keras_loop.epoch_iterator_class())))
                 self._fetch_started = None
-                self._wrap("test_function", role)
-                return
-            self._test_epoch_iterator = keras_loop.caller_local(
-                "epoch_iterator", keras_loop.epoch_iterator_class()
-            )
+            else:
+                self._test_epoch_iterator = keras_loop.caller_local(
+                    "epoch_iterator", keras_loop.epoch_iterator_class()
+                )
             self._wrap("test_function", role)
+            self._between_steps(began)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -346,6 +347,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._test_epoch_iterator = None
         if role is None:
             return
+        began = time.perf_counter()
         try:
             accounting = self._accounting_for(role)
             steps = self._async.pop(role, None)
@@ -355,6 +357,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             self._note_retraces("test_function", accounting)
             accounting.end_span()
             self._unwrap("test_function")
+            self._between_steps(began)
             if role == "evaluation":
                 self._uninstall_loop_clock()
                 accounting.end_session(status="complete")
@@ -374,6 +377,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
         self._stop_if_failed_on_worker()
         if not self._enabled or self._train is None or not self._in_fit:
             return
+        began = time.perf_counter()
         try:
             if "train" in self._async:
                 # Keras has waited for its worker: every step completed.
@@ -386,8 +390,15 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
                 # Validation's passes are short: its first epoch's steps and
                 # an aggregate go to disk then, as the train run's have.
                 self._validation.flush_due(first=True)
+            self._between_steps(began)
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
+
+    def _between_steps(self, began):
+        """Adds our hook's time since `began` (a clock read) in a fit to the
+        fit's own time between steps (`SelfTime.between_steps_s`)."""
+        if self._in_fit and self._train is not None:
+            self._train.self_time.between_steps_s += time.perf_counter() - began
 
     def on_train_end(self, logs=None):
         self._stop_if_failed_on_worker()

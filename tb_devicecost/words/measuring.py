@@ -13,9 +13,13 @@ from tb_devicecost.analysis.formatting import fmt_share
 from tb_devicecost.words import phrases
 
 
-def self_cost_line(us_per_step, share, fetches_each_batch=False):
+def self_cost_line(us_per_step, share, fetches_each_batch=False, between_steps_share=None):
     """`Measuring took 3.10 µs a step, 0.4% of the step.`, or that it was
     not recorded (data recorded before it was, or a custom loop's).
+
+    `between_steps_share`: our hooks' time between the steps (each epoch's
+    end, validation's start and end) as a share of the fit, said after it
+    (`and 2.1% of the fit at epoch ends.`): short epochs pay it often.
 
     `fetches_each_batch`: the callback fetched each batch itself (TensorFlow
     runs recorded before the fetch was timed inside Keras's graph,
@@ -26,9 +30,14 @@ def self_cost_line(us_per_step, share, fetches_each_batch=False):
     if us_per_step is None:
         return "What measuring took of each step was not recorded (older data, or a custom loop)."
     if share is None:
-        line = f"Measuring took {fmt_ms(us_per_step)} µs a step."
+        line = f"Measuring took {fmt_ms(us_per_step)} µs a step"
     else:
-        line = f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step."
+        line = f"Measuring took {fmt_ms(us_per_step)} µs a step, {fmt_share(share)} of the step"
+    if between_steps_share is not None:
+        # Validation runs at an epoch's end too: "epoch ends" holds it.
+        part = "under 0.1%" if between_steps_share < 0.001 else fmt_share(between_steps_share)
+        line += f", and {part} of the fit at epoch ends"
+    line += "."
     if fetches_each_batch:
         line += (" The callback fetched each batch itself, skipping two small operations "
                  "of Keras's own loop a step, so this fit may run faster than "

@@ -129,9 +129,11 @@ def run_object(run, input_free_gain=None):
         "self_us_per_step": figures.self_us_per_step,
         "self_share": figures.self_share,
         "worker_self_us_per_step": figures.worker_self_us_per_step,
+        "between_steps_self_share": figures.between_steps_self_share,
         "self_cost_text": measuring.self_cost_line(
             figures.self_us_per_step, figures.self_share,
-            fetches_each_batch=figures.fetched_each_batch),
+            fetches_each_batch=figures.fetched_each_batch,
+            between_steps_share=figures.between_steps_self_share),
         # Compute, communication (collectives), memory copies and idle, as
         # shares of the traced steps, and per device (docs/CLI.md).
         "device_split": run.device_split,

@@ -34,7 +34,12 @@ def test_an_injected_delay_shows_as_median_data_wait(fitted):
     _, facts, records = fitted
     components = records["delay/train"].aggregate["components"]
     assert components["data_wait"]["p50_ms"] == pytest.approx(facts["delay_ms"], rel=0.15)
-    assert components["compute"]["p50_ms"] < facts["delay_ms"] / 4
+    # None of the delay in compute. A quarter of it was too tight a margin:
+    # after each 50 ms sleep this MLP's PyTorch step takes 10-14 ms on a
+    # 2-core machine (its `train_step` timed from outside, without the
+    # callback: 10.3 ms, against 2.7 ms back to back), over 12.5 ms in some
+    # quiet runs; the delay misread as compute would read 50 ms more.
+    assert components["compute"]["p50_ms"] < facts["delay_ms"] / 2
 
 
 def test_a_compute_bound_fit_is_mostly_compute(fitted):
@@ -175,3 +180,7 @@ def test_the_callback_records_its_own_time(fitted):
     own = aggregate["self_ms"]
     assert 0 < own["training_thread"] / aggregate["steps"] < aggregate["components"]["step"]["mean_ms"]
     assert 0 < own["worker"] / aggregate["steps"] < aggregate["components"]["step"]["mean_ms"]
+    # And our hooks' time between the steps (the epoch's end): positive, and
+    # no more than the fit's time between its steps and in our measurements.
+    wall = aggregate["wall_ms"]
+    assert 0 < own["between_steps"] <= wall["between_steps"] + wall["measurement"]

@@ -99,6 +99,36 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     assert "so the split between its parts is uncertain" in finding["headline"]
 
 
+def test_our_time_at_epoch_ends_is_recorded_with_an_injected_cost(plain, tmp_path, monkeypatch):
+    """Our hooks' time between the steps (`self_ms.between_steps`): a real
+    fit's is positive and below its time between steps; made to spin a
+    known time at each epoch's end, it holds that time, and the line says
+    its share of the fit."""
+    wall = plain.aggregate["wall_ms"]
+    between_ms = plain.aggregate["self_ms"]["between_steps"]
+    assert 0 < between_ms < wall["between_steps"] + wall["measurement"]
+    original = accounting_module.StepAccounting.flush_due
+    injected_s = 0.05
+
+    def flush_due(self, *args, **kwargs):
+        end = time.perf_counter() + injected_s
+        while time.perf_counter() < end:
+            pass
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(accounting_module.StepAccounting, "flush_due", flush_due)
+    epochs = 3
+    record = _fit(str(tmp_path / "spun"), epochs=epochs)
+    spun_ms = record.aggregate["self_ms"]["between_steps"]
+    # The train run's flush at each epoch's end spun, inside our hook.
+    assert spun_ms >= epochs * injected_s * 1e3
+    assert spun_ms < record.aggregate["wall_ms"]["total"]
+    result = words.analyze_run(record)
+    assert result["between_steps_self_share"] == pytest.approx(
+        spun_ms / record.aggregate["wall_ms"]["total"])
+    assert result["self_cost_text"].endswith(" of the fit at epoch ends.")
+
+
 def test_a_tensorflow_fit_runs_keras_s_own_path_and_says_nothing_else(plain):
     """The fetch is timed inside Keras's graph (`FetchTimedStep`): the run
     says so, and its self-cost line no longer says the callback fetched

@@ -19,13 +19,20 @@ from tests.support.analyzed import assert_json_clean, finding_of
 from tests.support.documents import make_aggregate, make_record
 
 
-def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2), backend="jax", steps_per_record=1):
+def _run(self_ms, worker_ms=None, step_ms=(0.2, 1.6, 0.2), backend="jax", steps_per_record=1,
+         between_steps_ms=None, wall_ms=None):
     """A run of 100 steady steps and a warm-up one, each steady step
     `sum(step_ms)` ms, whose aggregate says our own time was `self_ms` in
-    all (`None`: not recorded)."""
+    all (`None`: not recorded), `between_steps_ms` of it between the steps
+    of a fit spanning `wall_ms`."""
     aggregate = make_aggregate(*step_ms)
     if self_ms is not None:
         aggregate["self_ms"] = {"training_thread": self_ms, "worker": worker_ms}
+        if between_steps_ms is not None:
+            aggregate["self_ms"]["between_steps"] = between_steps_ms
+    if wall_ms is not None:
+        aggregate["wall_ms"] = {"total": wall_ms, "steps": 202.0, "warmup": 10.0,
+                                "between_steps": wall_ms - 212.0, "measurement": 0.0}
     return make_record("cpu/train", aggregate=aggregate,
                        info={"backend": backend, "steps_per_record": steps_per_record})
 
@@ -41,6 +48,24 @@ def test_each_run_says_what_measuring_took_of_a_step():
     assert result["worker_self_us_per_step"] == pytest.approx(50.0)
     assert result["self_share"] == pytest.approx(0.1)
     assert result["self_cost_text"] == "Measuring took 200 µs a step, 10% of the step."
+    assert_json_clean(result)
+
+
+def test_our_time_between_steps_is_said_as_a_share_of_the_fit():
+    """Each epoch's end (and validation's start and end) costs a fit
+    outside its steps: the line says that share of the fit's wall time."""
+    # 21 ms of our hooks between the steps of a fit of 250 ms.
+    result = words.analyze_run(_run(20.2, between_steps_ms=21.0, wall_ms=250.0))
+    assert result["between_steps_self_share"] == pytest.approx(21.0 / 250.0)
+    assert result["self_cost_text"] == (
+        "Measuring took 200 µs a step, 10% of the step, and 8.4% of the fit at epoch ends.")
+    tiny = words.analyze_run(_run(20.2, between_steps_ms=0.1, wall_ms=250.0))
+    assert tiny["self_cost_text"].endswith(", and under 0.1% of the fit at epoch ends.")
+    # Recorded before it was, or no fit's wall time: the line as before.
+    for run in (_run(20.2, wall_ms=250.0), _run(20.2, between_steps_ms=21.0)):
+        result = words.analyze_run(run)
+        assert result["between_steps_self_share"] is None
+        assert result["self_cost_text"] == "Measuring took 200 µs a step, 10% of the step."
     assert_json_clean(result)
 
 
