@@ -318,8 +318,8 @@ class AsyncSteps:
         self._first += count
         del self._rows[:count * _WIDTH]
         if not final:
-            # A boundary clears these at once after a final drain (a step
-            # at a time, that cost as much as the rest of an epoch's end).
+            # After a final drain a boundary clears these at once: no pop
+            # a step at every epoch's end.
             for key in keys[:count]:
                 done.pop(key, None)
             if exact_done:

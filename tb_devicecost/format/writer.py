@@ -85,9 +85,13 @@ class SummaryWriter:
         if self._file is None:
             # TensorBoard reads a run's files in name order, so the counter
             # is zero-padded: files opened in the same second (repeated fits)
-            # must sort in the order they were written.
+            # must sort in the order they were written. The header's time is
+            # the name's, read once: opening the file can take long enough
+            # to cross into the next second, and a header of another second
+            # than its name is not read as exact (`reading/collisions.py`).
+            opened = time.time()
             name = "events.out.tfevents.%010d.%s.%s.%06d%s" % (
-                time.time(),
+                opened,
                 socket.gethostname(),
                 os.getpid(),
                 next(_file_counter),
@@ -97,7 +101,7 @@ class SummaryWriter:
             self._good_bytes = 0
             self._file = _open(self.run_dir, self._path)
             header = event_pb2.Event(
-                wall_time=time.time(),
+                wall_time=opened,
                 file_version="brain.Event:2",
                 source_metadata=event_pb2.SourceMetadata(writer="tb_devicecost"),
             )

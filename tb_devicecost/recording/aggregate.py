@@ -78,12 +78,15 @@ class SelfTime:
         self.measured = False
 
     def document(self):
-        """`{"training_thread", "worker", "between_steps"}` in ms, or `None`
-        where not measured."""
+        """`{"training_thread", "worker"}` in ms, with `"between_steps"` on
+        a fit's train run (where its hooks added some), or `None` where not
+        measured."""
         if not self.measured:
             return None
-        return {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3,
-                "between_steps": self.between_steps_s * 1e3}
+        document = {"training_thread": self.training_thread_s * 1e3, "worker": self.worker_s * 1e3}
+        if self.between_steps_s:
+            document["between_steps"] = self.between_steps_s * 1e3
+        return document
 
 
 class RunAggregate:

@@ -7,6 +7,8 @@ runs recorded on a real GPU are tested in `test_gpu_runs.py`.
 
 import pytest
 
+from tb_devicecost import words
+
 from tests.support.scripts import run_backend_script
 
 
@@ -184,3 +186,9 @@ def test_the_callback_records_its_own_time(fitted):
     # no more than the fit's time between its steps and in our measurements.
     wall = aggregate["wall_ms"]
     assert 0 < own["between_steps"] <= wall["between_steps"] + wall["measurement"]
+    # That is the fit's, on its train run: its validation run says nothing
+    # of epoch ends.
+    validation = records["twice/validation"]
+    assert "between_steps" not in validation.aggregate["self_ms"]
+    assert "epoch ends" not in words.analyze_run(validation)["self_cost_text"]
+    assert "epoch ends" in words.analyze_run(records["twice/train"])["self_cost_text"]

@@ -1,5 +1,6 @@
 """Fits sharing one run directory: each said, however short (issue 35)."""
 
+import os
 import time
 
 from tb_devicecost import words
@@ -47,6 +48,25 @@ def test_two_tiny_fits_at_once_within_one_second_are_said(tmp_path):
     assert any("at once" in problem for problem in problems), problems
     [said] = [problem for problem in problems if "This run holds 2 fits" in problem]
     assert "3 steps, batch 8" in said and "4 steps, batch 16" in said, said
+
+
+def test_a_file_opened_across_a_second_keeps_its_exact_time(tmp_path, monkeypatch):
+    """Opening an event file can take long enough (a busy disk) to cross
+    into the next second: its header still carries the name's time, read
+    once, so the collision check keeps it exact (a header of another second
+    than its name is not, and two tiny fits at once then read as one after
+    another: seen once in a full suite on a busy machine)."""
+    from tb_devicecost.format import writer as writer_module
+
+    clock = iter([1_700_000_000.9999, 1_700_000_001.5])
+    monkeypatch.setattr(writer_module.time, "time", lambda: next(clock, 1_700_000_002.0))
+    summary = writer_module.SummaryWriter(str(tmp_path / "run"))
+    summary.write_event(writer_module.event_pb2.Event(step=0))
+    summary.close()
+    [name] = os.listdir(tmp_path / "run")
+    assert ".1700000000." in name
+    [file] = collisions._files([str(tmp_path / "run" / name)])
+    assert file.exact and file.opened == 1_700_000_000.9999
 
 
 def test_a_rerun_in_one_process_is_a_fit_of_its_own(tmp_path):
