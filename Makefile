@@ -53,7 +53,7 @@ test: test-setup
 # if any script does. Tens of minutes: run it on a quiet machine.
 BENCHMARKS := "overhead.py --backend tensorflow --rounds 9 --short-fits 9" \
 	"overhead.py --trace-window 100 --rounds 2" \
-	"step_cpu.py --rounds 6 --calls" \
+	"step_cpu.py --rounds 6 --calls --short-epochs" \
 	"truth_matrix.py --repeats 2" \
 	"scale.py --runs 200 --steps 10000 --extra-run-steps 1000000 --tab --reuse" \
 	"scale.py --processes 8,64,512 --steps 2000"
