@@ -4,6 +4,7 @@ import os
 import time
 
 from tb_devicecost import words
+from tb_devicecost.format import writer as writer_module
 from tb_devicecost.reading import collisions
 from tb_devicecost.reading import reader
 from tb_devicecost.recording import accounting
@@ -56,8 +57,6 @@ def test_a_file_opened_across_a_second_keeps_its_exact_time(tmp_path, monkeypatc
     once, so the collision check keeps it exact (a header of another second
     than its name is not, and two tiny fits at once then read as one after
     another: seen once in a full suite on a busy machine)."""
-    from tb_devicecost.format import writer as writer_module
-
     clock = iter([1_700_000_000.9999, 1_700_000_001.5])
     monkeypatch.setattr(writer_module.time, "time", lambda: next(clock, 1_700_000_002.0))
     summary = writer_module.SummaryWriter(str(tmp_path / "run"))
