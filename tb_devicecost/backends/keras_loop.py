@@ -86,19 +86,22 @@ class LoopClock:
     `listener` receives, per role (`"train"` or `"test"`) and with
     `time.perf_counter` readings:
 
-    - `loop_batch_begin(role, batch, now)`: the loop asks for the batch
-      hooks, before any of them (on PyTorch, the batch was fetched just
-      before; with `batch_bounds` only);
     - `loop_results(role, batch, now)`: the step's logs are Python numbers,
       before any batch-end hook (the main thread, or Keras's worker thread);
-    - `loop_batch_end(role, now)`: every batch-end hook has run, or been
-      handed to the worker (main thread; with `batch_bounds` only);
     - `loop_epoch_begin(now)`: the epoch's hooks ran; its first fetch
       follows (the same after `on_test_begin`, with role `"test"`);
     - `loop_failed(error, on_worker)`: one of the above raised; Keras's own
       call goes on (a failure of the recording never breaks the loop).
       `on_worker`: it was `loop_results` on Keras's worker thread, while
       the training thread may be recording a step.
+
+    With `batch_bounds` (a loop that fetches before the batch-begin hooks:
+    PyTorch's), two readings a step are written to the listener's
+    attributes, not passed to a method of it (a frame less each, once a
+    step): `listener._fetched_at` as the loop asks for the batch-begin
+    hooks, before any of them (the batch was fetched just before), and
+    `listener._fetch_started` once every batch-end hook has run or been
+    handed to the worker (the next fetch follows).
 
     The loop stands in for the listener's own batch hooks, which it does
     not call (they have nothing left to do once the loop's clock reads
@@ -130,8 +133,8 @@ class LoopClock:
         Args:
             roles: The roles whose batch hooks are wrapped.
             batch_bounds: Whether to read the clock before the batch-begin
-                hooks and after the batch-end ones (`loop_batch_begin`,
-                `loop_batch_end`). A loop that fetches inside its step
+                hooks and after the batch-end ones (`_fetched_at`,
+                `_fetch_started`). A loop that fetches inside its step
                 function (JAX, TensorFlow) needs neither: the step's own
                 clock reads bound it, and two fewer calls a step are a
                 measurable part of the callback's cost.
@@ -142,7 +145,7 @@ class LoopClock:
                 continue
             self._wrap(begin, self._begin_standing_in(role, batch_bounds))
             if batch_bounds:
-                self._wrap(end, self._end_wrapper(role))
+                self._wrap(end, self._end_standing_in(role))
             self._wrap(end_inner, self._results_wrapper(role))
         if "on_epoch_begin" not in self._installed:
             self._wrap("on_epoch_begin", self._after_wrapper(None))
@@ -174,10 +177,8 @@ class LoopClock:
                     listener.loop_failed(error)
                 listener._batch_begin = batch  # pylint: disable=protected-access
                 if read_clock:
-                    try:
-                        listener.loop_batch_begin(role, batch, clock())
-                    except Exception as error:  # pylint: disable=broad-except
-                        listener.loop_failed(error)
+                    # The batch was fetched just before.
+                    listener._fetched_at = clock()  # pylint: disable=protected-access
                 # What Keras's own method does, by name, without ours.
                 logs = python_utils.pythonify_logs(logs)
                 if train:
@@ -193,18 +194,35 @@ class LoopClock:
 
         return make
 
-    def _end_wrapper(self, role):
-        clock, listener = self._clock, self._listener
+    def _end_standing_in(self, role):
+        """Keras's batch-end method, as Keras runs it, then the clock read
+        where the next fetch starts (`listener._fetch_started`)."""
+        clock, listener, callbacks = self._clock, self._listener, self.callbacks
+        train = role == "train"
 
         def make(original):
+            if not hasattr(callbacks, "_async_dispatch"):
+                # Another Keras: its own method, a frame more.
+                def on_batch_end(batch, logs=None):
+                    original(batch, logs)
+                    listener._fetch_started = clock()  # pylint: disable=protected-access
+
+                return on_batch_end
+
+            # What `CallbackList.on_{train,test}_batch_end` does, without
+            # its frame: to the worker where every callback is async-safe.
+            # pylint: disable=protected-access
             def on_batch_end(batch, logs=None):
-                try:
-                    return original(batch, logs)
-                finally:
-                    try:
-                        listener.loop_batch_end(role, clock())
-                    except Exception as error:  # pylint: disable=broad-except
-                        listener.loop_failed(error)
+                if train:
+                    if callbacks._async_train:
+                        callbacks._async_dispatch(callbacks._on_train_batch_end, batch, logs)
+                    else:
+                        callbacks._on_train_batch_end(batch, logs)
+                elif callbacks._async_test:
+                    callbacks._async_dispatch(callbacks._on_test_batch_end, batch, logs)
+                else:
+                    callbacks._on_test_batch_end(batch, logs)
+                listener._fetch_started = clock()
 
             return on_batch_end
 

@@ -98,6 +98,7 @@ class StepAccounting:
         self._next_is_warmup = True
         self._sessions = 0
         self._aggregate = RunAggregate(self._clock)
+        self._fetch_ms = self._aggregate.fetch_ms
         # Our own time inside the steps (`aggregate.SelfTime`), added to by
         # the timed step functions and the loop's clock reads.
         self.self_time = self._aggregate.self_time
@@ -126,8 +127,7 @@ class StepAccounting:
         # and stops them all.
         self.on_failure = None
 
-    # The hot path: three calls per step, a clock read each, one small list
-    # and one tuple allocated per step.
+    # The hot path: a few calls a step, one small list and one tuple each.
 
     @property
     def next_is_warmup(self):
@@ -155,8 +155,17 @@ class StepAccounting:
             return 0.0
         now = self._clock() if now is None else now
         wrote_s = 0.0
-        if self._open is not None:
-            self._close_step(now)
+        opened = self._open
+        if opened is not None:
+            # The open step ends where this one begins (inline: a frame less).
+            start_s, fetched_s, compute_started_s, computed_s, batch_size, steps = opened
+            self._open = None
+            data_wait_s = fetched_s - start_s
+            compute_s = 0.0 if computed_s is None else computed_s - compute_started_s
+            host_overhead_s = max(0.0, now - start_s - data_wait_s - compute_s)
+            excluded_s, self._excluded = min(self._excluded, host_overhead_s), 0.0
+            self.add_step(start_s, data_wait_s, compute_s, host_overhead_s - excluded_s,
+                          batch_size, steps, excluded_s)
             # A due write ran in the close: our time, not the next fetch's.
             wrote_s, self._wrote_s = self._wrote_s, 0.0
             now += wrote_s
@@ -232,21 +241,12 @@ class StepAccounting:
         """Closes the open step: an epoch, validation or the fit ends here."""
         if self._open is not None and self.enabled:
             try:
-                self._close_step(self._clock() if now is None else now)
+                # Closed as the next step's start would close it; none opens.
+                self.begin_step(now)
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
+            self._open = None
             self._wrote_s = 0.0  # A write due here ran between steps: no step's.
-
-    def _close_step(self, now_s):
-        start_s, fetched_s, compute_started_s, computed_s, batch_size, steps = self._open
-        self._open = None
-        excluded_s, self._excluded = self._excluded, 0.0
-        data_wait_s = fetched_s - start_s
-        compute_s = 0.0 if computed_s is None else computed_s - compute_started_s
-        host_overhead_s = max(0.0, now_s - start_s - data_wait_s - compute_s)
-        excluded_s = min(excluded_s, host_overhead_s)
-        host_overhead_s -= excluded_s
-        self.add_step(start_s, data_wait_s, compute_s, host_overhead_s, batch_size, steps, excluded_s)
 
     def add_step(self, start_s, data_wait_s, compute_s, host_overhead_s, batch_size=None, steps=1, excluded_s=0.0):
         """Adds a step whose parts are known (seconds), e.g. one timed under
@@ -264,7 +264,7 @@ class StepAccounting:
         if not self._next_is_warmup and steps == 1:
             # A synchronous step's fetch is all data wait (`AsyncSteps`
             # adds the full fetches of asynchronous ones).
-            self._aggregate.add_fetch(data_wait_s * 1e3)
+            self._fetch_ms.append(data_wait_s * 1e3)
         self._aggregate.measurement_total += excluded_s
         wall_s = data_wait_s + compute_s + host_overhead_s
         for index in range(steps):

@@ -107,9 +107,10 @@ class RunAggregate:
         # was busy meanwhile (the data wait is only the part it was not):
         # a process's own input work, compared across the processes of a job.
         self.fetch = stats.RunningStats()
-        # Synchronous steps' fetches (ms), one float each on the training
-        # thread, added to `fetch` as one array later (`add_fetch`).
-        self._fetches = []
+        # Synchronous steps' fetches (ms): the accounting appends one float
+        # a step to this list (the same list for the run's life), added to
+        # `fetch` as one array with the rows (`add_rows`) or the document.
+        self.fetch_ms = []
         self._warmup_steps = collections.deque(maxlen=MAX_MARKED_STEPS)
         self._spike_steps = collections.deque(maxlen=MAX_MARKED_STEPS)
         self._num_spikes = 0
@@ -163,25 +164,17 @@ class RunAggregate:
         self._pace[0] += device
         self._pace[1] += int(np.size(device_paced)) - device
 
-    def add_fetch(self, fetch_ms):
-        """Adds one step's fetch (ms): a list append on the training thread;
-        the statistics take them as one array once a group is full, or at
-        the next document."""
-        self._fetches.append(fetch_ms)
-        if len(self._fetches) >= _FETCH_GROUP:
-            self._merge_fetches()
-
     def add_fetches(self, fetch_ms):
-        """Adds several steps' fetches (ms, a 1-D array) as `add_fetch`
-        does one: gathered, not binned, at each drain of a group of steps."""
-        self._fetches.extend(fetch_ms.tolist())
-        if len(self._fetches) >= _FETCH_GROUP:
+        """Adds several steps' fetches (ms, a 1-D array) to `fetch_ms`:
+        gathered, not binned, at each drain of a group of steps."""
+        self.fetch_ms.extend(fetch_ms.tolist())
+        if len(self.fetch_ms) >= _FETCH_GROUP:
             self._merge_fetches()
 
     def _merge_fetches(self):
-        if self._fetches:
-            self.fetch.add(np.array(self._fetches, dtype=np.float64))
-            self._fetches = []
+        if self.fetch_ms:
+            self.fetch.add(np.array(self.fetch_ms, dtype=np.float64))
+            self.fetch_ms.clear()
 
     def _fetch_summary(self):
         self._merge_fetches()
@@ -191,6 +184,7 @@ class RunAggregate:
         """Adds written rows (a `[rows, len(ROW_COLUMNS)]` array, in step
         order): warm-up steps to the warm-up, the others to the steady
         statistics."""
+        self._merge_fetches()
         warmup = rows[:, ROW_WARMUP] > 0
         steady = rows[~warmup]
         for row in rows[warmup]:

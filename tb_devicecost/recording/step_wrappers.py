@@ -86,25 +86,19 @@ class StepRecording:
         self._disable(self._failed_on_worker)
         return True
 
-    def loop_batch_begin(self, role, batch, now):
-        # Read only where the loop fetches before the batch-begin hooks
-        # (PyTorch, `_install_loop_clock`): the batch was fetched just
-        # before. The batch's index, and a failure kept from Keras's
-        # worker, the loop clock takes care of. Nothing to poll: PyTorch's
-        # steps complete at their return or carry a CUDA event, read at the
-        # drain (`AsyncSteps.poll` asks JAX's outputs).
-        if self._async.get("train" if role == "train" else self._test_role) is not None:
-            self._fetched_at = now
-
     def loop_results(self, role, batch, now):
         on_worker = self._hooks_on_worker.get(role, True)
-        steps = self._async.get("train") if role == "train" else None
-        if steps is not None and self._traces.window is None:
-            # `_results`' usual case, without its frame (once a step, on
+        if role == "train" and self._traces.window is None and self._in_fit:
+            # `_results`' usual cases, without its frame (once a step, on
             # Keras's worker where it holds the GIL): a training step's
             # report, where no trace window needs its marker.
-            steps.completed(batch, now, exact=not on_worker)
-            own = steps.accounting.self_time
+            steps = self._async.get("train")
+            if steps is not None:
+                steps.completed(batch, now, exact=not on_worker)
+                own = steps.accounting.self_time
+            else:
+                self._train.end_compute(now=now)
+                own = self._train.self_time
         else:
             own = self._results(role, batch, now, in_hook=False)
         if own is not None:
@@ -117,11 +111,12 @@ class StepRecording:
                 own.training_thread_s += time.perf_counter() - now
         if not self._backend.asynchronous:
             # After our own time: the probes' is kept out of the steps apart.
-            self._probe_after_step(role)
-
-    def loop_batch_end(self, role, now):
-        # PyTorch's loop fetches the next batch after this.
-        self._fetch_started = now
+            if role == "train" and self._steps_to_probe > 1 and self._pending_batch is None:
+                # `_probe_after_step`'s usual case, without its frame: no
+                # probe due, a training step counted down.
+                self._steps_to_probe -= 1
+            else:
+                self._probe_after_step(role)
 
     def loop_epoch_begin(self, role, now):
         self._fetch_started = now
