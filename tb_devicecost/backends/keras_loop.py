@@ -126,6 +126,16 @@ class LoopClock:
         self._installed = []
         # A failure on Keras's worker, for the training thread's next batch.
         self._worker_error = None
+        # Keras's batch-end calls handed to its worker threads (counted
+        # with `batch_bounds`, where the loop stands in for the handing) and
+        # finished there, and the threads that ran them (`Thread` objects:
+        # an ended thread's ident is given to the next one): while the
+        # counts are equal those threads are idle, so a step cannot wait
+        # for them (`gil_wait.GilWait.pool`). A count a race loses leaves
+        # them unequal: the meter then reads them, as without this.
+        self.submitted = 0
+        self.finished = 0
+        self.workers = set()
 
     def install(self, roles=("train", "test"), batch_bounds=True):
         """Wraps the list's batch methods of `roles` (once each).
@@ -215,10 +225,12 @@ class LoopClock:
             def on_batch_end(batch, logs=None):
                 if train:
                     if callbacks._async_train:
+                        self.submitted += 1
                         callbacks._async_dispatch(callbacks._on_train_batch_end, batch, logs)
                     else:
                         callbacks._on_train_batch_end(batch, logs)
                 elif callbacks._async_test:
+                    self.submitted += 1
                     callbacks._async_dispatch(callbacks._on_test_batch_end, batch, logs)
                 else:
                     callbacks._on_test_batch_end(batch, logs)
@@ -233,10 +245,13 @@ class LoopClock:
         callbacks, skip = self.callbacks, listener
         train = role == "train"
         # The loop clock is installed by the training thread.
-        training_thread = threading.get_ident()
+        current_thread = threading.current_thread
+        training_thread = current_thread()
+        workers = self.workers
 
         def make(original):
             def results(batch, logs=None):
+                thread = current_thread()
                 # What Keras's `_on_{train,test}_batch_end` does, with the
                 # clock read between converting the logs (which waits for
                 # the step) and the first callback: converting them twice
@@ -245,7 +260,7 @@ class LoopClock:
                 try:
                     listener.loop_results(role, batch, clock())
                 except Exception as error:  # pylint: disable=broad-except
-                    on_worker = threading.get_ident() != training_thread
+                    on_worker = thread is not training_thread
                     if on_worker:
                         self._worker_error = error
                     listener.loop_failed(error, on_worker=on_worker)
@@ -259,6 +274,9 @@ class LoopClock:
                     for callback in callbacks.callbacks:
                         if callback is not skip:
                             callback.on_test_batch_end(batch, logs=logs)
+                if thread is not training_thread:
+                    workers.add(thread)
+                    self.finished += 1
 
             return results
 

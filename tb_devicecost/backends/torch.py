@@ -130,6 +130,8 @@ class TorchBackend(base.Backend):
         # the pipeline's own threads hold the GIL its launches wait for it
         # while the GPU idles: metered too, as data wait.
         meter, on_cpu = gil_wait.GilWait(after_release=steps.held_is_input), None
+        # Keras's workers, idle between batch-end calls: not read then.
+        meter.pool = callback._loop
         metered_on_gpu = steps.held_is_input
         # Where the pipeline's own threads hold the GIL, the loop waits for
         # it between steps too (Keras's hooks, the batch-begin ones): metered
@@ -188,7 +190,7 @@ class TorchBackend(base.Backend):
                     timer, done = completions.source(result, returned)
                 on_cpu = done is not None
                 held = 0.0
-                if done is not None:
+                if done is not None and metered is not None:
                     held = meter.stop(metered, returned)
                 elif metered_on_gpu:
                     # A CUDA step's launch sleeps only for the GIL.

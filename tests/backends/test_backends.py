@@ -192,3 +192,20 @@ def test_the_callback_records_its_own_time(fitted):
     assert "between_steps" not in validation.aggregate["self_ms"]
     assert "epoch ends" not in words.analyze_run(validation)["self_cost_text"]
     assert "epoch ends" in words.analyze_run(records["twice/train"])["self_cost_text"]
+
+
+def test_keras_s_worker_counts_as_busy_until_every_hook_of_its_call_ran(fitted):
+    """The GIL meter leaves Keras's workers unread while the loop clock's
+    counts say they are idle (`gil_wait.GilWait.pool`, PyTorch): every
+    batch-end hook, train's and validation's, runs while its call is
+    counted handed over and not finished, and by the fit's end every call
+    handed over has finished. (JAX's loop clock hands nothing over itself:
+    its meter runs only beside an input pipeline's threads, where it reads
+    every thread.)"""
+    backend, facts, _ = fitted
+    in_hooks, at_end = facts["counts_in_hooks"], facts["counts_at_end"]
+    assert len(in_hooks) == 10 + 2  # 320 / 32 train batches, 64 / 32 validation.
+    if backend != "torch":
+        return
+    assert all(submitted > finished for submitted, finished in in_hooks)
+    assert at_end[0] == at_end[1] >= len(in_hooks)

@@ -190,3 +190,44 @@ def test_the_sigterm_watch_is_left_out_of_the_meter():
         assert watch._thread.ident not in metered
     finally:
         watch.stop()
+
+
+class _Pool:
+    """Keras's callback workers as the loop clock counts them
+    (`keras_loop.LoopClock`: `submitted`, `finished`, `workers`)."""
+
+    def __init__(self, *threads):
+        self.submitted = self.finished = 0
+        self.workers = set(threads)
+
+
+def test_keras_s_workers_are_metered_while_they_have_a_call_to_run():
+    """A worker of Keras's pool that has a batch-end call to run (more
+    handed over than finished) may hold the GIL: a step beside it waits,
+    as beside any thread. Once its calls are all finished it is idle until
+    the next one, which only the training thread hands over, after its
+    step: the step reads no counters and waits for nothing."""
+    meter = gil_wait.GilWait()
+    with spinning() as worker:
+        meter.pool = _Pool(worker)
+        meter.pool.submitted = 1  # The worker's call is running.
+        wall, held, cpu = step(meter)
+        assert 0.1 * wall < held <= wall - cpu + 0.001
+        meter.pool.finished = 1
+        assert meter.start(time.perf_counter()) is None
+        assert meter.stop(None, time.perf_counter()) == 0.0
+
+
+def test_a_thread_outside_keras_s_pool_is_metered_while_the_pool_is_idle():
+    """Keras's workers idle, but another Python thread running (a user's,
+    an input pipeline's): the step's wait for it is measured, even where it
+    has the ident of a worker that ended (Linux gives an ended thread's
+    ident to the next one: a pool of idents took this one for a worker)."""
+    meter = gil_wait.GilWait()
+    idle = threading.Thread(target=lambda: None)
+    idle.start()
+    idle.join()
+    meter.pool = _Pool(idle)
+    with spinning():
+        wall, held, cpu = step(meter)
+    assert 0.1 * wall < held <= wall - cpu + 0.001

@@ -92,6 +92,15 @@ def main():
     facts["neighbours"] = [before.seen, after.seen]
     facts["neighbours_begun"] = [before.begun, after.begun]
 
+    # Keras's worker is busy while any batch-end hook of a call runs: the
+    # loop clock counts the call finished only after the last (the GIL
+    # meter reads the worker until then, `gil_wait.GilWait.pool`).
+    counted = callback("counted")
+    counts = _Counts(counted)
+    mlp().fit(x[:320], y[:320], batch_size=32, epochs=1, verbose=0,
+              validation_data=(x[:64], y[:64]), callbacks=[counts, counted])
+    facts["counts_in_hooks"], facts["counts_at_end"] = counts.in_hooks, counts.at_end
+
     # Batches of inputs alone, no `(x, y)`: a DataLoader of bare tensors
     # on PyTorch, a PyDataset of bare arrays on JAX. The size recorded is
     # the batch's, not its first sample's.
@@ -193,6 +202,34 @@ class _Neighbour(keras.callbacks.Callback):
 
     def on_test_batch_end(self, batch, logs=None):
         self.seen.append(("test", batch, type(logs["loss"]) is float))
+
+
+class _Counts(keras.callbacks.Callback):
+    """Keeps the loop clock's counts of Keras's batch-end calls
+    (`submitted`, `finished`) as each batch-end hook of this callback sees
+    them, listed before ours (which runs every hook of a call before it
+    counts it finished), and as the fit ends."""
+
+    async_safe = True
+
+    def __init__(self, target):
+        super().__init__()
+        self.target, self.in_hooks, self.at_end = target, [], None
+
+    def _keep(self):
+        loop = self.target._loop
+        self.in_hooks.append((loop.submitted, loop.finished))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._keep()
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._keep()
+
+    def on_train_end(self, logs=None):
+        # Before ours, once Keras has waited for its worker.
+        loop = self.target._loop
+        self.at_end = (loop.submitted, loop.finished)
 
 
 class _BreakWriter(keras.callbacks.Callback):
