@@ -104,8 +104,8 @@ class GilWait:
         self._threads = []
         self._count = None
         # Keras's callback workers, where known (`keras_loop.LoopClock`:
-        # `submitted`, `finished`, `workers`), and how many other threads
-        # are not among them (`_refresh`).
+        # the calls `submitted` to them and those `finished`, by worker),
+        # and how many other threads are not among them (`_refresh`).
         self.pool = None
         self._pooled = 0
         self._outside = None
@@ -130,9 +130,10 @@ class GilWait:
             return None
         pool = self.pool
         if pool is not None:
-            if len(_STARTED) != self._count or len(pool.workers) != self._pooled:
+            finished = pool.finished
+            if len(_STARTED) != self._count or len(finished) != self._pooled:
                 self._refresh()
-            if self._outside == 0 and pool.submitted == pool.finished:
+            if self._outside == 0 and pool.submitted == sum(finished.values()):
                 # Only Keras's workers, all idle until the step hands them
                 # its logs: no other Python thread can run meanwhile.
                 return None
@@ -194,7 +195,7 @@ class GilWait:
         and asking for their clocks every step cost more than reading them
         (issue 36)."""
         threads, files, settled = [], {}, True
-        workers = self.pool.workers if self.pool is not None else ()
+        workers = self.pool.finished if self.pool is not None else {}
         self._pooled, outside = len(workers), 0
         for thread in threading.enumerate():
             ident, native = thread.ident, getattr(thread, "native_id", None)

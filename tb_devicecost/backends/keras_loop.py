@@ -127,15 +127,14 @@ class LoopClock:
         # A failure on Keras's worker, for the training thread's next batch.
         self._worker_error = None
         # Keras's batch-end calls handed to its worker threads (counted
-        # with `batch_bounds`, where the loop stands in for the handing) and
-        # finished there, and the threads that ran them (`Thread` objects:
-        # an ended thread's ident is given to the next one): while the
-        # counts are equal those threads are idle, so a step cannot wait
-        # for them (`gil_wait.GilWait.pool`). A count a race loses leaves
-        # them unequal: the meter then reads them, as without this.
+        # with `batch_bounds`, where the loop stands in for the handing),
+        # and those finished there, by worker (`Thread` objects: an ended
+        # thread's ident is given to the next one; each worker counts its
+        # own, so workers running calls at once lose no count): while the
+        # two agree the workers are idle, so a step cannot wait for them
+        # (`gil_wait.GilWait.pool`).
         self.submitted = 0
-        self.finished = 0
-        self.workers = set()
+        self.finished = {}
 
     def install(self, roles=("train", "test"), batch_bounds=True):
         """Wraps the list's batch methods of `roles` (once each).
@@ -247,7 +246,7 @@ class LoopClock:
         # The loop clock is installed by the training thread.
         current_thread = threading.current_thread
         training_thread = current_thread()
-        workers = self.workers
+        finished = self.finished
 
         def make(original):
             def results(batch, logs=None):
@@ -275,8 +274,7 @@ class LoopClock:
                         if callback is not skip:
                             callback.on_test_batch_end(batch, logs=logs)
                 if thread is not training_thread:
-                    workers.add(thread)
-                    self.finished += 1
+                    finished[thread] = finished.get(thread, 0) + 1
 
             return results
 

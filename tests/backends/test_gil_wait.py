@@ -194,11 +194,12 @@ def test_the_sigterm_watch_is_left_out_of_the_meter():
 
 class _Pool:
     """Keras's callback workers as the loop clock counts them
-    (`keras_loop.LoopClock`: `submitted`, `finished`, `workers`)."""
+    (`keras_loop.LoopClock`: the calls `submitted`, and those `finished`
+    by worker), each worker with one call finished."""
 
     def __init__(self, *threads):
-        self.submitted = self.finished = 0
-        self.workers = set(threads)
+        self.submitted = len(threads)
+        self.finished = dict.fromkeys(threads, 1)
 
 
 def test_keras_s_workers_are_metered_while_they_have_a_call_to_run():
@@ -210,10 +211,10 @@ def test_keras_s_workers_are_metered_while_they_have_a_call_to_run():
     meter = gil_wait.GilWait()
     with spinning() as worker:
         meter.pool = _Pool(worker)
-        meter.pool.submitted = 1  # The worker's call is running.
+        meter.pool.submitted += 1  # Its second call is running.
         wall, held, cpu = step(meter)
         assert 0.1 * wall < held <= wall - cpu + 0.001
-        meter.pool.finished = 1
+        meter.pool.finished[worker] += 1
         assert meter.start(time.perf_counter()) is None
         assert meter.stop(None, time.perf_counter()) == 0.0
 

@@ -218,7 +218,7 @@ class _Counts(keras.callbacks.Callback):
 
     def _keep(self):
         loop = self.target._loop
-        self.in_hooks.append((loop.submitted, loop.finished))
+        self.in_hooks.append((loop.submitted, sum(loop.finished.values())))
 
     def on_train_batch_end(self, batch, logs=None):
         self._keep()
@@ -229,7 +229,7 @@ class _Counts(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         # Before ours, once Keras has waited for its worker.
         loop = self.target._loop
-        self.at_end = (loop.submitted, loop.finished)
+        self.at_end = (loop.submitted, sum(loop.finished.values()))
 
 
 class _BreakWriter(keras.callbacks.Callback):
