@@ -206,7 +206,7 @@ class GilWait:
                 continue
             if ident == self._thread or thread in _QUIET:
                 continue
-            if thread not in workers:
+            if ident not in workers:
                 outside += 1
             try:
                 fd = self._files.pop(native, None)

@@ -126,13 +126,13 @@ class LoopClock:
         self._installed = []
         # A failure on Keras's worker, for the training thread's next batch.
         self._worker_error = None
-        # Keras's batch-end calls handed to its worker threads (counted
-        # with `batch_bounds`, where the loop stands in for the handing),
-        # and those finished there, by worker (`Thread` objects: an ended
-        # thread's ident is given to the next one; each worker counts its
-        # own, so workers running calls at once lose no count): while the
-        # two agree the workers are idle, so a step cannot wait for them
-        # (`gil_wait.GilWait.pool`).
+        # Keras's batch-end calls handed to its worker threads, and those
+        # finished there by worker ident (each worker counts its own, so
+        # workers running calls at once lose no count; the pool's threads
+        # live as long as the fit, so no other thread takes an ident): while
+        # the two agree the workers are idle, so a step cannot wait for them
+        # (`gil_wait.GilWait.pool`). Counted with `batch_bounds` only, where
+        # the loop stands in for the handing.
         self.submitted = 0
         self.finished = {}
 
@@ -155,7 +155,7 @@ class LoopClock:
             self._wrap(begin, self._begin_standing_in(role, batch_bounds))
             if batch_bounds:
                 self._wrap(end, self._end_standing_in(role))
-            self._wrap(end_inner, self._results_wrapper(role))
+            self._wrap(end_inner, self._results_wrapper(role, counted=batch_bounds))
         if "on_epoch_begin" not in self._installed:
             self._wrap("on_epoch_begin", self._after_wrapper(None))
             self._wrap("on_test_begin", self._after_wrapper("test"))
@@ -239,18 +239,17 @@ class LoopClock:
 
         return make
 
-    def _results_wrapper(self, role):
+    def _results_wrapper(self, role, counted):
         clock, listener = self._clock, self._listener
         callbacks, skip = self.callbacks, listener
         train = role == "train"
         # The loop clock is installed by the training thread.
-        current_thread = threading.current_thread
-        training_thread = current_thread()
+        get_ident = threading.get_ident
+        training_thread = get_ident()
         finished = self.finished
 
         def make(original):
             def results(batch, logs=None):
-                thread = current_thread()
                 # What Keras's `_on_{train,test}_batch_end` does, with the
                 # clock read between converting the logs (which waits for
                 # the step) and the first callback: converting them twice
@@ -259,7 +258,7 @@ class LoopClock:
                 try:
                     listener.loop_results(role, batch, clock())
                 except Exception as error:  # pylint: disable=broad-except
-                    on_worker = thread is not training_thread
+                    on_worker = get_ident() != training_thread
                     if on_worker:
                         self._worker_error = error
                     listener.loop_failed(error, on_worker=on_worker)
@@ -273,8 +272,10 @@ class LoopClock:
                     for callback in callbacks.callbacks:
                         if callback is not skip:
                             callback.on_test_batch_end(batch, logs=logs)
-                if thread is not training_thread:
-                    finished[thread] = finished.get(thread, 0) + 1
+                if counted:
+                    thread = get_ident()
+                    if thread != training_thread:
+                        finished[thread] = finished.get(thread, 0) + 1
 
             return results
 

