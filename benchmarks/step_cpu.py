@@ -49,7 +49,12 @@ weighs there as much as the steps do.
 
 With `--aa` neither side has the callback (an A/A run): what it prints
 is the instrument's own floor on this machine, the difference two
-identical fits show.
+identical fits show. With `--floor` the callback is replaced by the least
+a per-step recording can be: an async-safe callback that wraps the step
+function with two clock reads and adds one row of two floats to a buffer
+a step, with no hook of its own (Keras still calls its empty batch
+hooks, two frames a step on the training thread and two on its worker).
+What it adds is the floor the callback's figures stand on.
 
 Each backend runs in a process of its own (Keras fixes its backend at
 import). Target (issue 36): at most 8 µs a step added on the training
@@ -58,14 +63,16 @@ the callback within ±2% of one without. The last line gives the largest
 training-thread figure against the target.
 
 Usage: python benchmarks/step_cpu.py [--backends tensorflow,jax,torch]
-       [--rounds 6] [--steps 2000] [--json FILE] [--calls] [--aa]
+       [--rounds 6] [--steps 2000] [--json FILE] [--calls] [--aa | --floor]
        [--short-epochs]
 """
 
 import argparse
+import array
 import json
 import os
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -146,14 +153,41 @@ def _measure_backend(args):
                 _thread_cpu_ns(t.native_id) - self.start.get(t.native_id, 0) for t in _workers()
             )
 
+    class LeanWrapper(keras.callbacks.Callback):
+        """`--floor`: two clock reads and a row of floats a step around the
+        step function, and nothing else."""
+
+        async_safe = True
+
+        def on_train_begin(self, logs=None):
+            original = self.original = self.model.train_function
+            clock, rows = time.perf_counter, array.array("d")
+            pack, add = struct.Struct("2d").pack, rows.frombytes
+
+            def step(*arguments):
+                began = clock()
+                result = original(*arguments)
+                add(pack(began, clock()))
+                return result
+
+            self.model.train_function = step
+
+        def on_train_end(self, logs=None):
+            self.model.train_function = self.original
+
+    def measured(with_callback):
+        """The callback measured on the side that has it, as a list."""
+        if not with_callback or args.aa:
+            return []
+        if args.floor:
+            return [LeanWrapper()]
+        # The per-step cost: the device-busy trace window, a one-off per
+        # run on an accelerator, is measured apart (gpu_backends.py).
+        return [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch), device_busy=False)]
+
     def fit(model, with_callback, steps):
         clock = SteadyClock()
-        callbacks = [clock]
-        if with_callback and not args.aa:
-            # The per-step cost: the device-busy trace window, a one-off per
-            # run on an accelerator, is measured apart (gpu_backends.py).
-            callbacks.insert(0, tb_devicecost.DeviceCostCallback(
-                tempfile.mkdtemp(dir=scratch), device_busy=False))
+        callbacks = measured(with_callback) + [clock]
         thread0, wall0 = _thread_cpu_ns(training), time.perf_counter()
         model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
                   shuffle=False, callbacks=callbacks)
@@ -199,10 +233,7 @@ def _measure_backend(args):
                     active[0] = False
                     sys.setprofile(None)
 
-        callbacks = [Counter()]
-        if with_callback and not args.aa:
-            callbacks.insert(0, tb_devicecost.DeviceCostCallback(
-                tempfile.mkdtemp(dir=scratch), device_busy=False))
+        callbacks = measured(with_callback) + [Counter()]
         # Keras's workers start with the fit: they inherit the profile.
         threading.setprofile(profile)
         try:
@@ -217,10 +248,7 @@ def _measure_backend(args):
     def short_epochs_fit(model, with_callback):
         """`[training thread CPU, process CPU, wall]` seconds of a fit of
         `SHORT_EPOCHS` epochs with validation."""
-        callbacks = []
-        if with_callback and not args.aa:
-            callbacks.append(tb_devicecost.DeviceCostCallback(
-                tempfile.mkdtemp(dir=scratch), device_busy=False))
+        callbacks = measured(with_callback)
         before = (time.thread_time(), time.process_time(), time.perf_counter())
         model.fit(x[: SHORT_STEPS * 32], y[: SHORT_STEPS * 32], batch_size=32,
                   epochs=SHORT_EPOCHS, verbose=0, shuffle=False, callbacks=callbacks,
@@ -293,8 +321,12 @@ def main():
     parser.add_argument("--json", metavar="FILE", help="also write every pair's figures to FILE")
     parser.add_argument("--calls", action="store_true",
                         help="also count the Python calls the callback adds a step (deterministic)")
-    parser.add_argument("--aa", action="store_true",
-                        help="no callback on either side: the instrument's own floor")
+    variant = parser.add_mutually_exclusive_group()
+    variant.add_argument("--aa", action="store_true",
+                         help="no callback on either side: the instrument's own floor")
+    variant.add_argument("--floor", action="store_true",
+                         help="a lean wrapper (two clock reads and a row a step) in place "
+                              "of the callback: the floor of any per-step recording")
     parser.add_argument("--short-epochs", action="store_true",
                         help=f"also time fits of {SHORT_EPOCHS} epochs of {SHORT_STEPS} steps with "
                              f"validation: what the callback adds an epoch")
@@ -309,6 +341,7 @@ def main():
             [sys.executable, os.path.abspath(__file__), "--one-backend",
              "--rounds", str(args.rounds), "--steps", str(args.steps)]
             + (["--calls"] if args.calls else []) + (["--aa"] if args.aa else [])
+            + (["--floor"] if args.floor else [])
             + (["--short-epochs"] if args.short_epochs else []),
             capture_output=True, text=True, check=False,
             env=dict(os.environ, KERAS_BACKEND=backend),
@@ -326,7 +359,8 @@ def main():
             json.dump(dict(results, **({"calls": calls} if calls else {}),
                            **({"short_epochs": short} if short else {})), out, indent=1)
     what = ("A/A: neither side has the callback; the CPU time one fit of two identical ones adds"
-            if args.aa else "CPU time added a step by DeviceCostCallback")
+            if args.aa else "CPU time added a step by a lean wrapper (--floor)"
+            if args.floor else "CPU time added a step by DeviceCostCallback")
     print(f"{what} in the steady state, {args.steps}-step fits, {args.rounds} pairs, median (spread):")
     worst = 0.0
     for backend, pairs in results.items():
