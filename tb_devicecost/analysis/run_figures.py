@@ -166,8 +166,7 @@ def run_figures(run):
         self_us_per_step=self_us,
         self_share=_ratio(self_us, step_mean_ms * 1e3 if step_mean_ms else None),
         worker_self_us_per_step=_per_step_us(numbers.worker_self_ms, records, per_record),
-        between_steps_self_share=(_ratio(numbers.between_steps_self_ms, wall.total)
-                                  if wall.total else None),
+        between_steps_self_share=_ratio(numbers.between_steps_self_ms, wall.total),
         fetched_each_batch=(backend_facts.of(run.backend).fetches_each_batch
                             and per_record == 1 and not run.fetch_timed_in_graph),
     )
