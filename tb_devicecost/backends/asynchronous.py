@@ -120,9 +120,11 @@ class AsyncSteps:
         self._unready = collections.deque()
         self._timers = collections.deque()
         # Completions reported by Keras's worker (`completed`), by key, and
-        # those the training thread read itself, waiting for the step.
-        self._done = {}
-        self._exact_done = {}
+        # those the training thread read itself, waiting for the step. Public:
+        # the worker's usual report writes `done` itself, without the frame
+        # of `completed` (`StepRecording.loop_results`).
+        self.done = {}
+        self.exact_done = {}
         self._previous = None
         # The device's duration of one step where its completion was
         # measured closely (seconds), carried from group to group.
@@ -229,7 +231,7 @@ class AsyncSteps:
     def poll(self, now):
         """Training thread, at one of its clock reads: asks the oldest
         pending steps whether they are complete (no waiting)."""
-        unready, done, rows, first = self._unready, self._done, self._rows, self._first
+        unready, done, rows, first = self._unready, self.done, self._rows, self._first
         while unready:
             number, probe = unready[0]
             row = (number - first) * _WIDTH
@@ -255,9 +257,9 @@ class AsyncSteps:
         training thread when `exact`: it waited for the step itself).
         Only a clock read: a worker holds the GIL as briefly as it can."""
         if exact:
-            self._exact_done[key] = now
+            self.exact_done[key] = now
         else:
-            self._done[key] = now
+            self.done[key] = now
 
     def boundary(self):
         """Training thread, once Keras has waited for its worker: writes
@@ -269,8 +271,8 @@ class AsyncSteps:
         del self._rows[:]
         self._unready.clear()
         self._timers.clear()
-        self._done.clear()
-        self._exact_done.clear()
+        self.done.clear()
+        self.exact_done.clear()
         self._previous = None
         self._drained_s = 0.0
 
@@ -298,7 +300,7 @@ class AsyncSteps:
                         continue
                     break
                 row[_EXACT] = value
-        done, exact_done = self._done, self._exact_done
+        done, exact_done = self.done, self.exact_done
         keys = table[:, _KEY].astype(np.int64).tolist()
         reported = np.array([done.get(key, _NAN) for key in keys], dtype=np.float64)
         exact = table[:, _EXACT]

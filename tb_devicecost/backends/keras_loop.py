@@ -16,6 +16,7 @@ found in the calling frames (`keras/src/trainers/*` and
 `keras/src/backend/*/trainer.py` hold them as locals).
 """
 
+import collections
 import sys
 import threading
 import time
@@ -134,7 +135,8 @@ class LoopClock:
         # (`gil_wait.GilWait.pool`). Counted with `batch_bounds` only, where
         # the loop stands in for the handing.
         self.submitted = 0
-        self.finished = {}
+        # A `defaultdict`: a worker's count goes up without a `dict.get`.
+        self.finished = collections.defaultdict(int)
 
     def install(self, roles=("train", "test"), batch_bounds=True):
         """Wraps the list's batch methods of `roles` (once each).
@@ -275,7 +277,7 @@ class LoopClock:
                 if counted:
                     thread = get_ident()
                     if thread != training_thread:
-                        finished[thread] = finished.get(thread, 0) + 1
+                        finished[thread] += 1
 
             return results
 

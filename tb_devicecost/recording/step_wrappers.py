@@ -87,14 +87,21 @@ class StepRecording:
         return True
 
     def loop_results(self, role, batch, now):
-        on_worker = self._hooks_on_worker.get(role, True)
+        # Subscripts, not `dict.get`: calls on Keras's worker, once a step,
+        # where it holds the GIL (the loop clock sets both roles).
+        on_worker = self._hooks_on_worker[role]
         if role == "train" and self._traces.window is None and self._in_fit:
             # `_results`' usual cases, without its frame (once a step, on
             # Keras's worker where it holds the GIL): a training step's
             # report, where no trace window needs its marker.
-            steps = self._async.get("train")
-            if steps is not None:
-                steps.completed(batch, now, exact=not on_worker)
+            asynchronous = self._async  # Read once: the training thread may replace it.
+            if "train" in asynchronous:
+                steps = asynchronous["train"]
+                # `AsyncSteps.completed`, without its frame.
+                if on_worker:
+                    steps.done[batch] = now
+                else:
+                    steps.exact_done[batch] = now
                 own = steps.accounting.self_time
             else:
                 self._train.end_compute(now=now)

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import tb_devicecost  # noqa: E402
 from seeding import set_random_seed  # noqa: E402
 from tb_devicecost.backends import asynchronous  # noqa: E402
+from tb_devicecost.recording import step_wrappers  # noqa: E402
 
 
 def _broken(*args, **kwargs):
@@ -30,11 +31,12 @@ def _broken(*args, **kwargs):
 
 # Where our code runs: inside Keras's call (the timed iterator's poll, on
 # JAX), after it (the step's row), and on Keras's worker thread where the
-# step's logs are converted (the completion's clock read, on JAX).
+# step's logs are converted (the completion's clock read, written there
+# by the callback's `loop_results` itself, on JAX and PyTorch).
 FAULTS = {
     "poll": (asynchronous.AsyncSteps, "poll"),
     "dispatched": (asynchronous.AsyncSteps, "dispatched"),
-    "completed": (asynchronous.AsyncSteps, "completed"),
+    "completion": (step_wrappers.StepRecording, "loop_results"),
 }
 
 
