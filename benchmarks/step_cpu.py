@@ -12,6 +12,9 @@ variant warmed up first. Per pair of fits, and per step:
 - Keras's callback workers' (the `ThreadPoolExecutor` threads that run
   async-safe batch-end hooks on JAX and PyTorch), read before the fit ends,
 - the whole process's (`time.process_time`), and the wall time of `fit()`;
+- what the callback's run says measuring took a step (`self_us_per_step`,
+  read after the fit): its own time, against which the thread's figure
+  shows how much slower the rest of the step runs beside it;
 - how long `fit()` took to return after its last `on_train_end` hook:
   freeing Keras's tf.data iterator there waits, in some TensorFlow fits
   with or without the callback, for tf.data's autotune thread's next
@@ -113,6 +116,8 @@ def _measure_backend(args):
     import keras
 
     import tb_devicecost
+    from tb_devicecost import words
+    from tb_devicecost.reading import reader
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import models  # pylint: disable=import-outside-toplevel
@@ -185,6 +190,16 @@ def _measure_backend(args):
         # run on an accelerator, is measured apart (gpu_backends.py).
         return [tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(dir=scratch), device_busy=False)]
 
+    def own_us(callbacks):
+        """What the callback's train run says measuring took a step
+        (`self_us_per_step`), read after the fit; `None` without one."""
+        for callback in callbacks:
+            if isinstance(callback, tb_devicecost.DeviceCostCallback):
+                for run in reader.read_runs(reader.local_provider(callback.log_dir)):
+                    if run.run == "train":
+                        return words.analyze_run(run).get("self_us_per_step")
+        return None
+
     def fit(model, with_callback, steps):
         clock = SteadyClock()
         callbacks = measured(with_callback) + [clock]
@@ -199,6 +214,7 @@ def _measure_backend(args):
             "to_end_us": (clock.ended - wall0) * 1e6 / steps,
             # From the last `on_train_end` to `fit()`'s return.
             "end_s": returned - clock.ended,
+            "own_us": own_us(callbacks),
         }
         if hasattr(clock, "steady0"):
             steady = steps - WARM_STEPS
@@ -278,6 +294,7 @@ def _measure_backend(args):
             "step_us_without": without["wall_us"],
             "end_s_with": with_["end_s"],
             "end_s_without": without["end_s"],
+            "own_us": with_["own_us"],
         })
     short = []
     if args.short_epochs:
@@ -375,6 +392,10 @@ def main():
               f"to the last on_train_end (x{statistics.median(column['wall_ratio']):.3f} "
               f"to the return, steady x{statistics.median(column['steady_wall_ratio']):.3f}) on "
               f"{statistics.median(column['step_us_without']):.0f} µs steps")
+        own = [value for value in column["own_us"] if value is not None]
+        if own:
+            print(f"  {'':10s} the callback's own time a step, as its runs record it "
+                  f"(self_us_per_step): {statistics.median(own):.1f} µs ({_spread(own, '.1f')})")
         late = [sum(value > LATE_END_S for value in column[key])
                 for key in ("end_s_with", "end_s_without")]
         if any(late):
