@@ -42,6 +42,9 @@ a fit with and one without the callback: calls added a step, for telling
 a change's effect apart from the fits' noise (machine load does not move
 it; writes due every few seconds move it by a call or two). The count is
 not a time: in a running fit each call costs about a microsecond here.
+The same fit also counts the bytecodes executed in tb_devicecost's own
+code a step on each thread (`sys.settrace` with opcode events), the
+callback's Python work a step, whatever the machine's load.
 
 With `--short-epochs` it also times fits of 20 epochs of 50 steps, each
 with 10 validation steps, with and without the callback: the training
@@ -229,37 +232,58 @@ def _measure_backend(args):
         return figures
 
     def calls_per_step(model, with_callback, steps):
-        """Python-level calls a step on the training thread (functions and
-        C built-ins), counted from step `WARM_STEPS` to `WARM_STEPS` steps
-        before the epoch's end."""
+        """Python-level calls a step on the training thread and Keras's
+        workers (functions and C built-ins), and the bytecodes executed in
+        this package's own code there, counted from step `WARM_STEPS` to
+        `WARM_STEPS` steps before the epoch's end."""
         # [Keras's workers', the training thread's], and whether counting.
-        counted, active = [0, 0], [False]
+        counted, ours, active = [0, 0], [0, 0], [False]
         training_ident = threading.get_ident()
+        package = os.path.dirname(tb_devicecost.__file__) + os.sep
 
         def profile(frame, event, arg):
             if active[0] and event in ("call", "c_call"):
                 counted[threading.get_ident() == training_ident] += 1
+
+        def opcodes(frame, event, arg):
+            if event == "opcode":
+                ours[threading.get_ident() == training_ident] += 1
+            return opcodes
+
+        def trace(frame, event, arg):
+            # Only frames of the package's own code, opcode by opcode.
+            if not active[0] or not frame.f_code.co_filename.startswith(package):
+                return None
+            frame.f_trace_opcodes = True
+            return opcodes
 
         class Counter(keras.callbacks.Callback):
             def on_train_batch_begin(self, batch, logs=None):
                 if batch == WARM_STEPS:
                     active[0] = True
                     sys.setprofile(profile)
+                    sys.settrace(trace)
                 elif batch == steps - WARM_STEPS:
                     active[0] = False
                     sys.setprofile(None)
+                    sys.settrace(None)
 
         callbacks = measured(with_callback) + [Counter()]
-        # Keras's workers start with the fit: they inherit the profile.
+        # Keras's workers start with the fit: they inherit both.
         threading.setprofile(profile)
+        threading.settrace(trace)
         try:
             model.fit(x[: steps * 32], y[: steps * 32], batch_size=32, epochs=1, verbose=0,
                       shuffle=False, callbacks=callbacks)
         finally:
             sys.setprofile(None)
+            sys.settrace(None)
             threading.setprofile(None)
-        return {"thread": counted[1] / (steps - 2 * WARM_STEPS),
-                "worker": counted[0] / (steps - 2 * WARM_STEPS)}
+            threading.settrace(None)
+        counted_steps = steps - 2 * WARM_STEPS
+        return {"thread": counted[1] / counted_steps, "worker": counted[0] / counted_steps,
+                "thread_bytecodes": ours[1] / counted_steps,
+                "worker_bytecodes": ours[0] / counted_steps}
 
     def short_epochs_fit(model, with_callback):
         """`[training thread CPU, process CPU, wall]` seconds of a fit of
@@ -410,6 +434,10 @@ def main():
             f"{where} {counted['with'][where] - counted['without'][where]:+.1f} "
             f"({counted['with'][where]:.1f} with the callback, {counted['without'][where]:.1f} without)"
             for where in ("thread", "worker")))
+        if "thread_bytecodes" in counted["with"]:
+            print(f"  {'':10s} bytecodes of tb_devicecost's own code a step: thread "
+                  f"{counted['with']['thread_bytecodes']:.0f}, worker "
+                  f"{counted['with']['worker_bytecodes']:.0f}")
     if short:
         print(f"Added an epoch, fits of {SHORT_EPOCHS} epochs of {SHORT_STEPS} steps and "
               f"{SHORT_VALIDATION} validation steps, {args.rounds} pairs, median (spread):")
