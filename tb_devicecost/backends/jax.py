@@ -107,6 +107,13 @@ class JaxBackend(base.Backend):
         traces, train = callback._traces, role == "train"
         probe_of, ref = CompletionProbe(), weakref.ref
         own = steps.accounting.self_time
+        # Fixed for the wrapper's fit: read once, not a step. The compile
+        # events exist before the train step is wrapped (`_begin_async_fit`).
+        compiles = callback._compiles if train else None
+        last, single = callback._spe - 1, callback._spe == 1
+        # The input state is read after the first step (`_needs_batch`):
+        # once it was not asked for, it is not asked again this fit.
+        asked = [True]
 
         def timed_jax(state, iterator):
             if not callback._enabled:
@@ -130,15 +137,13 @@ class JaxBackend(base.Backend):
                     marker = window.step_marker(steps.upcoming_step)
                     if marker is not None:
                         iterator = window.marked_fetches(iterator)
-                compiles = callback._compiles if train else None
                 if compiles is not None:
                     compiles.step = steps.upcoming_step
                 # A call that polls neither in turn nor after a slow fetch,
                 # of one step, unmarked (most calls): its one fetch is made
                 # and timed here, and Keras's call is handed the batch, with
                 # no frame of the proxy's in it (a microsecond a step).
-                direct = (proxy.until_poll > 1 and not proxy.slow and marker is None
-                          and callback._spe == 1)
+                direct = proxy.until_poll > 1 and not proxy.slow and marker is None and single
                 if direct:
                     proxy.until_poll -= 1
             except Exception as error:  # pylint: disable=broad-except
@@ -178,7 +183,7 @@ class JaxBackend(base.Backend):
                 if meter is not None:
                     held = meter.stop(proxy.metered, returned)
                     between.returned(returned)
-                key = callback._batch_begin + callback._spe - 1
+                key = callback._batch_begin + last
                 if count:
                     # `placement.batch_size`'s usual case, without its frame:
                     # each frame a step costs a host-bound GPU loop microseconds.
@@ -207,9 +212,12 @@ class JaxBackend(base.Backend):
                 # out of the steps apart (`_after_first_async_step`).
                 own.training_thread_s += called - entered + clock() - returned + proxy.polled_s
                 proxy.polled_s = 0.0
-                if first is not None and callback._needs_batch.get(role, False):
-                    # The input state was donated to the step: read the new one.
-                    callback._after_first_async_step(role, first, result[1])
+                if asked[0] and first is not None:
+                    if callback._needs_batch.get(role, False):
+                        # The input state was donated to the step: read the new one.
+                        callback._after_first_async_step(role, first, result[1])
+                    else:
+                        asked[0] = False
                 if window is not None and count:
                     window.dispatched(key, traced)
             except Exception as error:  # pylint: disable=broad-except
