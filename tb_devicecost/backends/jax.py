@@ -113,9 +113,10 @@ class JaxBackend(base.Backend):
         last, single = callback._spe - 1, callback._spe == 1
         # The input state is read after the first step (`_needs_batch`):
         # once it was not asked for, it is not asked again this fit.
-        asked = [True]
+        input_asked = True
 
         def timed_jax(state, iterator):
+            nonlocal input_asked
             if not callback._enabled:
                 return original(state, iterator)
             # Our own time: this function's outside Keras's call, and the
@@ -212,12 +213,12 @@ class JaxBackend(base.Backend):
                 # out of the steps apart (`_after_first_async_step`).
                 own.training_thread_s += called - entered + clock() - returned + proxy.polled_s
                 proxy.polled_s = 0.0
-                if asked[0] and first is not None:
+                if input_asked and first is not None:
                     if callback._needs_batch.get(role, False):
                         # The input state was donated to the step: read the new one.
                         callback._after_first_async_step(role, first, result[1])
                     else:
-                        asked[0] = False
+                        input_asked = False
                 if window is not None and count:
                     window.dispatched(key, traced)
             except Exception as error:  # pylint: disable=broad-except
