@@ -39,8 +39,9 @@ fits' ratio is reported beside it (`fit_ratio`), and the outside clock is
 that period over its steps.
 
 Usage: python benchmarks/gpu_backends.py --out DIR [--rounds 3] [--repeats 2]
-    [--steps-factor 1.0] [--segments 1]
-Prints a JSON line per case, then the summary table last.
+    [--steps-factor 1.0] [--segments 1] [--json FILE]
+Each case's figures go to `results_<backend>_<device>.json` under `--out`
+(and to FILE with `--json`); the summary table is printed last.
 """
 
 import argparse
@@ -290,6 +291,8 @@ def main():
     parser.add_argument("--backends", default="jax,torch")
     parser.add_argument("--devices", default="gpu,cpu")
     parser.add_argument("--no-sweep", action="store_true", help="skip the batch-size sweep")
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write every case's figures, each pair's ratios included, to FILE")
     parser.add_argument("--repeats", type=int, default=2,
                         help="fits of each kind per round, alternating; the fastest counts")
     parser.add_argument("--steps-factor", type=float, default=1.0,
@@ -328,6 +331,9 @@ def main():
                 continue
             with open(path, encoding="utf-8") as file:
                 results.extend(json.load(file))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(results, file)
     with tarfile.open(os.path.join(args.out, "recorded_runs.tar.gz"), "w:gz") as archive:
         for folder in ("runs", "sweep"):
             if os.path.isdir(os.path.join(args.out, folder)):
