@@ -45,6 +45,8 @@ import time
 
 import numpy as np
 
+from tb_devicecost.backends import completion_bounds
+
 # The columns of a dispatched step's row in `AsyncSteps._rows`, one float64
 # buffer of every pending step (seconds, NaN where not known yet; a poll
 # writes the bounds in place). `_TIMED`: 1.0 where the device timed it.
@@ -72,6 +74,16 @@ class _Columns(collections.namedtuple(
 _TIGHT_S = 0.2e-3
 # Closely measured steps needed in a group to update that duration.
 _MIN_TIGHT = 3
+
+
+def _complete(probe, done, rows, index, now):
+    """Whether the pending step at `index` of `rows` is complete at `now`:
+    Keras's worker read it so earlier, Keras let go of its output (it
+    converted it), or its output is ready."""
+    if done.get(int(rows[index * _WIDTH + _KEY]), now) < now:
+        return True
+    output = probe()
+    return output is None or output.is_ready()
 
 
 def close_marker(callback, window, marker):
@@ -114,10 +126,20 @@ class AsyncSteps:
         self._rows = array.array("d")
         self._first = 0
         self._count = 0
-        # `(number, probe)` of the steps whose completion the training
-        # thread still polls for, and `(number, timer)` of those the device
-        # times, oldest first.
-        self._unready = collections.deque()
+        # A weak reference to one output of each step not written yet, in
+        # the rows' order (`None` where the step had none; the list ends at
+        # the last step that had one), and the number of the oldest step
+        # that no poll has found complete yet (`poll`).
+        self._probes = []
+        self._asked = 0
+        # Whether every dispatched step has an entry in `_probes` (JAX's:
+        # `dispatched_step` appends without checking).
+        self.probed = False
+        # What the polls found, `(now, since, through, pending)` each, set
+        # into the rows at the drain (`_settle_polls`): steps `since` to
+        # `through - 1` were complete at `now`, step `pending` (or -1) was not.
+        self._polls = []
+        # `(number, timer)` of the steps the device times, oldest first.
         self._timers = collections.deque()
         # Completions reported by Keras's worker (`completed`), by key, and
         # those the training thread read itself, waiting for the step. Public:
@@ -204,53 +226,114 @@ class AsyncSteps:
             _NAN if done is None else done, _NAN if returned is None else returned, _NAN,
             held, held_between, 0.0 if timer is None else 1.0,
         ))
-        if probe is not None:
-            self._unready.append((number, probe))
+        if probe is not None or self.probed:
+            probes = self._probes
+            missing = number - self._first - len(probes)
+            if missing:  # Steps before had none.
+                probes.extend([None] * missing)
+            probes.append(probe)
         if timer is not None:
             self._timers.append((number, timer))
+        if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
+            self._drain_due(start)
+
+    def dispatched_step(self, key, start, fetched, batch_size, excluded, probe, returned):
+        """`dispatched` for the usual JAX step, the hot path: one step,
+        dispatched as its fetch ended, polled for by `probe` (where
+        `probed`: every step's probe is kept, `None` included). The same
+        row for a fraction of the binding and branching (issue 36)."""
+        self.upcoming_step += 1
+        if self._drained_s:
+            excluded, self._drained_s = excluded + self._drained_s, 0.0
+        number = self._count
+        self._count = number + 1
+        self._rows.frombytes(_ROW.pack(
+            key, start, fetched, fetched, 1.0, batch_size, excluded,
+            _NAN, returned, _NAN, 0.0, 0.0, 0.0,
+        ))
+        self._probes.append(probe)
+        if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
+            self._drain_due(start)
+
+    def _drain_due(self, start):
+        """The drain `dispatched` calls every few seconds, or once a group
+        is full (only the training thread drains: the worker never waits
+        for it)."""
+        # A write is due every few seconds, so that a fit killed mid-epoch
+        # leaves its steps and an aggregate (`accounting.py`).
         due = start >= self.accounting.write_due_s
-        if due or number - self._first >= self._GROUP:
-            # Only the training thread drains: the worker never waits for it.
-            # A write is due every few seconds, so that a fit killed
-            # mid-epoch leaves its steps and an aggregate (`accounting.py`).
-            began = self.clock()
-            self._drain(final=False)
-            if due and start >= self.accounting.write_due_s:
-                self.accounting.flush()  # No step completed yet: still where it is.
-            self._drained_s = self.clock() - began
-            # Kept out of the steps, so not our time inside them either
-            # (`aggregate.SelfTime`): the drain runs in a timed step function.
-            self.accounting.self_time.training_thread_s -= self._drained_s
+        began = self.clock()
+        self._drain(final=False)
+        if due and start >= self.accounting.write_due_s:
+            self.accounting.flush()  # No step completed yet: still where it is.
+        self._drained_s = self.clock() - began
+        # Kept out of the steps, so not our time inside them either
+        # (`aggregate.SelfTime`): the drain runs in a timed step function.
+        self.accounting.self_time.training_thread_s -= self._drained_s
 
     @property
     def unready(self):
-        """The dispatched steps still polled for, oldest first (the same
-        deque for the whole fit; only `poll` and the drain change it)."""
-        return self._unready
+        """The dispatched steps with a probe that no poll has found
+        complete yet."""
+        return len(self._probes) + self._first - self._asked
 
     def poll(self, now):
-        """Training thread, at one of its clock reads: asks the oldest
-        pending steps whether they are complete (no waiting)."""
-        unready, done, rows, first = self._unready, self.done, self._rows, self._first
-        while unready:
-            number, probe = unready[0]
-            row = (number - first) * _WIDTH
-            if done.get(int(rows[row + _KEY]), now) < now:
-                # Keras's worker read it complete, earlier than now: asking
-                # would add nothing (and ask the runtime).
-                unready.popleft()
-                continue
-            output = probe()
-            if output is None:
-                # Keras let go of the output, so it converted it: its
-                # worker's report (already there, or coming) bounds the step.
-                unready.popleft()
-                continue
-            if not output.is_ready():
-                rows[row + _LOWER] = now
+        """Training thread, at one of its clock reads: asks the pending
+        steps whether they are complete (no waiting).
+
+        The device completes steps in order, so the newest step's answer
+        settles every one when it is complete (one question a poll, not
+        one a step); otherwise the oldest pending step is found by halving
+        the pending ones (three more questions for eight). A step that Keras's worker read
+        complete before `now` is not asked: asking would add nothing (and
+        ask the runtime); one whose output Keras let go of was converted,
+        so complete.
+        """
+        probes, first = self._probes, self._first
+        since, count = self._asked, len(probes)
+        index = since - first
+        if index >= count:
+            return
+        done, rows = self.done, self._rows
+        last = count - 1
+        newest = probes[last]
+        if newest is not None:
+            if _complete(newest, done, rows, last, now):
+                self._asked = first + count
+                self._polls.append((now, since, first + count, -1))
                 return
-            rows[row + _UPPER] = now
-            unready.popleft()
+        # The oldest pending step, by halving `[index, last]`: the steps
+        # before it are complete. Steps with no probe are passed over at the
+        # start; one further on counts as pending, and is given no bound.
+        while index < last and probes[index] is None:
+            index += 1
+        low, high = index, last
+        while low < high:
+            middle = (low + high) // 2
+            probe = probes[middle]
+            if probe is not None and _complete(probe, done, rows, middle, now):
+                low = middle + 1
+            else:
+                high = middle
+        pending = first + high if probes[high] is not None else -1
+        self._asked = first + high
+        # Where a step was found complete, so is every one before it.
+        self._polls.append((now, since if high > index else first + high, first + high, pending))
+
+    def _settle_polls(self, table, reported):
+        """Sets what the polls found into the bounds of the pending steps'
+        `table` (a copy of their rows): the poll that found a step complete
+        is its upper bound, the last that found it pending its lower one.
+        A step Keras's worker had read complete before the poll was not
+        asked about (`_complete`), so gets no bound from it."""
+        first = self._first
+        for now, since, through, pending in self._polls:
+            if through > since:
+                index = slice(since - first, through - first)
+                asked = ~(reported[index] < now)
+                table[index, _UPPER] = np.where(asked, now, table[index, _UPPER])
+            if pending >= 0:
+                table[pending - first, _LOWER] = now
 
     def completed(self, key, now, exact=False):
         """The step's logs are Python numbers (Keras's worker thread, or the
@@ -269,7 +352,9 @@ class AsyncSteps:
         self.boundaries += 1
         self._first = self._count
         del self._rows[:]
-        self._unready.clear()
+        self._probes.clear()
+        self._asked = self._first
+        self._polls.clear()
         self._timers.clear()
         self.done.clear()
         self.exact_done.clear()
@@ -289,6 +374,11 @@ class AsyncSteps:
         if not pending:
             return
         table = np.frombuffer(self._rows, dtype=np.float64).reshape(pending, _WIDTH).copy()
+        done, exact_done = self.done, self.exact_done
+        keys = table[:, _KEY].astype(np.int64).tolist()
+        reported = np.array([done.get(key, _NAN) for key in keys], dtype=np.float64)
+        if self._polls:
+            self._settle_polls(table, reported)
         # The device's timestamps, once there, are the completions: they
         # come in order, so the first not there yet ends the asking.
         for number, timer in self._timers:
@@ -300,9 +390,6 @@ class AsyncSteps:
                         continue
                     break
                 row[_EXACT] = value
-        done, exact_done = self.done, self.exact_done
-        keys = table[:, _KEY].astype(np.int64).tolist()
-        reported = np.array([done.get(key, _NAN) for key in keys], dtype=np.float64)
         exact = table[:, _EXACT]
         if exact_done:
             exact = np.where(
@@ -329,9 +416,18 @@ class AsyncSteps:
                     exact_done.pop(key, None)
             # Those a poll never found complete, or the device never timed,
             # still lead their queues.
-            for queue in (self._unready, self._timers):
-                while queue and queue[0][0] < self._first:
-                    queue.popleft()
+            del self._probes[:count]
+            self._asked = max(self._asked, self._first)
+            # The polls of steps still pending stay for the next drain.
+            first = self._first
+            self._polls = [
+                (now, max(since, first), through, pending if pending >= first else -1)
+                for now, since, through, pending in self._polls
+                if through > first or pending >= first
+            ]
+            timers = self._timers
+            while timers and timers[0][0] < self._first:
+                timers.popleft()
         table, reported, exact = table[:count], reported[:count], exact[:count]
         steps = table[:, _STEPS]
         polled_lower, polled_upper = table[:, _LOWER], table[:, _UPPER]
@@ -344,7 +440,7 @@ class AsyncSteps:
         lower = np.where(known, exact, np.fmax(dispatch, polled_lower))
         polled = ~np.isnan(polled_lower)
         if self.poll_every != 1:
-            polled = _as_nearest_asked(polled, polled | ~np.isnan(polled_upper))
+            polled = completion_bounds.as_nearest_asked(polled, polled | ~np.isnan(polled_upper))
         columns = _Columns(
             table[:, _START], table[:, _FETCHED], dispatch, table[:, _BATCH],
             table[:, _EXCLUDED], table[:, _HELD], table[:, _HELD_BETWEEN], lower, upper, polled)
@@ -385,7 +481,7 @@ class AsyncSteps:
             prompt=prompt and self._reported_last(last, measured[-1], batch),
             polled=polled,
         )
-        done = _share_reads(done, lower, first)
+        done = completion_bounds.share_reads(done, lower, first)
         previous = np.concatenate(([first], done[:-1]))
         begun = np.maximum(dispatch, previous)
         compute_s = done - begun
@@ -439,7 +535,7 @@ class AsyncSteps:
         if entry[_UPPER] <= upper:  # False where NaN: no poll found it complete.
             return False
         usual = batch[:-1] if len(batch) > 1 else batch
-        return bool(len(usual) and batch[-1] == _median(usual))
+        return bool(len(usual) and batch[-1] == completion_bounds.median(usual))
 
     def _place(self, dispatch, lower, upper, first, inherited, prompt=False, polled=None):
         """Each completion within its bounds `[lower, upper]`.
@@ -472,7 +568,7 @@ class AsyncSteps:
         previous = np.concatenate(([first], upper[:-1]))
         durations = upper - np.maximum(dispatch, previous)
         if np.count_nonzero(tight) >= _MIN_TIGHT:
-            self._duration = _median(durations[tight])
+            self._duration = completion_bounds.median(durations[tight])
         if prompt and durations[-1] > 0:
             self._prompt = float(durations[-1]) if self._prompt is None else min(self._prompt, float(durations[-1]))
         duration = self._duration
@@ -497,65 +593,8 @@ class AsyncSteps:
         # Where that met a lower bound, several completions would sit on it
         # together: each later one is half the duration after the one
         # before, as far as its upper bound allows (ties left are at an
-        # upper bound: `_share_reads` spreads them below it).
+        # upper bound: `completion_bounds.share_reads` spreads them below it).
         return np.minimum(np.maximum.accumulate(done - gap) + gap, upper)
-
-
-def _as_nearest_asked(pending, asked):
-    """`pending` (a poll found the step pending), where no poll asked about
-    a step, taken from the last step before it that one asked about (or the
-    first after, at a group's start); as it is where none was asked."""
-    if asked.all() or not asked.any():
-        return pending
-    index = np.arange(len(asked))
-    nearest = np.maximum.accumulate(np.where(asked, index, -1))
-    nearest[nearest < 0] = np.flatnonzero(asked)[0]
-    return pending[nearest]
-
-
-def _median(values):
-    """`np.median` of a 1-D array without NaNs, as a float, at a tenth of
-    its cost on a few hundred values (it runs once an epoch per drain)."""
-    ordered = values.copy()
-    ordered.sort()
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return float((ordered[middle - 1] + ordered[middle]) / 2)
-
-
-def _share_reads(done, lower, first):
-    """Completions that one read found together, spread over what they took.
-
-    Where nothing placed them apart (no closely measured duration yet, or
-    bounds all tight at one read), steps found complete by the same read
-    would share its time and all but the first would last 0 ms: a step
-    takes device time. With nothing known of each one's share, each of the
-    `n` steps since the completion before them (or since the first one's
-    lower bound, where later) is given `1/n` of that time, never before its
-    own lower bound.
-    """
-    if len(done) < 2:
-        return done
-    before = np.concatenate(([first], done[:-1]))
-    repeated = done == before
-    repeated[0] = False
-    if not repeated.any():
-        return done
-    # Runs of equal completions: each run's first index and length.
-    starts = np.flatnonzero(~repeated)
-    run = np.cumsum(~repeated) - 1
-    rank = np.arange(len(done)) - starts[run]
-    length = np.diff(np.append(starts, len(done)))[run]
-    # A lower bound at the completion itself leaves no room: the readings
-    # crossed (a clock read after the step was known complete), and the
-    # step still took time.
-    lower = np.where(lower < done, lower, -np.inf)
-    # From the completion before the run, or the run's first step's own
-    # lower bound where later (a poll found it pending just before).
-    since = np.maximum(np.concatenate(([first], done))[starts], lower[starts])[run]
-    spread = since + (rank + 1) / length * (done - since)
-    return np.maximum.accumulate(np.minimum(np.maximum(spread, lower), done))
 
 
 class WaitBetweenSteps:

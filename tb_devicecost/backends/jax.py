@@ -91,6 +91,7 @@ class JaxBackend(base.Backend):
         # Where the input's own Python threads hold the GIL, Keras's worker
         # reports late at any step: every step polls (and is metered).
         steps.poll_every = 1 if steps.held_is_input else POLL_EVERY
+        steps.probed = True  # Each step's probe kept: `dispatched_step`.
         proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
@@ -102,7 +103,8 @@ class JaxBackend(base.Backend):
         proxy.meter = meter
         between = None if meter is None else asynchronous.WaitBetweenSteps(meter, steps)
         # The hot path, once a step: names bound once, attributes read once.
-        clock, dispatched, batch_size = time.perf_counter, steps.dispatched, placement.batch_size
+        clock, batch_size = time.perf_counter, placement.batch_size
+        dispatched, dispatched_step = steps.dispatched, steps.dispatched_step
         sequences = placement.BATCH_SEQUENCES
         traces, train = callback._traces, role == "train"
         probe_of, ref = CompletionProbe(), weakref.ref
@@ -115,13 +117,102 @@ class JaxBackend(base.Backend):
         # once it was not asked for, it is not asked again this fit.
         input_asked = True
 
+        # The usual step takes the lean lane: no input threads to meter, one
+        # step an execution, no trace window open, no poll due. It fetches
+        # the batch itself, times the fetch and the call, and adds one row
+        # (`AsyncSteps.dispatched_step`); everything else waits for the
+        # drain. What it leaves out, the general lane does (`timed_step`).
+        lean = between is None and single
+        slow_fetch_s = timed_iterator.SLOW_FETCH_S
+        # The proxy's countdown to the call that polls and its last fetch's
+        # slowness, kept here between the general lane's calls: a closure's
+        # cell reads faster than the proxy's slot.
+        until_poll, slow = proxy.until_poll, proxy.slow
+
         def timed_jax(state, iterator):
-            nonlocal input_asked
+            nonlocal input_asked, until_poll, slow
             if not callback._enabled:
                 return original(state, iterator)
             # Our own time: this function's outside Keras's call, and the
             # iterator's polls inside it (`aggregate.SelfTime`).
             entered = clock()
+            if not (lean and until_poll > 1 and not slow
+                    and (traces.window is None or not train)):
+                proxy.until_poll, proxy.slow = until_poll, slow
+                try:
+                    return timed_step(state, iterator, entered)
+                finally:
+                    until_poll, slow = proxy.until_poll, proxy.slow
+            until_poll -= 1
+            if compiles is not None:
+                compiles.step = steps.upcoming_step
+            try:
+                # Our own time before the call ends where the fetch starts.
+                called = start = clock()
+                first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
+                fetched = clock()
+                slow = fetched - start > slow_fetch_s
+                result = original(state, iter((first,)))
+                # The execution is enqueued at the call's end, after any
+                # compilation: the step completes no earlier.
+                returned = clock()
+            finally:
+                if compiles is not None:
+                    compiles.step = None
+            try:
+                # `batch_size_and_probe`, inline: a frame a step costs a
+                # host-bound GPU loop a microsecond.
+                try:
+                    size = (first[0].shape[0] if first.__class__ in sequences
+                            else batch_size(first))
+                except (TypeError, LookupError, AttributeError):
+                    size = batch_size(first)
+                try:
+                    probe = ref(result[0][probe_of.key])
+                except (KeyError, TypeError):
+                    probe = probe_of(result[0])
+                excluded = callback._pending_excluded
+                if excluded:
+                    callback._pending_excluded = 0.0
+                dispatched_step(callback._batch_begin, start, fetched, size, excluded, probe,
+                                returned)
+                # Before the probes of the first step: their time is kept
+                # out of the steps apart (`_after_first_async_step`).
+                own.training_thread_s += called - entered + clock() - returned
+                if input_asked:
+                    input_asked = after_first(first, result)
+            except Exception as error:  # pylint: disable=broad-except
+                callback._disable(error)
+            return result
+
+        def after_first(first, result):
+            """Whether the input state is still to be read after a step
+            (`_needs_batch`); reads it where it was donated to the step."""
+            if not callback._needs_batch.get(role, False):
+                return False
+            callback._after_first_async_step(role, first, result[1])
+            return True
+
+        def batch_size_and_probe(first, result):
+            """The step's batch size and a probe of its completion."""
+            try:
+                # The usual `(x, y)` of arrays.
+                size = (first[0].shape[0] if first.__class__ in sequences
+                        else batch_size(first))
+            except (TypeError, LookupError, AttributeError):
+                size = batch_size(first)
+            # The key `probe_of` found, read here: one dict read.
+            try:
+                probe = ref(result[0][probe_of.key])
+            except (KeyError, TypeError):
+                probe = probe_of(result[0])
+            return size, probe
+
+        def timed_step(state, iterator, entered):
+            """Every other step: through the `TimedIterator` proxy, which
+            polls; with the trace window's markers, the input threads'
+            metered GIL, several steps an execution."""
+            nonlocal input_asked
             try:
                 # From the step before's return to this call (its fetch is
                 # metered apart, as data wait already).
@@ -140,32 +231,13 @@ class JaxBackend(base.Backend):
                         iterator = window.marked_fetches(iterator)
                 if compiles is not None:
                     compiles.step = steps.upcoming_step
-                # A call that polls neither in turn nor after a slow fetch,
-                # of one step, unmarked (most calls): its one fetch is made
-                # and timed here, and Keras's call is handed the batch, with
-                # no frame of the proxy's in it (a microsecond a step).
-                direct = proxy.until_poll > 1 and not proxy.slow and marker is None and single
-                if direct:
-                    proxy.until_poll -= 1
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
-            if not direct:
-                proxy.iterator, proxy.count = iterator, 0
+            proxy.iterator, proxy.count = iterator, 0
             try:
-                if direct:
-                    # Our own time before the call ends where the fetch starts.
-                    called = start = clock()
-                    first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
-                    fetched = clock()
-                    proxy.slow = fetched - start > timed_iterator.SLOW_FETCH_S
-                    count = 1
-                    result = original(state, iter((first,)))
-                else:
-                    called = clock()
-                    result = original(state, proxy)
-                # The execution is enqueued at the call's end, after any
-                # compilation: the step completes no earlier.
+                called = clock()
+                result = original(state, proxy)
                 returned = clock()
             finally:
                 if compiles is not None:
@@ -177,32 +249,18 @@ class JaxBackend(base.Backend):
                     error, proxy.error = proxy.error, None
                     raise error  # Ours: the recording stops; Keras keeps `result`.
                 traced = steps.upcoming_step
-                if not direct:
-                    start, fetched = proxy.start, proxy.fetched
-                    count, first = proxy.count, proxy.first
+                start, fetched = proxy.start, proxy.fetched
+                count, first = proxy.count, proxy.first
                 held = 0.0
                 if meter is not None:
                     held = meter.stop(proxy.metered, returned)
                     between.returned(returned)
                 key = callback._batch_begin + last
                 if count:
-                    # `placement.batch_size`'s usual case, without its frame:
-                    # each frame a step costs a host-bound GPU loop microseconds.
-                    try:
-                        # The usual `(x, y)` of arrays.
-                        size = (first[0].shape[0] if first.__class__ in sequences
-                                else batch_size(first))
-                    except (TypeError, LookupError, AttributeError):
-                        size = batch_size(first)
-                    # The key `probe_of` found, read here: no frame a step.
-                    try:
-                        probe = ref(result[0][probe_of.key])
-                    except (KeyError, TypeError):
-                        probe = probe_of(result[0])
+                    size, probe = batch_size_and_probe(first, result)
                     excluded = callback._pending_excluded
                     if excluded:
                         callback._pending_excluded = 0.0
-                    # Positional: cheaper to bind than keywords, once a step.
                     dispatched(
                         key, start, fetched, None, count, size, excluded, probe, None, None,
                         returned, held, held_between,
@@ -214,11 +272,7 @@ class JaxBackend(base.Backend):
                 own.training_thread_s += called - entered + clock() - returned + proxy.polled_s
                 proxy.polled_s = 0.0
                 if input_asked and first is not None:
-                    if callback._needs_batch.get(role, False):
-                        # The input state was donated to the step: read the new one.
-                        callback._after_first_async_step(role, first, result[1])
-                    else:
-                        input_asked = False
+                    input_asked = after_first(first, result)
                 if window is not None and count:
                     window.dispatched(key, traced)
             except Exception as error:  # pylint: disable=broad-except

@@ -40,16 +40,14 @@ class TimedIterator:
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_unready", "_poll_every", "_polling", "until_poll", "slow",
+    __slots__ = ("_clock", "_poll", "_poll_every", "_polling", "until_poll", "slow",
                  "iterator", "error", "meter", "metered", "start", "fetched", "count", "first",
                  "polled_s")
 
     def __init__(self, clock, steps):
         self._clock = clock
-        # `steps.poll`, called only while a step is pending (`steps.unready`
-        # not empty): a call a step saved. `None` once a poll failed.
+        # `steps.poll` (`None` once a poll failed).
         self._poll = steps.poll
-        self._unready = steps.unready
         self._poll_every = steps.poll_every
         self._polling = True
         # Calls to the next that polls in turn (that one counts it down to
@@ -97,8 +95,8 @@ class TimedIterator:
             self._polling = self.slow or self.until_poll <= 0
             if self.until_poll <= 0:
                 self.until_poll = self._poll_every
-        poll, unready = self._poll, self._unready
-        if poll is not None and unready and self._polling:
+        poll = self._poll
+        if poll is not None and self._polling:
             try:
                 poll(started)
             except Exception as error:  # pylint: disable=broad-except
@@ -112,7 +110,7 @@ class TimedIterator:
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
         poll = self._poll
-        if poll is not None and unready and self._polling:
+        if poll is not None and self._polling:
             try:
                 poll(fetched)
             except Exception as error:  # pylint: disable=broad-except

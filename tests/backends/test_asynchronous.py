@@ -358,10 +358,61 @@ def test_a_step_the_worker_read_complete_is_not_asked_again(tmp_path):
     timing.completed(0, now=0.004)
     timing.poll(0.005)
     assert asked == [1]  # Step 0 was not asked; step 1 was, and is pending.
-    assert len(timing.unready) == 1
+    assert timing.unready == 1
     timing.completed(1, now=0.006)
     timing.boundary()
     run.end_session()
+
+
+def test_one_question_settles_every_step_when_the_newest_is_complete(tmp_path):
+    """Steps complete in order: a poll that finds the newest of four
+    pending steps complete asks nothing else, and each of the four gets
+    that poll as its completion's upper bound (their parts end there)."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    asked = []
+    for key in range(4):
+        timing.dispatched(key, key * 1e-3, key * 1e-3 + 0.5e-3, batch_size=32,
+                          probe=output(lambda key=key: asked.append(key) or True))
+    timing.poll(10e-3)
+    assert asked == [3]
+    assert timing.unready == 0
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    total = sum(record.series[part] for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"))
+    assert total.sum() == pytest.approx(10.0, rel=1e-5)
+    assert (total > 0).all()
+
+
+def test_a_pending_newest_step_has_the_oldest_pending_found_by_halving(tmp_path):
+    """Steps 0 and 1 are complete, steps 2 and 3 pending at a poll at
+    10 ms: the newest is asked, then the oldest pending found by halving
+    (step 1 complete, so step 0 too, unasked; step 2 pending); a second
+    poll at 12 ms finds them complete. Step 2's completion lies between the
+    two polls, and steps 0 and 1 end by the first."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    asked, ready = [], {0: True, 1: True, 2: False, 3: False}
+    for key in range(4):
+        timing.dispatched(key, key * 1e-3, key * 1e-3 + 0.5e-3, batch_size=32,
+                          probe=output(lambda key=key: asked.append(key) or ready[key]))
+    timing.poll(10e-3)
+    assert asked == [3, 1, 2]
+    assert timing.unready == 2
+    ready.update({2: True, 3: True})
+    timing.poll(12e-3)
+    assert asked == [3, 1, 2, 3]
+    timing.boundary()
+    run.end_session()
+    [record] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    total = sum(record.series[part] for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"))
+    ends = np.cumsum(total)
+    assert ends[1] <= 10.0 + 1e-6
+    assert 10.0 - 1e-6 <= ends[2] <= 12.0 + 1e-6
+    assert ends[3] == pytest.approx(12.0, rel=1e-5)
 
 
 class _Steps:
@@ -426,7 +477,7 @@ def test_a_step_whose_output_keras_let_go_of_is_not_asked(tmp_path):
     timing.dispatched(1, 0.002, 0.003, batch_size=32, probe=output(lambda: asked.append(1)))
     timing.poll(0.005)
     assert asked == [1]  # Step 0's output is gone: only step 1 was asked.
-    assert len(timing.unready) == 1
+    assert timing.unready == 1
     timing.completed(0, now=0.004)
     timing.completed(1, now=0.006)
     timing.boundary()
