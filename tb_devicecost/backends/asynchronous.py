@@ -69,12 +69,6 @@ class _Columns(collections.namedtuple(
         return _Columns(*(column[index] for column in self))
 
 
-# Completion bounds this close are a measurement; wider ones are placed by
-# the step's duration where it was measured that closely (`_place`).
-_TIGHT_S = 0.2e-3
-# Closely measured steps needed in a group to update that duration.
-_MIN_TIGHT = 3
-
 
 def _complete(probe, done, rows, index, now):
     """Whether the pending step at `index` of `rows` is complete at `now`:
@@ -148,13 +142,9 @@ class AsyncSteps:
         self.done = {}
         self.exact_done = {}
         self._previous = None
-        # The device's duration of one step where its completion was
-        # measured closely (seconds), carried from group to group.
-        self._duration = None
-        # The shortest duration of a step that Keras's worker reported while
-        # the training thread waited for it at a boundary (seconds): the
-        # fallback where no completion was measured closely (`_place`).
-        self._prompt = None
+        # Where each completion lies within its bounds, from the durations
+        # measured closely so far (carried from group to group).
+        self._placer = completion_bounds.Placer()
         # The global step the next dispatched step will have, counted as
         # steps are dispatched (rows are written only once they complete).
         self.upcoming_step = accounting.upcoming_step()
@@ -252,6 +242,26 @@ class AsyncSteps:
             _NAN, returned, _NAN, 0.0, 0.0, 0.0,
         ))
         self._probes.append(probe)
+        if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
+            self._drain_due(start)
+
+    def dispatched_call(self, key, start, fetched, dispatch, batch_size, excluded, timer, done,
+                        held, held_between):
+        """`dispatched` for the usual PyTorch step, the hot path: one step,
+        completed at `done` (on the CPU) or timed by the device (`timer`),
+        with no probe. The same row for less binding and branching."""
+        self.upcoming_step += 1
+        if self._drained_s:
+            excluded, self._drained_s = excluded + self._drained_s, 0.0
+        number = self._count
+        self._count = number + 1
+        self._rows.frombytes(_ROW.pack(
+            key, start, fetched, dispatch, 1.0, batch_size, excluded,
+            _NAN if done is None else done, _NAN, _NAN, held, held_between,
+            0.0 if timer is None else 1.0,
+        ))
+        if timer is not None:
+            self._timers.append((number, timer))
         if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
             self._drain_due(start)
 
@@ -466,7 +476,7 @@ class AsyncSteps:
         one's entry). `steps` > 1: one execution of that many steps.
         `prompt`: the last of them is the step before a boundary, whose
         completion Keras's worker reported while the training thread waited
-        for it (`_place`)."""
+        for it (`completion_bounds.Placer`)."""
         (start, fetched, dispatch, batch, excluded_s, held_s, held_between_s,
          lower, upper, polled) = columns
         first = start[0] if self._previous is None else self._previous
@@ -476,7 +486,7 @@ class AsyncSteps:
         upper = np.minimum.accumulate(upper[::-1])[::-1]
         lower = np.minimum(np.maximum.accumulate(np.maximum(lower, first)), upper)
         # A bound that came from a later step is not a reading of this one.
-        done = self._place(
+        done = self._placer.place(
             dispatch, lower, upper, first, inherited=upper < measured,
             prompt=prompt and self._reported_last(last, measured[-1], batch),
             polled=polled,
@@ -536,65 +546,6 @@ class AsyncSteps:
             return False
         usual = batch[:-1] if len(batch) > 1 else batch
         return bool(len(usual) and batch[-1] == completion_bounds.median(usual))
-
-    def _place(self, dispatch, lower, upper, first, inherited, prompt=False, polled=None):
-        """Each completion within its bounds `[lower, upper]`.
-
-        Where the bounds are tight (the training thread polled just before
-        and after, or the step was timed by the device) the completion is
-        known. Where they are wide, it is because nobody could look in
-        between: the training thread was busy with Python that held the
-        GIL (a fetch) while the step completed. Such a step ran for as long
-        as the same step did where it was measured closely: its completion
-        is placed that long after it could begin, within its bounds.
-
-        Where no step was measured closely, the step before a boundary is
-        the measure (`prompt`): the training thread then waits for Keras's
-        worker in Keras's own code, holding no GIL, so the worker reads the
-        completion as it happens. Python that holds the GIL in short bursts
-        (decoding, augmenting with NumPy between) can keep the worker from
-        it for a whole fetch at any other time: each time the training
-        thread releases the GIL it takes it back before a waiting thread
-        wakes, and the waiter's 5 ms switch interval starts over. Such a
-        reading can only be late, so the shortest one stands. It places only
-        the completions that a poll of the training thread found pending
-        (`polled`): the training thread was running, maybe holding the GIL,
-        while they completed; a report with no such poll stands.
-        """
-        tight = (upper - lower <= _TIGHT_S) & ~inherited
-        done = upper.copy()
-        if tight.all():
-            return done
-        previous = np.concatenate(([first], upper[:-1]))
-        durations = upper - np.maximum(dispatch, previous)
-        if np.count_nonzero(tight) >= _MIN_TIGHT:
-            self._duration = completion_bounds.median(durations[tight])
-        if prompt and durations[-1] > 0:
-            self._prompt = float(durations[-1]) if self._prompt is None else min(self._prompt, float(durations[-1]))
-        duration = self._duration
-        if duration is None and self._prompt is not None and polled is not None:
-            duration = self._prompt
-            tight = tight | ~polled
-        if duration is None:
-            return done  # Nothing measured closely yet: the upper bounds.
-        # Each loose completion depends on the one before; two vectorised
-        # passes settle a run of them (a pass in Python per step would
-        # cost the training thread more than the step's other reads).
-        for _ in range(2):
-            previous = np.concatenate(([first], done[:-1]))
-            placed = np.minimum(np.maximum(np.maximum(dispatch, previous) + duration, lower), upper)
-            done = np.maximum.accumulate(np.where(tight, upper, placed))
-        # Two steps found complete by one read would share its time: each
-        # took at least half the measured duration on the device, so the
-        # earlier one completed that much before the later (never before
-        # its own lower bound).
-        gap = 0.5 * duration * np.arange(len(done))
-        done = np.maximum(np.minimum.accumulate((done - gap)[::-1])[::-1] + gap, lower)
-        # Where that met a lower bound, several completions would sit on it
-        # together: each later one is half the duration after the one
-        # before, as far as its upper bound allows (ties left are at an
-        # upper bound: `completion_bounds.share_reads` spreads them below it).
-        return np.minimum(np.maximum.accumulate(done - gap) + gap, upper)
 
 
 class WaitBetweenSteps:

@@ -9,6 +9,87 @@ steps at once (`AsyncSteps._write`).
 import numpy as np
 
 
+# Completion bounds this close are a measurement; wider ones are placed by
+# the step's duration where it was measured that closely (`Placer`).
+_TIGHT_S = 0.2e-3
+# Closely measured steps needed in a group to update that duration.
+_MIN_TIGHT = 3
+
+
+class Placer:
+    """Places completions within their bounds by the device's duration of
+    a step, as measured closely so far (`place`); one per `AsyncSteps`,
+    carried from group to group."""
+
+    def __init__(self):
+        # The device's duration of one step where its completion was
+        # measured closely (seconds).
+        self._duration = None
+        # The shortest duration of a step that Keras's worker reported while
+        # the training thread waited for it at a boundary (seconds): the
+        # fallback where no completion was measured closely.
+        self._prompt = None
+
+    def place(self, dispatch, lower, upper, first, inherited, prompt=False, polled=None):
+        """Each completion within its bounds `[lower, upper]`.
+
+        Where the bounds are tight (the training thread polled just before
+        and after, or the step was timed by the device) the completion is
+        known. Where they are wide, it is because nobody could look in
+        between: the training thread was busy with Python that held the
+        GIL (a fetch) while the step completed. Such a step ran for as long
+        as the same step did where it was measured closely: its completion
+        is placed that long after it could begin, within its bounds.
+
+        Where no step was measured closely, the step before a boundary is
+        the measure (`prompt`): the training thread then waits for Keras's
+        worker in Keras's own code, holding no GIL, so the worker reads the
+        completion as it happens. Python that holds the GIL in short bursts
+        (decoding, augmenting with NumPy between) can keep the worker from
+        it for a whole fetch at any other time: each time the training
+        thread releases the GIL it takes it back before a waiting thread
+        wakes, and the waiter's 5 ms switch interval starts over. Such a
+        reading can only be late, so the shortest one stands. It places only
+        the completions that a poll of the training thread found pending
+        (`polled`): the training thread was running, maybe holding the GIL,
+        while they completed; a report with no such poll stands.
+        """
+        tight = (upper - lower <= _TIGHT_S) & ~inherited
+        done = upper.copy()
+        if tight.all():
+            return done
+        previous = np.concatenate(([first], upper[:-1]))
+        durations = upper - np.maximum(dispatch, previous)
+        if np.count_nonzero(tight) >= _MIN_TIGHT:
+            self._duration = median(durations[tight])
+        if prompt and durations[-1] > 0:
+            self._prompt = float(durations[-1]) if self._prompt is None else min(self._prompt, float(durations[-1]))
+        duration = self._duration
+        if duration is None and self._prompt is not None and polled is not None:
+            duration = self._prompt
+            tight = tight | ~polled
+        if duration is None:
+            return done  # Nothing measured closely yet: the upper bounds.
+        # Each loose completion depends on the one before; two vectorised
+        # passes settle a run of them (a pass in Python per step would
+        # cost the training thread more than the step's other reads).
+        for _ in range(2):
+            previous = np.concatenate(([first], done[:-1]))
+            placed = np.minimum(np.maximum(np.maximum(dispatch, previous) + duration, lower), upper)
+            done = np.maximum.accumulate(np.where(tight, upper, placed))
+        # Two steps found complete by one read would share its time: each
+        # took at least half the measured duration on the device, so the
+        # earlier one completed that much before the later (never before
+        # its own lower bound).
+        gap = 0.5 * duration * np.arange(len(done))
+        done = np.maximum(np.minimum.accumulate((done - gap)[::-1])[::-1] + gap, lower)
+        # Where that met a lower bound, several completions would sit on it
+        # together: each later one is half the duration after the one
+        # before, as far as its upper bound allows (ties left are at an
+        # upper bound: `share_reads` spreads them below it).
+        return np.minimum(np.maximum.accumulate(done - gap) + gap, upper)
+
+
 def as_nearest_asked(pending, asked):
     """`pending` (a poll found the step pending), where no poll asked about
     a step, taken from the last step before it that one asked about (or the

@@ -18,6 +18,9 @@ import time
 from tb_devicecost.backends import base
 from tb_devicecost.backends import devices as devices_module
 from tb_devicecost.backends import placement
+from tb_devicecost.recording.step_rows import RECORD_BATCH
+from tb_devicecost.recording.step_rows import RECORD_COMPUTE_START
+from tb_devicecost.recording.step_rows import RECORD_FETCHED
 from tb_devicecost.traces import trace as trace_module
 
 # A trace of Keras's step runs its Python (77 ms for one dense layer on
@@ -80,6 +83,9 @@ class FetchTimedStep:
                     tf.function(fetch_timed_step_on_iterator, reduce_retracing=True))
 
         self._functions = (body(False), body(True))
+        # The function of steady steps, `(outputs, figures)` of an iterator:
+        # the timed step calls it itself (`_step_wrapper`), a frame less.
+        self.steady = self._functions[0]
         self._eager = run_eagerly
         # The traces of the function of steady steps (without the batch):
         # Keras's one-step function is traced only inside it, so a retrace
@@ -384,16 +390,22 @@ def _step_wrapper(callback, original, accounting, role):
     iterators = (tf.data.Iterator, tf.distribute.DistributedIterator)
     first, last_with_batch, steady_traces = True, None, None
     clock, own = time.perf_counter, accounting.self_time
+    train, schedule = role == "train", callback._traces
+    steady_function = None if step is None else step.steady
+    # Whether the input state was read and the steady function called: no
+    # call of this wrapper traces again (`_needs_batch` turns true only
+    # before a wrapper is made, at a fit's or an evaluation's start).
+    steady = False
 
     def timed_step_function(iterator):
-        nonlocal first, steady_traces
+        nonlocal first, steady, steady_traces
         if not accounting.enabled:
             return original(iterator)
         # Our own time is this function's outside Keras's step: the clock
         # reads, the step's figures and the bookkeeping (`self_time`).
         entered = clock()
-        if role == "train" and callback._traces.window is not None:
-            callback._traces.before_step(accounting)
+        if train and schedule.window is not None:
+            schedule.before_step(accounting)
             entered = clock()  # A window's start or stop is kept out apart.
         if step is None or not isinstance(iterator, iterators):
             if first:
@@ -401,19 +413,32 @@ def _step_wrapper(callback, original, accounting, role):
                 # The run says its fetch is inside compute after all.
                 accounting.update_info({"fetch_in_graph": True, "fetch_timed_in_graph": False})
             return _fetch_inside(callback, original, iterator, accounting)
-        with_batch = bool(callback._needs_batch.get(role))
-        if first or with_batch != last_with_batch:
-            return _traced_call(iterator, with_batch)
+        if not steady:
+            with_batch = bool(callback._needs_batch.get(role))
+            if first or with_batch != last_with_batch:
+                return _traced_call(iterator, with_batch)
+            steady = not with_batch
         wrote = accounting.begin_step(now=entered)
         called = clock()
         try:
-            result, wait_s, size, _ = step(iterator, False)
+            # `FetchTimedStep.__call__`'s steady case, inline: a frame less.
+            outputs, figures = steady_function(iterator)
+            if not outputs.has_value():
+                raise StopIteration
+            result = outputs.get_value()
+            wait_s, size = figures._numpy().tolist()  # pylint: disable=protected-access
         except BaseException as error:
             accounting.abort_step()
             callback._on_exception(error)
             raise
         returned = clock()
-        accounting.end_fetch(size, now=entered + wrote + wait_s)
+        # `end_fetch`, inline: the fetch's end and the batch size, straight
+        # into the step's record (none where the recording just stopped).
+        record = accounting.record
+        if record is not None:
+            record[RECORD_FETCHED] = record[RECORD_COMPUTE_START] = entered + wrote + wait_s
+            if size >= 0:
+                record[RECORD_BATCH] = int(size)
         if returned - called >= TRACE_MIN_S:
             traces = step.steady_tracing_count()
             if traces != steady_traces:

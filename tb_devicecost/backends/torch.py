@@ -140,16 +140,21 @@ class TorchBackend(base.Backend):
 
         own, batch_size = steps.accounting.self_time, placement.batch_size
         sequences = placement.BATCH_SEQUENCES
+        dispatched_call = steps.dispatched_call
+        # The input state is read after the first step (`_needs_batch`):
+        # once it was not asked for, it is not asked again this fit.
+        input_asked = True
 
         def timed_torch(data):
-            nonlocal on_cpu
+            nonlocal on_cpu, input_asked
             if not callback._enabled:
                 return original(data)
             try:
                 entered = dispatch = clock()
                 fetched = callback._fetched_at or dispatch
                 start = callback._fetch_started or fetched
-                start = min(start, fetched)
+                if start > fetched:
+                    start = fetched
                 held_between = 0.0
                 if between is not None:
                     # The fetch is asleep on the pipeline's queue: data wait
@@ -209,15 +214,16 @@ class TorchBackend(base.Backend):
                 if excluded:
                     callback._pending_excluded = 0.0
                 # Positional: cheaper to bind than keywords, once a step.
-                steps.dispatched(
-                    callback._batch_begin, start, fetched, dispatch, 1, size, excluded, None,
-                    timer, done, None, held, held_between,
-                )
+                dispatched_call(callback._batch_begin, start, fetched, dispatch, size, excluded,
+                                timer, done, held, held_between)
                 # Our own time: this function's outside Keras's call, before
                 # the first step's probes (kept out apart; `aggregate.SelfTime`).
                 own.training_thread_s += called - entered + clock() - returned
-                if callback._needs_batch.get(role, False):
-                    callback._after_first_async_step(role, batch, None)
+                if input_asked:
+                    if callback._needs_batch.get(role, False):
+                        callback._after_first_async_step(role, batch, None)
+                    else:
+                        input_asked = False
                 if window is not None:
                     window.dispatched(callback._batch_begin, traced)
                 callback._fetched_at = None

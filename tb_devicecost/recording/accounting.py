@@ -26,6 +26,16 @@ from tb_devicecost.recording.aggregate import ROW_WARMUP
 from tb_devicecost.recording.aggregate import RunAggregate
 from tb_devicecost.recording.aggregate import step_block
 from tb_devicecost.recording.sigterm import SIGTERM_CHAIN
+from tb_devicecost.recording.step_rows import RECORD_BATCH
+from tb_devicecost.recording.step_rows import RECORD_COMPUTE_START
+from tb_devicecost.recording.step_rows import RECORD_COMPUTED
+from tb_devicecost.recording.step_rows import RECORD_END
+from tb_devicecost.recording.step_rows import RECORD_EXCLUDED
+from tb_devicecost.recording.step_rows import RECORD_FETCHED
+from tb_devicecost.recording.step_rows import RECORD_START
+from tb_devicecost.recording.step_rows import RECORD_STEPS
+from tb_devicecost.recording.step_rows import RECORD_WARMUP
+from tb_devicecost.recording.step_rows import StepRows
 
 # Seconds between the epoch ends that write the rows and the aggregate
 # (`StepAccounting.flush_due`): TensorBoard reloads every 5 s by default.
@@ -89,22 +99,22 @@ class StepAccounting:
         self._writer = writer_module.SummaryWriter(self.run_dir)
         self.enabled = True
         self._global_step = 0
-        self._rows = []
-        # Blocks of rows added at once (numpy arrays), written with the rows.
-        self._blocks = []
-        self._block_rows = 0
-        self._open = None
+        # The steps not written yet (`step_rows.py`); `_closed`, its list of
+        # the records of closed steps, appended to once a step.
+        self._pending = StepRows()
+        self._closed = self._pending.closed
+        # The open step's record (`step_rows.py`'s fields), `None` between
+        # steps. Public: a timed step function writes its fetch's fields, and
+        # the loop its compute's end, straight into it (a frame less a step).
+        self.record = None
         self._excluded = 0.0
         self._next_is_warmup = True
         self._sessions = 0
         self._aggregate = RunAggregate(self._clock)
-        self._fetch_ms = self._aggregate.fetch_ms
         # Our own time inside the steps (`aggregate.SelfTime`), added to by
         # the timed step functions and the loop's clock reads.
         self.self_time = self._aggregate.self_time
         self._info = {}
-        self._watched_steps = None
-        self._watched_rows = {}
         # When the rows and the aggregate were last written, or the session
         # began (`flush_due`).
         self._flushed_at = None
@@ -116,10 +126,8 @@ class StepAccounting:
         # When (on this clock) a step's end writes the rows and the
         # aggregate (`FIRST_WRITE_S` into a session, then `FLUSH_EVERY_S`
         # after each write; never once recording stopped), read per step by
-        # `AsyncSteps` too; and the seconds that write took inside
-        # `begin_step` (kept out of the next step).
+        # `AsyncSteps` too.
         self.write_due_s = float("inf")
-        self._wrote_s = 0.0
         # Whether this session has written an aggregate (`flush_due`).
         self._session_written = False
         # Called with the error instead of warning, when set: the owner of
@@ -137,16 +145,16 @@ class StepAccounting:
     @property
     def step_open(self):
         """Whether a step has begun and not yet ended."""
-        return self._open is not None
+        return self.record is not None
 
     @property
     def step_computed(self):
         """Whether the open step's compute has ended."""
-        return self._open is not None and self._open[3] is not None
+        return self.record is not None and self.record[RECORD_COMPUTED] is not None
 
     def upcoming_step(self):
         """The global step that the next `begin_step` starts."""
-        return self._global_step + (1 if self._open is not None else 0)
+        return self._global_step + (1 if self.record is not None else 0)
 
     def begin_step(self, now=None):
         """Marks the start of a step: its batch is being requested. Returns
@@ -155,43 +163,75 @@ class StepAccounting:
             return 0.0
         now = self._clock() if now is None else now
         wrote_s = 0.0
-        opened = self._open
+        opened = self.record
         if opened is not None:
-            # The open step ends where this one begins (inline: a frame less).
-            start_s, fetched_s, compute_started_s, computed_s, batch_size, steps = opened
-            self._open = None
-            data_wait_s = fetched_s - start_s
-            compute_s = 0.0 if computed_s is None else computed_s - compute_started_s
-            host_overhead_s = max(0.0, now - start_s - data_wait_s - compute_s)
-            excluded_s, self._excluded = min(self._excluded, host_overhead_s), 0.0
-            self.add_step(start_s, data_wait_s, compute_s, host_overhead_s - excluded_s,
-                          batch_size, steps, excluded_s)
-            # A due write ran in the close: our time, not the next fetch's.
-            wrote_s, self._wrote_s = self._wrote_s, 0.0
-            now += wrote_s
-        # [start, fetch end, compute start, compute end, batch size, steps]
-        self._open = [now, now, now, None, None, 1]
+            # The open step ends where this one begins. Its parts are worked
+            # out with the other closed steps' when rows are written
+            # (`step_rows.closed_block`): here `_close`'s work, inline (once
+            # a step), its end, what it keeps out, whether it is warm-up.
+            self.record = None
+            opened[RECORD_END] = now
+            if self._excluded:
+                opened[RECORD_EXCLUDED], self._excluded = self._excluded, 0.0
+            if self._next_is_warmup and opened[RECORD_STEPS] >= 1:
+                opened[RECORD_WARMUP], self._next_is_warmup = 1.0, False
+            closed = self._closed
+            closed.append(opened)
+            self._global_step += opened[RECORD_STEPS]
+            if opened[RECORD_START] >= self.write_due_s or len(closed) >= self.flush_steps:
+                wrote_s = self._write_closed(opened)
+                now += wrote_s
+        self.record = [now, now, now, None, None, 1, None, 0.0, 0.0]
         return wrote_s
+
+    def _close(self, record):
+        """Adds a closed step's record (`step_rows.py`)."""
+        if self._excluded:
+            record[RECORD_EXCLUDED], self._excluded = self._excluded, 0.0
+        if self._next_is_warmup and record[RECORD_STEPS] >= 1:
+            record[RECORD_WARMUP], self._next_is_warmup = 1.0, False
+        self._closed.append(record)
+        self._global_step += record[RECORD_STEPS]
+        self._write_closed(record)
+
+    def _write_closed(self, record):
+        """Writes the rows after a step's `record` closed, where due (a write
+        every few seconds, or a full buffer); returns the seconds a write
+        due then took, kept out of the steps."""
+        if record[RECORD_START] >= self.write_due_s:
+            wrote_s = self._write_due()
+            self._aggregate.measurement_total += wrote_s
+            return wrote_s
+        if len(self._closed) + self._pending.block_rows >= self.flush_steps:
+            try:
+                self._flush_rows()
+            except Exception as error:  # pylint: disable=broad-except
+                self._fail(error)
+        return 0.0
+
+    def _settle(self):
+        """Rows for the closed steps, after every row added before them."""
+        self._pending.settle(self._global_step, self._wall_offset, self._aggregate)
 
     def end_fetch(self, batch_size=None, now=None):
         """Marks that the batch has arrived; compute starts."""
-        if self._open is not None:
+        if self.record is not None:
             now = self._clock() if now is None else now
-            self._open[1] = self._open[2] = now
+            self.record[RECORD_FETCHED] = self.record[RECORD_COMPUTE_START] = now
             if batch_size is not None:
-                self._open[4] = batch_size
+                self.record[RECORD_BATCH] = batch_size
 
     def begin_compute(self, now=None):
         """Marks the start of compute, when it does not follow the fetch."""
-        if self._open is not None:
-            self._open[2] = self._clock() if now is None else now
+        if self.record is not None:
+            self.record[RECORD_COMPUTE_START] = self._clock() if now is None else now
 
     def end_compute(self, batch_size=None, now=None):
         """Marks that the step's results are on the host."""
-        if self._open is not None:
-            self._open[3] = self._clock() if now is None else now
+        if self.record is not None:
+            self.record[RECORD_COMPUTED] = self._clock() if now is None else now
             if batch_size is not None:
-                self._open[4] = batch_size
+                self.record[RECORD_BATCH] = batch_size
 
     def extend_warmup(self):
         """Marks the open step as warm-up too.
@@ -208,30 +248,22 @@ class StepAccounting:
         its time, so that step counts and per-step times are exact when an
         execution runs fewer steps than `steps_per_execution`.
         """
-        if self._open is not None:
-            self._open[5] = count
+        if self.record is not None:
+            self.record[RECORD_STEPS] = count
 
     def watch_steps(self, steps):
         """Keeps the components of `steps` (a range) for `watched_steps`."""
-        self._watched_steps = steps
-        self._watched_rows = {}
+        self._pending.watch(steps)
 
     def watched_steps(self):
         """`[{"step", "data_wait_ms", "compute_ms", "host_overhead_ms"}]` of
         the watched steps recorded so far."""
-        return [
-            {
-                "step": step,
-                "data_wait_ms": row[2],
-                "compute_ms": row[3],
-                "host_overhead_ms": row[4],
-            }
-            for step, row in sorted(self._watched_rows.items())
-        ]
+        self._settle()
+        return self._pending.watched()
 
     def abort_step(self):
         """Forgets the open step (its batch never came: end of data)."""
-        self._open = None
+        self.record = None
 
     def exclude(self, seconds):
         """Leaves `seconds` spent on our own measurements out of the step."""
@@ -239,14 +271,13 @@ class StepAccounting:
 
     def boundary(self, now=None):
         """Closes the open step: an epoch, validation or the fit ends here."""
-        if self._open is not None and self.enabled:
+        if self.record is not None and self.enabled:
             try:
                 # Closed as the next step's start would close it; none opens.
                 self.begin_step(now)
             except Exception as error:  # pylint: disable=broad-except
                 self._fail(error)
-            self._open = None
-            self._wrote_s = 0.0  # A write due here ran between steps: no step's.
+            self.record = None
 
     def add_step(self, start_s, data_wait_s, compute_s, host_overhead_s, batch_size=None, steps=1, excluded_s=0.0):
         """Adds a step whose parts are known (seconds), e.g. one timed under
@@ -261,39 +292,11 @@ class StepAccounting:
         if steps < 1:
             # An execution that ran no step (the end of the data).
             return
-        if not self._next_is_warmup and steps == 1:
-            # A synchronous step's fetch is all data wait (`AsyncSteps`
-            # adds the full fetches of asynchronous ones).
-            self._fetch_ms.append(data_wait_s * 1e3)
-        self._aggregate.measurement_total += excluded_s
-        wall_s = data_wait_s + compute_s + host_overhead_s
-        for index in range(steps):
-            self._rows.append(
-                (
-                    self._global_step,
-                    start_s + index * wall_s / steps + self._wall_offset,
-                    data_wait_s * 1e3 / steps,
-                    compute_s * 1e3 / steps,
-                    host_overhead_s * 1e3 / steps,
-                    float("nan") if batch_size is None else batch_size,
-                    1.0 if self._next_is_warmup else 0.0,
-                )
-            )
-            if (
-                self._watched_steps is not None
-                and self._global_step in self._watched_steps
-            ):
-                self._watched_rows[self._global_step] = self._rows[-1]
-            self._global_step += 1
-        self._next_is_warmup = False
-        if start_s >= self.write_due_s:
-            self._wrote_s = self._write_due()
-            self._aggregate.measurement_total += self._wrote_s
-        elif len(self._rows) + self._block_rows >= self.flush_steps:
-            try:
-                self._flush_rows()
-            except Exception as error:  # pylint: disable=broad-except
-                self._fail(error)
+        fetched_s = start_s + data_wait_s
+        computed_s = fetched_s + compute_s
+        # As `begin_step` closes a step: the excluded time within its end.
+        self._close([start_s, fetched_s, fetched_s, computed_s, batch_size, steps,
+                     computed_s + host_overhead_s + excluded_s, excluded_s, 0.0])
 
     def _write_due(self):
         """Writes the rows and a `"running"` aggregate mid-epoch (the step's
@@ -465,7 +468,8 @@ class StepAccounting:
 
     def _record_nothing(self):
         self.enabled = False
-        self._rows, self._blocks, self._block_rows, self._open = [], [], 0, None
+        self._pending.clear()
+        self.record = None
 
     def _interrupted(self):
         """SIGTERM: the steps so far and an `"interrupted"` aggregate, on disk.
@@ -494,32 +498,21 @@ class StepAccounting:
         completed steps arrive in groups."""
         if not self.enabled or len(start_s) == 0:
             return
-        count = len(start_s)
-        first = self._global_step
-        block = step_block(first, start_s + self._wall_offset, data_wait_s, compute_s,
-                           host_overhead_s, batch_size)
-        due = start_s[-1] >= self.write_due_s
+        # Closed steps before these come before them.
+        self._settle()
+        block = step_block(self._global_step, start_s + self._wall_offset, data_wait_s,
+                           compute_s, host_overhead_s, batch_size)
         if self._next_is_warmup:
             block[0, ROW_WARMUP] = 1.0
             self._next_is_warmup = False
         self._aggregate.measurement_total += float(np.sum(excluded_s))
-        if self._watched_steps is not None:
-            for index, step in enumerate(range(first, first + count)):
-                if step in self._watched_steps:
-                    self._watched_rows[step] = tuple(block[index])
-        self._global_step += count
-        if self._rows:
-            # Rows added one by one before this block come before it.
-            self._blocks.append(np.array(self._rows, dtype=np.float64))
-            self._block_rows += len(self._rows)
-            self._rows = []
-        self._blocks.append(block)
-        self._block_rows += count
-        if due:
+        self._global_step += len(block)
+        self._pending.add_block(block)
+        if start_s[-1] >= self.write_due_s:
             # Groups of completed steps: the write is in a later step's time,
             # as a write of rows is.
             self._write_due()
-        elif len(self._rows) + self._block_rows >= self.flush_steps:
+        elif len(self._pending) >= self.flush_steps:
             try:
                 self._flush_rows()
             except Exception as error:  # pylint: disable=broad-except
@@ -535,16 +528,10 @@ class StepAccounting:
         self._aggregate.count_pace(device_paced)
 
     def _flush_rows(self):
-        if not self._rows and not self._blocks:
+        self._settle()
+        rows = self._pending.take()
+        if rows is None:
             return
-        # Blocks, then the rows added one by one since: in step order.
-        parts = list(self._blocks)
-        if self._rows:
-            parts.append(np.array(self._rows, dtype=np.float64))
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        self._rows = []
-        self._blocks = []
-        self._block_rows = 0
         self._aggregate.add_rows(rows)
         # The warm-up flag is written per step, so readers never guess it.
         self._writer.write_steps(rows)
@@ -561,10 +548,8 @@ class StepAccounting:
             return
         self.enabled = False
         self.write_due_s = float("inf")
-        self._rows = []
-        self._blocks = []
-        self._block_rows = 0
-        self._open = None
+        self._pending.clear()
+        self.record = None
         # What can still be written: a failed write left part of a record
         # (a full disk); cut off, its space holds a last aggregate saying
         # the recording stopped, so the run does not read "running" for

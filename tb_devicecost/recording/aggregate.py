@@ -23,6 +23,7 @@ _SPIKE_MIN_HISTORY = 8
 MAX_MARKED_STEPS = 100
 
 # Per-step rows hold `vocabulary.ROW_COLUMNS`, in that order.
+ROW_STEP = vocabulary.COLUMN[vocabulary.STEP]
 ROW_WARMUP = vocabulary.COLUMN[vocabulary.WARMUP]
 ROW_COMPONENTS = slice(
     vocabulary.COLUMN[vocabulary.DATA_WAIT_MS],

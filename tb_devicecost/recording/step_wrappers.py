@@ -14,6 +14,7 @@ import time
 from tb_devicecost.backends import keras_loop
 from tb_devicecost.backends import placement
 from tb_devicecost.recording import run_info
+from tb_devicecost.recording.step_rows import RECORD_COMPUTED
 
 # The fetch floor is sampled while training, under the same load as the
 # real fetches: 15 samples one a step from the first fetched batch on,
@@ -104,8 +105,11 @@ class StepRecording:
                     steps.exact_done[batch] = now
                 own = steps.accounting.self_time
             else:
-                self._train.end_compute(now=now)
-                own = self._train.self_time
+                # `end_compute`, inline: the record's compute end.
+                train = self._train
+                if train.record is not None:
+                    train.record[RECORD_COMPUTED] = now
+                own = train.self_time
         else:
             own = self._results(role, batch, now, in_hook=False)
         if own is not None:

@@ -23,8 +23,8 @@ def test_a_failure_of_ours_inside_the_step_switches_the_callback_off(backend, tm
     for name, case in facts["cases"].items():
         assert case["epochs"] == 2, name
         assert case["same_weights"] and case["same_history"], name
-        if name == "poll" and backend == "torch":
-            continue  # PyTorch's steps are timed without polls.
+        if name in ("poll", "dispatched") and backend == "torch":
+            continue  # PyTorch's steps are timed without polls, each its usual row.
         assert case["stopped_on_training_thread"], name
         assert len(case["warnings"]) == 1, (name, case["warnings"])
         assert "injected fault" in case["warnings"][0]

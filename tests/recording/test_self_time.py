@@ -39,18 +39,18 @@ def _fit(logdir, epochs=3):
 
 
 def _spinning(seconds):
-    """`StepAccounting.end_fetch`, which the timed step function calls
-    after each step's call, made to busy-wait `seconds` first: a cost of
+    """`StepAccounting.begin_step`, which the timed step function calls
+    before each step's call, made to busy-wait `seconds` first: a cost of
     ours."""
-    original = accounting_module.StepAccounting.end_fetch
+    original = accounting_module.StepAccounting.begin_step
 
-    def end_fetch(self, *args, **kwargs):
+    def begin_step(self, *args, **kwargs):
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             pass
         return original(self, *args, **kwargs)
 
-    return end_fetch
+    return begin_step
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_an_injected_cost_of_ours_is_recorded_and_marks_the_verdict(plain, tmp_p
     # share it adds stays far above 5% however slow the machine is.
     mean_ms = plain.aggregate["components"]["step"]["mean_ms"]
     injected_s = max(2e-3, 0.25 * mean_ms / 1e3)
-    monkeypatch.setattr(accounting_module.StepAccounting, "end_fetch", _spinning(injected_s))
+    monkeypatch.setattr(accounting_module.StepAccounting, "begin_step", _spinning(injected_s))
     record = _fit(str(tmp_path / "spun"))
     aggregate = record.aggregate
     # Every step but the first two (the calls that trace: with the batch

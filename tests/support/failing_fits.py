@@ -30,12 +30,15 @@ def _broken(*args, **kwargs):
 
 
 # Where our code runs: inside Keras's call (the timed iterator's poll, on
-# JAX), after it (the step's row), and on Keras's worker thread where the
+# JAX), after it (the step's row: the general `dispatched`, where JAX polls,
+# and each backend's usual one), and on Keras's worker thread where the
 # step's logs are converted (the completion's clock read, written there
 # by the callback's `loop_results` itself, on JAX and PyTorch).
 FAULTS = {
     "poll": (asynchronous.AsyncSteps, "poll"),
     "dispatched": (asynchronous.AsyncSteps, "dispatched"),
+    "usual_row": (asynchronous.AsyncSteps,
+                  "dispatched_step" if BACKEND == "jax" else "dispatched_call"),
     "completion": (step_wrappers.StepRecording, "loop_results"),
 }
 
