@@ -115,6 +115,40 @@ def test_components_add_up_to_wall_time_and_read_back_exactly(tmp_path):
     assert record.info["backend"] == "test"
 
 
+def test_executions_of_several_steps_are_written_as_their_steps(tmp_path):
+    """Records closed by `begin_step` are worked out together at the write:
+    an execution of 4 steps (40 ms fetch, 80 ms compute, 4 ms host) is 4
+    rows of a quarter each, in order after the one-step record before it;
+    one that ran no step (the end of the data) has no row and leaves the
+    warm-up flag to the next; time we excluded comes out of host overhead."""
+    clock = FakeClock()
+    recorder = accounting.StepAccounting(tmp_path / "run", clock=clock)
+    recorder.begin_session()
+    # (data wait, compute, host, steps, excluded) ms.
+    plan = [(1.0, 2.0, 3.0, 0, 0.0), (1.0, 2.0, 3.0, 1, 0.0), (40.0, 80.0, 4.0, 4, 0.0),
+            (2.0, 4.0, 6.0, 1, 1.5)]
+    for data_wait, compute, host, steps, excluded in plan:
+        recorder.begin_step()
+        recorder.set_steps(steps)
+        clock.advance(data_wait)
+        recorder.end_fetch(batch_size=32)
+        clock.advance(compute)
+        recorder.end_compute()
+        recorder.exclude(excluded / 1e3)
+        clock.advance(host)
+    recorder.boundary()
+    recorder.end_session()
+    series = read_back(tmp_path / "run", tmp_path)["run"].series
+    np.testing.assert_array_equal(series["step"], np.arange(6))
+    np.testing.assert_allclose(series["data_wait_ms"], [1, 10, 10, 10, 10, 2], rtol=1e-6)
+    np.testing.assert_allclose(series["compute_ms"], [2, 20, 20, 20, 20, 4], rtol=1e-6)
+    np.testing.assert_allclose(series["host_overhead_ms"], [3, 1, 1, 1, 1, 4.5], rtol=1e-6)
+    # The execution's rows start a quarter of its time apart.
+    starts = np.diff(series["wall_time"][1:5]) * 1e3
+    np.testing.assert_allclose(starts, 31.0, rtol=1e-4)
+    np.testing.assert_array_equal(series["warmup"], [1, 0, 0, 0, 0, 0])
+
+
 def test_percentiles_stay_within_one_percent_of_numpy(tmp_path):
     rng = np.random.default_rng(0)
     compute = rng.lognormal(mean=1.0, sigma=0.6, size=5000)
