@@ -190,8 +190,10 @@ class LoopClock:
                 if read_clock:
                     # The batch was fetched just before.
                     listener._fetched_at = clock()  # pylint: disable=protected-access
-                # What Keras's own method does, by name, without ours.
-                logs = python_utils.pythonify_logs(logs)
+                # What Keras's own method does, by name, without ours. Its
+                # loop passes no logs to the batch-begin hooks: the empty
+                # dict `pythonify_logs` would make, without its calls.
+                logs = python_utils.pythonify_logs(logs) if logs else {}
                 if train:
                     for callback in callbacks.callbacks:
                         if callback is not skip:
