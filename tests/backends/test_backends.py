@@ -88,7 +88,8 @@ def test_callbacks_beside_ours_get_every_batch_hook_with_python_numbers(fitted):
                 + [["test", batch, True] for batch in range(4)])
     for seen in facts["neighbours"]:
         assert sorted(seen) == sorted(expected)
-    begun = [["train", batch] for batch in range(20)] + [["test", batch] for batch in range(4)]
+    # The logs Keras's own loop gives them: an empty dict.
+    begun = [["train", batch, {}] for batch in range(20)] + [["test", batch, {}] for batch in range(4)]
     for seen in facts["neighbours_begun"]:
         assert seen == begun
     assert records["neighbours/train"].aggregate["steps"] == 20

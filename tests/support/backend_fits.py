@@ -182,7 +182,7 @@ class _Bare(keras.utils.PyDataset):
 
 class _Neighbour(keras.callbacks.Callback):
     """Keeps `(role, batch, whether the loss is a Python float)` of each
-    batch-end hook, and `(role, batch)` of each batch-begin hook."""
+    batch-end hook, and `(role, batch, logs)` of each batch-begin hook."""
 
     async_safe = True
 
@@ -192,10 +192,10 @@ class _Neighbour(keras.callbacks.Callback):
         self.begun = []
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.begun.append(("train", batch))
+        self.begun.append(("train", batch, logs))
 
     def on_test_batch_begin(self, batch, logs=None):
-        self.begun.append(("test", batch))
+        self.begun.append(("test", batch, logs))
 
     def on_train_batch_end(self, batch, logs=None):
         self.seen.append(("train", batch, type(logs["loss"]) is float))
