@@ -18,9 +18,6 @@ import time
 from tb_devicecost.backends import base
 from tb_devicecost.backends import devices as devices_module
 from tb_devicecost.backends import placement
-from tb_devicecost.recording.step_rows import RECORD_BATCH
-from tb_devicecost.recording.step_rows import RECORD_COMPUTE_START
-from tb_devicecost.recording.step_rows import RECORD_FETCHED
 from tb_devicecost.traces import trace as trace_module
 
 # A trace of Keras's step runs its Python (77 ms for one dense layer on
@@ -392,6 +389,9 @@ def _step_wrapper(callback, original, accounting, role):
     clock, own = time.perf_counter, accounting.self_time
     train, schedule = role == "train", callback._traces
     steady_function = None if step is None else step.steady
+    # Where the fetch's end and the batch size go in the step's record.
+    fetched_at, compute_start_at = accounting.RECORD_FETCHED, accounting.RECORD_COMPUTE_START
+    batch_at = accounting.RECORD_BATCH
     # Whether the input state was read and the steady function called: no
     # call of this wrapper traces again (`_needs_batch` turns true only
     # before a wrapper is made, at a fit's or an evaluation's start).
@@ -436,9 +436,9 @@ def _step_wrapper(callback, original, accounting, role):
         # into the step's record (none where the recording just stopped).
         record = accounting.record
         if record is not None:
-            record[RECORD_FETCHED] = record[RECORD_COMPUTE_START] = entered + wrote + wait_s
+            record[fetched_at] = record[compute_start_at] = entered + wrote + wait_s
             if size >= 0:
-                record[RECORD_BATCH] = int(size)
+                record[batch_at] = int(size)
         if returned - called >= TRACE_MIN_S:
             traces = step.steady_tracing_count()
             if traces != steady_traces:

@@ -80,6 +80,11 @@ class StepAccounting:
             Defaults to `time.perf_counter`.
     """
 
+    # Where a timed step function writes its fetch's end and batch size in
+    # the open step's `record` (the backends cannot import `step_rows.py`).
+    RECORD_FETCHED, RECORD_COMPUTE_START = RECORD_FETCHED, RECORD_COMPUTE_START
+    RECORD_BATCH = RECORD_BATCH
+
     def __init__(self, run_dir, flush_steps=FLUSH_STEPS, clock=None):
         if not isinstance(run_dir, (str, os.PathLike)) or not str(run_dir):
             raise ValueError(
