@@ -107,6 +107,26 @@ def test_injected_per_batch_delay_shows_as_median_data_wait(tmp_path):
     assert record.aggregate["components"]["compute"]["p50_ms"] < delay_ms / 2
 
 
+def test_each_steps_fetch_and_batch_size_are_read_back_across_epochs(tmp_path):
+    """The steady TensorFlow step's fetch time and batch size go into the
+    step's record, which becomes a row at the write: over three epochs of a
+    finite pipeline (each ends where the data does, inside the graph) with
+    a partial last batch, every step has its own batch size and the
+    pipeline's 10 ms a batch as its data wait."""
+    delay_ms = 10.0
+    mlp().fit(
+        delayed_dataset(delay_ms / 1e3, samples=9 * 32 + 17),
+        epochs=3,
+        verbose=0,
+        callbacks=[tb_devicecost.DeviceCostCallback(tmp_path / "ring")],
+    )
+    series = read(tmp_path)["ring/train"].series
+    np.testing.assert_array_equal(series["batch_size"], ([32] * 9 + [17]) * 3)
+    steady = series["warmup"] == 0
+    assert steady.sum() >= 27
+    assert (series["data_wait_ms"][steady] >= 0.8 * delay_ms).all(), series["data_wait_ms"]
+
+
 class SleepInStep(keras.layers.Layer):
     """Adds a known delay inside the compiled step."""
 
