@@ -124,26 +124,19 @@ class JaxBackend(base.Backend):
         # drain. What it leaves out, the general lane does (`timed_step`).
         lean = between is None and single
         slow_fetch_s = timed_iterator.SLOW_FETCH_S
-        # The proxy's countdown to the call that polls and its last fetch's
-        # slowness, kept here between the general lane's calls: a closure's
-        # cell reads faster than the proxy's slot.
-        until_poll, slow = proxy.until_poll, proxy.slow
 
         def timed_jax(state, iterator):
-            nonlocal input_asked, until_poll, slow
+            nonlocal input_asked
             if not callback._enabled:
                 return original(state, iterator)
             # Our own time: this function's outside Keras's call, and the
             # iterator's polls inside it (`aggregate.SelfTime`).
             entered = clock()
-            if not (lean and until_poll > 1 and not slow
+            if not (lean and proxy.until_poll > 1 and not proxy.slow
                     and (traces.window is None or not train)):
-                proxy.until_poll, proxy.slow = until_poll, slow
-                try:
-                    return timed_step(state, iterator, entered)
-                finally:
-                    until_poll, slow = proxy.until_poll, proxy.slow
-            until_poll -= 1
+                return timed_step(state, iterator, entered)
+            # The proxy counts the calls to the next that polls (`TimedIterator`).
+            proxy.until_poll -= 1
             if compiles is not None:
                 compiles.step = steps.upcoming_step
             try:
@@ -151,7 +144,7 @@ class JaxBackend(base.Backend):
                 called = start = clock()
                 first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
                 fetched = clock()
-                slow = fetched - start > slow_fetch_s
+                proxy.slow = fetched - start > slow_fetch_s
                 result = original(state, iter((first,)))
                 # The execution is enqueued at the call's end, after any
                 # compilation: the step completes no earlier.
@@ -180,18 +173,11 @@ class JaxBackend(base.Backend):
                 # out of the steps apart (`_after_first_async_step`).
                 own.training_thread_s += called - entered + clock() - returned
                 if input_asked:
-                    input_asked = after_first(first, result)
+                    # The input state was donated to the step: the new one.
+                    input_asked = callback._input_state_asked(role, first, result[1])
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
             return result
-
-        def after_first(first, result):
-            """Whether the input state is still to be read after a step
-            (`_needs_batch`); reads it where it was donated to the step."""
-            if not callback._needs_batch.get(role, False):
-                return False
-            callback._after_first_async_step(role, first, result[1])
-            return True
 
         def batch_size_and_probe(first, result):
             """The step's batch size and a probe of its completion."""
@@ -272,7 +258,7 @@ class JaxBackend(base.Backend):
                 own.training_thread_s += called - entered + clock() - returned + proxy.polled_s
                 proxy.polled_s = 0.0
                 if input_asked and first is not None:
-                    input_asked = after_first(first, result)
+                    input_asked = callback._input_state_asked(role, first, result[1])
                 if window is not None and count:
                     window.dispatched(key, traced)
             except Exception as error:  # pylint: disable=broad-except

@@ -220,10 +220,7 @@ class TorchBackend(base.Backend):
                 # the first step's probes (kept out apart; `aggregate.SelfTime`).
                 own.training_thread_s += called - entered + clock() - returned
                 if input_asked:
-                    if callback._needs_batch.get(role, False):
-                        callback._after_first_async_step(role, batch, None)
-                    else:
-                        input_asked = False
+                    input_asked = callback._input_state_asked(role, batch, None)
                 if window is not None:
                     window.dispatched(callback._batch_begin, traced)
                 callback._fetched_at = None

@@ -272,6 +272,17 @@ class StepRecording:
             self._pending_excluded += ended - max(began, previous or began)
         return transition
 
+    def _input_state_asked(self, role, batch, state):
+        """After an asynchronous step: the first step's probes, where they
+        still wait for its batch and the fit's state (`_needs_batch`).
+        Returns whether to ask again after the next step: once it says
+        no, the timed step stops asking (`_needs_batch` turns true only
+        before a step function is wrapped)."""
+        if not self._needs_batch.get(role, False):
+            return False
+        self._after_first_async_step(role, batch, state)
+        return True
+
     def _after_first_async_step(self, role, batch, state):
         """Placement and the fetch floor, once the first step is dispatched
         (its device work overlaps them); their time is kept out of the next
