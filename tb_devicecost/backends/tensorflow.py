@@ -392,13 +392,9 @@ def _step_wrapper(callback, original, accounting, role):
     # Where the fetch's end and the batch size go in the step's record.
     fetched_at, compute_start_at = accounting.RECORD_FETCHED, accounting.RECORD_COMPUTE_START
     batch_at = accounting.RECORD_BATCH
-    # Whether the input state was read and the steady function called: no
-    # call of this wrapper traces again (`_needs_batch` turns true only
-    # before a wrapper is made, at a fit's or an evaluation's start).
-    steady = False
 
     def timed_step_function(iterator):
-        nonlocal first, steady, steady_traces
+        nonlocal first, steady_traces
         if not accounting.enabled:
             return original(iterator)
         # Our own time is this function's outside Keras's step: the clock
@@ -413,11 +409,13 @@ def _step_wrapper(callback, original, accounting, role):
                 # The run says its fetch is inside compute after all.
                 accounting.update_info({"fetch_in_graph": True, "fetch_timed_in_graph": False})
             return _fetch_inside(callback, original, iterator, accounting)
-        if not steady:
+        # Once a call without the batch was traced, no call of this wrapper
+        # traces again: `_needs_batch` turns true only before a wrapper is
+        # made, at a fit's or an evaluation's start.
+        if last_with_batch is not False:
             with_batch = bool(callback._needs_batch.get(role))
             if first or with_batch != last_with_batch:
                 return _traced_call(iterator, with_batch)
-            steady = not with_batch
         wrote = accounting.begin_step(now=entered)
         called = clock()
         try:
