@@ -294,10 +294,10 @@ class AsyncSteps:
         The device completes steps in order, so the newest step's answer
         settles every one when it is complete (one question a poll, not
         one a step); otherwise the oldest pending step is found by halving
-        the pending ones (three more questions for eight). A step that Keras's worker read
-        complete before `now` is not asked: asking would add nothing (and
-        ask the runtime); one whose output Keras let go of was converted,
-        so complete.
+        the pending ones (three more questions for eight). A step that
+        Keras's worker read complete before `now` is not asked: asking
+        would add nothing (and ask the runtime); one whose output Keras let
+        go of was converted, so complete.
         """
         probes, first = self._probes, self._first
         since, count = self._asked, len(probes)
@@ -424,8 +424,8 @@ class AsyncSteps:
             if exact_done:
                 for key in keys[:count]:
                     exact_done.pop(key, None)
-            # Those a poll never found complete, or the device never timed,
-            # still lead their queues.
+            # The written steps' probes, polls and timers go; those still
+            # pending lead theirs.
             del self._probes[:count]
             self._asked = max(self._asked, self._first)
             # The polls of steps still pending stay for the next drain.
