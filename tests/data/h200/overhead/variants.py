@@ -4,10 +4,13 @@ the whole fit (a one-off probe for issue 36; see README.md here).
 
 Variants: none (no callback), off (switched off after `on_train_begin`:
 its hooks only), full, nopoll (JAX: never polling for completions), poll1
-(JAX: polling every step).
+(JAX: polling every step), noevent (PyTorch: no CUDA event a step, each
+step read complete at its return: a bound on what the events cost, not a
+recording).
 
 Usage: KERAS_BACKEND=jax python3 tests/data/h200/overhead/variants.py
-    STEPS ROUNDS VARIANTS [FILE]   (from the checkout's root)
+    STEPS ROUNDS VARIANTS [FILE [KIND BATCH]]   (from the checkout's root;
+    KIND `mlp` or `cnn`, `benchmarks/models.py`; by default the MLP at 32)
 """
 
 import json
@@ -29,10 +32,11 @@ import models  # noqa: E402
 
 WARM = 50
 POLL_EVERY = {"nopoll": 10**9, "poll1": 1}
+NO_EVENT = [False]
 
 
-def main(steps, rounds, variants, path=None):
-    x, y = models.data("mlp", steps * 32)
+def main(steps, rounds, variants, path=None, kind="mlp", batch=32):
+    x, y = models.data(kind, steps * batch)
     tid = threading.get_native_id()
 
     def thread_us():
@@ -57,9 +61,20 @@ def main(steps, rounds, variants, path=None):
         def on_train_begin(self, logs=None):
             self.callback._enabled = False
 
-    built = {v: models.build("mlp") for v in variants}
+    built = {v: models.build(kind) for v in variants}
     for model in built.values():
-        model.fit(x[: WARM * 32], y[: WARM * 32], batch_size=32, verbose=0)
+        model.fit(x[: WARM * batch], y[: WARM * batch], batch_size=batch, verbose=0)
+    if keras.backend.backend() == "torch":
+        from tb_devicecost.backends import torch as torch_backend
+
+        source = torch_backend.Completions.source
+
+        def no_event(self, logs, returned):
+            if NO_EVENT[0]:
+                return None, returned
+            return source(self, logs, returned)
+
+        torch_backend.Completions.source = no_event
     results = {v: [] for v in variants}
     for _ in range(rounds):
         order = list(variants)
@@ -67,13 +82,14 @@ def main(steps, rounds, variants, path=None):
         for variant in order:
             clock, callbacks = Clock(), []
             jax_backend.POLL_EVERY = POLL_EVERY.get(variant, 8)
+            NO_EVENT[0] = variant == "noevent"
             if variant != "none":
                 callback = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False)
                 callbacks.append(callback)
                 if variant == "off":
                     callbacks.append(Off(callback))
             wall0, cpu0 = time.perf_counter(), thread_us()
-            built[variant].fit(x, y, batch_size=32, verbose=0, shuffle=False,
+            built[variant].fit(x, y, batch_size=batch, verbose=0, shuffle=False,
                                callbacks=callbacks + [clock])
             wall1, cpu1 = time.perf_counter(), thread_us()
             n = steps - 1 - WARM
@@ -90,10 +106,11 @@ def main(steps, rounds, variants, path=None):
         print(keras.backend.backend(), variant, medians)
     if path:
         with open(path, "w", encoding="utf-8") as file:
-            json.dump({"backend": keras.backend.backend(), "steps": steps, "rounds": rounds,
-                       "res": results}, file)
+            json.dump({"backend": keras.backend.backend(), "kind": kind, "batch": batch,
+                       "steps": steps, "rounds": rounds, "res": results}, file)
 
 
 if __name__ == "__main__":
     main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(","),
-         sys.argv[4] if len(sys.argv) > 4 else None)
+         sys.argv[4] if len(sys.argv) > 4 else None,
+         *(sys.argv[5:6] + [int(a) for a in sys.argv[6:7]]))
