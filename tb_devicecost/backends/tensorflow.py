@@ -50,21 +50,30 @@ class FetchTimedStep:
     `tf.function` that fetches the batch and runs the step on it, then
     reads the optional it returns (`has_value`, `get_value`). This class
     makes the same calls on a `tf.function` of the same body, with two
-    `tf.timestamp` ops around the fetch and the batch's leading size
-    beside the optional: the same graph, the same variables, the same
-    trace for the dataset's element spec (batch dimension `None`), the
-    same eager operations a step. Fetching the batch eagerly instead
-    skipped the optional's two operations and ran fits with the callback
-    at x0.83 of the user's own fit on this machine (issue 36): the figures
-    described another fit.
+    `tf.timestamp` ops around the fetch: the same graph, the same
+    variables, the same trace for the dataset's element spec (batch
+    dimension `None`), the same eager operations a step. Fetching the
+    batch eagerly instead skipped the optional's two operations and ran
+    fits with the callback at x0.83 of the user's own fit on this machine
+    (issue 36): the figures described another fit.
+
+    The fetch's seconds and the batch's size go into a queue of the
+    graph's own, read once per write (`fill`), not returned: a second
+    output cost a call about 20 µs on this project's CPU, a constant's as
+    much, the enqueue about 3 (issue 36, docs/PERFORMANCE.md).
 
     With `with_batch=True` the call also returns the batch (a trace of
     its own, once per model and element spec), for the probes of the
-    first step.
+    first step, and its figures as outputs.
     """
 
     def __init__(self, one_step_on_data, run_eagerly):
         import tensorflow as tf
+
+        with tf.init_scope():
+            # Unbounded; emptied at every write (`fill`), every few seconds.
+            queue = tf.queue.FIFOQueue(-1, [tf.float64], shapes=[[2]])
+        self._queue = queue
 
         def body(with_batch):
             @tf.autograph.experimental.do_not_convert
@@ -72,7 +81,10 @@ class FetchTimedStep:
                 data, wait = timed_get_next(tf, iterator)
                 figures = tf.stack([wait, _leading_size(tf, data)])
                 outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
-                return (outputs, figures, data) if with_batch else (outputs, figures)
+                if with_batch:
+                    return outputs, figures, data
+                queue.enqueue(figures)
+                return outputs
 
             # The iterator is the only argument, as in Keras's function: a
             # Python argument more cost 100-300 µs a call to bind here.
@@ -80,9 +92,13 @@ class FetchTimedStep:
                     tf.function(fetch_timed_step_on_iterator, reduce_retracing=True))
 
         self._functions = (body(False), body(True))
-        # The function of steady steps, `(outputs, figures)` of an iterator:
-        # the timed step calls it itself (`_step_wrapper`), a frame less.
+        # The steady steps' function: the wrapper calls it, a frame less.
         self.steady = self._functions[0]
+        # The records of the steady steps whose figures are in the queue,
+        # in call order (`None`: recorded nowhere), for every wrapper of
+        # it; `fill` sets their `fields` (`StepAccounting.RECORD_*`).
+        self.pending = []
+        self.fields = None
         self._eager = run_eagerly
         # The traces of the function of steady steps (without the batch):
         # Keras's one-step function is traced only inside it, so a retrace
@@ -99,15 +115,43 @@ class FetchTimedStep:
     def __call__(self, iterator, with_batch=False):
         """`(outputs, fetch seconds, batch size or None, batch or None)`;
         raises `StopIteration` where Keras's function would."""
-        called = self._functions[with_batch](iterator)
-        if not called[0].has_value():
+        if with_batch:
+            outputs, figures, batch = self._functions[True](iterator)
+            # `_numpy`: `numpy()` less a copy of the array and a frame.
+            wait_s, size = figures._numpy().tolist()  # pylint: disable=protected-access
+        else:
+            self.fill()  # The queue then holds this call's figures alone.
+            outputs, batch = self._functions[False](iterator), None
+            [(wait_s, size)] = self._taken()[:1] or [(0.0, -1.0)]
+        if not outputs.has_value():
             raise StopIteration
-        outputs = called[0].get_value()
-        # `_numpy`: `numpy()` less a copy of the array and a frame, read
-        # once a step (two calls of the 52 the callback adds a step).
-        wait_s, size = called[1]._numpy().tolist()  # pylint: disable=protected-access
-        return outputs, wait_s, (int(size) if size >= 0 else None), (
-            _on_replicas(called[2], iterator) if with_batch else None)
+        return outputs.get_value(), wait_s, (int(size) if size >= 0 else None), (
+            _on_replicas(batch, iterator) if with_batch else None)
+
+    def fill(self):
+        """Sets each pending steady step's fetch end and batch size from
+        its figures in the queue, and empties both: before the records
+        become rows (`StepAccounting.before_settle`), and before a wrapper
+        of a new fit or pass starts."""
+        figures = self._taken()
+        pending = self.pending
+        if not pending:
+            return
+        # In call order. A step that raised after its enqueue ended its
+        # fit; its figures, the last, have no record and are left out.
+        fetched_at, compute_start_at, batch_at = self.fields
+        for record, (wait_s, size) in zip(pending, figures):
+            if record is not None:
+                record[fetched_at] = record[compute_start_at] = record[fetched_at] + wait_s
+                if size >= 0:
+                    record[batch_at] = int(size)
+        del pending[:]
+
+    def _taken(self):
+        """Every figure in the queue, as `[(seconds, size), ...]`."""
+        queue = self._queue
+        count = int(queue.size())
+        return queue.dequeue_many(count).numpy().tolist() if count else []
 
 
 def _no_traces():
@@ -388,10 +432,16 @@ def _step_wrapper(callback, original, accounting, role):
     first, last_with_batch, steady_traces = True, None, None
     clock, own = time.perf_counter, accounting.self_time
     train, schedule = role == "train", callback._traces
-    steady_function = None if step is None else step.steady
-    # Where the fetch's end and the batch size go in the step's record.
-    fetched_at, compute_start_at = accounting.RECORD_FETCHED, accounting.RECORD_COMPUTE_START
-    batch_at = accounting.RECORD_BATCH
+    steady_function = pending_step = None
+    if step is not None:
+        steady_function, pending_step = step.steady, step.pending.append
+        # A pass before's figures into its records, then this one's rows wait for theirs.
+        step.fields = (accounting.RECORD_FETCHED, accounting.RECORD_COMPUTE_START,
+                       accounting.RECORD_BATCH)
+        if accounting.before_settle is not None:
+            accounting.before_settle()
+        step.fill()
+        accounting.before_settle = step.fill
 
     def timed_step_function(iterator):
         nonlocal first, steady_traces
@@ -420,23 +470,19 @@ def _step_wrapper(callback, original, accounting, role):
         called = clock()
         try:
             # `FetchTimedStep.__call__`'s steady case, inline: a frame less.
-            outputs, figures = steady_function(iterator)
+            outputs = steady_function(iterator)
             if not outputs.has_value():
                 raise StopIteration
             result = outputs.get_value()
-            wait_s, size = figures._numpy().tolist()  # pylint: disable=protected-access
         except BaseException as error:
             accounting.abort_step()
             callback._on_exception(error)
             raise
         returned = clock()
-        # `end_fetch`, inline: the fetch's end and the batch size, straight
-        # into the step's record (none where the recording just stopped).
-        record = accounting.record
-        if record is not None:
-            record[fetched_at] = record[compute_start_at] = entered + wrote + wait_s
-            if size >= 0:
-                record[batch_at] = int(size)
+        # The step's record (`None` where the recording just stopped): its
+        # fetch began at its start, and ended that fetch's seconds later,
+        # which the graph queued (`FetchTimedStep.fill`, at the write).
+        pending_step(accounting.record)
         if returned - called >= TRACE_MIN_S:
             traces = step.steady_tracing_count()
             if traces != steady_traces:

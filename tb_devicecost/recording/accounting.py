@@ -112,6 +112,10 @@ class StepAccounting:
         # steps. Public: a timed step function writes its fetch's fields, and
         # the loop its compute's end, straight into it (a frame less a step).
         self.record = None
+        # Called before closed records become rows, where a timed step
+        # function sets some of their fields later (TensorFlow's queued
+        # fetch figures, `FetchTimedStep.fill`); `None` otherwise.
+        self.before_settle = None
         self._excluded = 0.0
         self._next_is_warmup = True
         self._sessions = 0
@@ -216,6 +220,8 @@ class StepAccounting:
 
     def _settle(self):
         """Rows for the closed steps, after every row added before them."""
+        if self.before_settle is not None and self._closed:
+            self.before_settle()
         self._pending.settle(self._global_step, self._wall_offset, self._aggregate)
 
     def end_fetch(self, batch_size=None, now=None):
@@ -488,6 +494,7 @@ class StepAccounting:
 
     def _forget_in_child(self):
         """A forked child of the fit writes nothing of the parent's."""
+        self.before_settle = None
         self._record_nothing()
         self._writer.forget_in_child()
 

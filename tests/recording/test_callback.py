@@ -127,6 +127,52 @@ def test_each_steps_fetch_and_batch_size_are_read_back_across_epochs(tmp_path):
     assert (series["data_wait_ms"][steady] >= 0.8 * delay_ms).all(), series["data_wait_ms"]
 
 
+class FailOnce(keras.layers.Layer):
+    """Raises inside the compiled step on its `at`-th call, once."""
+
+    def __init__(self, at, **kwargs):
+        super().__init__(**kwargs)
+        self.calls, self.at = 0, at
+
+    def call(self, inputs):
+        def count(x):
+            self.calls += 1
+            if self.calls == self.at:
+                raise ValueError("failing once")
+            return x
+
+        return tf.ensure_shape(tf.numpy_function(count, [inputs], inputs.dtype), inputs.shape)
+
+
+def test_a_fit_that_died_leaves_no_fetch_figures_to_the_next(tmp_path):
+    """The steady step's fetch figures wait in a queue of its graph until
+    the write (`FetchTimedStep.fill`). A fit whose step raised after its
+    fetch dies; a second fit of the same model and step function then
+    reads each of its own steps' figures, none of the first fit's (fast
+    batches), and leaves the queue empty."""
+    from tb_devicecost.backends import tensorflow as tf_backend
+
+    model = keras.Sequential([keras.Input((100,)), FailOnce(at=8), keras.layers.Dense(10)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    callback = tb_devicecost.DeviceCostCallback(tmp_path / "run")
+    with pytest.raises(Exception, match="failing once"):
+        model.fit(fast_dataset(samples=640), epochs=1, verbose=0, callbacks=[callback])
+    delay_ms = 10.0
+    model.fit(delayed_dataset(delay_ms / 1e3, samples=12 * 32 + 5), epochs=1, verbose=0,
+              callbacks=[callback])
+    series = read(tmp_path)["run/train"].series
+    # The second fit's 13 steps are the run's last (its steps go on from
+    # the first fit's).
+    np.testing.assert_array_equal(series["batch_size"][-13:], [32] * 12 + [5])
+    steady = series["warmup"][-13:] == 0
+    assert steady.sum() >= 10
+    waits = series["data_wait_ms"][-13:]
+    assert (waits[steady] >= 0.8 * delay_ms).all(), waits
+    step = tf_backend.fetch_timed_step(model.train_function, model)
+    assert step.pending == []
+    assert int(step._queue.size()) == 0
+
+
 class SleepInStep(keras.layers.Layer):
     """Adds a known delay inside the compiled step."""
 
