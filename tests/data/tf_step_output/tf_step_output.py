@@ -20,7 +20,10 @@ Each call also reads the optional as Keras does (`has_value`,
 median difference from `keras` a call, with its interquartile range over
 the rounds. Target: `queue` adds less than `output` on every clock.
 
-Usage: python benchmarks/tf_step_output.py [--rounds 20] [--calls 300]
+A one-off probe for issue 36, kept with its output (README.md here).
+
+Usage: python tests/data/tf_step_output/tf_step_output.py [--rounds 20]
+    [--calls 300]   (from the checkout's root)
 """
 
 import argparse
@@ -43,7 +46,9 @@ def main():
 
     import tensorflow as tf
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    sys.path[:0] = [root, os.path.join(root, "benchmarks")]
     import models  # pylint: disable=import-outside-toplevel
     from tb_devicecost.backends import tensorflow as tf_backend
 
