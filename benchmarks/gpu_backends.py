@@ -29,6 +29,13 @@ span, read by a callback outside ours from its first epoch's start to its
 end: the share of that span no recorded step covers ("fit span not in a
 step"; issue 36's target: within 2%).
 
+Beside each pair's wall ratio, the ratio of its CPU time: the training
+thread's (`time.thread_time`), where a host-bound loop's pace is set, and
+the process's. On the H200 host's KVM vCPUs single fits vary by +-15% in
+wall time; CPU time holds no wake-up latency, so its median moves less
+(pinning the threads instead halved the spread and slowed JAX's step by
+7-24%: tests/data/h200/overhead/pinning_*).
+
 Each backend and device runs in a process of its own (Keras fixes its
 backend at import; the CPU runs hide the GPU from the framework).
 
@@ -91,17 +98,22 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
     fit_epochs = max(1, segments)
 
     spans = {}
+    # The last fit's CPU seconds: `(training thread, whole process)`.
+    last_cpu = [None]
 
     def fit_seconds(model, x, y, batch, callbacks, epochs=1):
         """`(whole fit, median epoch period)` in seconds; a fit of one
         epoch is its own period (the whole-fit estimator). The span from
         the first epoch's start to the fit's end, read outside our
-        callback, is kept by our callback's log directory (`spans`)."""
+        callback, is kept by our callback's log directory (`spans`), and
+        the fit's CPU time in `last_cpu`."""
         periods = EpochPeriods()
+        thread_cpu, process_cpu = time.thread_time(), time.process_time()
         started = time.perf_counter()
         model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, shuffle=False,
                   callbacks=callbacks + [periods])
         whole = time.perf_counter() - started
+        last_cpu[0] = (time.thread_time() - thread_cpu, time.process_time() - process_cpu)
         for callback in callbacks:
             spans[getattr(callback, "log_dir", None)] = periods.marks[-1] - periods.marks[0]
         if epochs == 1:
@@ -137,6 +149,8 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
         with_default = [fit_seconds(model, x, y, batch, [tb_devicecost.DeviceCostCallback(run_dir)],
                                     fit_epochs)[0]]
         without, with_callback, with_half, kept, single_ratios = [], [], [], [], []
+        # Each pair's ratios of CPU time: `(training thread, process)`.
+        cpu_ratios = []
         # Per round, the fastest epoch period of each kind (`--segments`).
         period_without, period_with = [], []
         for index in range(rounds):
@@ -146,7 +160,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             pair, fastest = [float("inf"), float("inf")], 0
             periods = [float("inf"), float("inf")]
             for repeat in range(repeats):
-                single = [None, None]
+                single, cpu = [None, None], [None, None]
                 for which in ((0, 1) if (index + repeat) % 2 == 0 else (1, 0)):
                     callbacks = [timed(f"{tag}_{kind}_{index}_{repeat}")] if which else []
                     seconds, period = fit_seconds(model, x, y, batch, callbacks, fit_epochs)
@@ -154,9 +168,11 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
                         fastest = repeat  # Its record is the one compared.
                     pair[which] = min(pair[which], seconds)
                     periods[which] = min(periods[which], period)
-                    single[which] = seconds
+                    single[which], cpu[which] = seconds, last_cpu[0]
                 # Single whole fits back to back, as a user feels them.
                 single_ratios.append(single[1] / single[0])
+                cpu_ratios.append(tuple(b / a if a > 0 else float("nan")
+                                        for a, b in zip(cpu[0], cpu[1])))
             without.append(pair[0])
             with_callback.append(pair[1])
             period_without.append(periods[0])
@@ -233,6 +249,15 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             "single_ratios": single_ratios,
             "single_ratio": statistics.median(single_ratios),
             "single_ratio_ci95": bootstrap_median_interval(single_ratios),
+            # The same pairs' CPU time with / without: the training thread's
+            # (where a host-bound loop's pace is set; no wake-up latency of
+            # the host's vCPUs in it) and the process's, each with its
+            # bootstrap 95% interval of the median.
+            "single_thread_cpu_ratios": [r[0] for r in cpu_ratios],
+            "single_thread_cpu_ratio": statistics.median(r[0] for r in cpu_ratios),
+            "single_thread_cpu_ratio_ci95": bootstrap_median_interval([r[0] for r in cpu_ratios]),
+            "single_process_cpu_ratio": statistics.median(r[1] for r in cpu_ratios),
+            "single_process_cpu_ratio_ci95": bootstrap_median_interval([r[1] for r in cpu_ratios]),
             "recorded_mean_step_ms": recorded_ms,
             "outside_clock_step_ms": outside_ms,
             "accounting_gap": abs(recorded_ms - outside_ms) / outside_ms,
@@ -338,16 +363,20 @@ def main():
         for folder in ("runs", "sweep"):
             if os.path.isdir(os.path.join(args.out, folder)):
                 archive.add(os.path.join(args.out, folder), arcname=folder)
-    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | whole fits | single fits (median, 95% interval, pairs) | recorded mean step | outside clock | gap | fit span not in a step | measuring, µs a step | device-busy window, once |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | whole fits | single fits (median, 95% interval, pairs) | their CPU, training thread; process | recorded mean step | outside clock | gap | fit span not in a step | measuring, µs a step | device-busy window, once |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         interval = r.get("single_ratio_ci95")
         single = (f"{r['single_ratio']:.3f} ({interval[0]:.3f}-{interval[1]:.3f}, {len(r['single_ratios'])})"
                   if interval else "-")
+        cpu = "; ".join(
+            f"{r[f'single_{which}_cpu_ratio']:.3f} ({r[f'single_{which}_cpu_ratio_ci95'][0]:.3f}-"
+            f"{r[f'single_{which}_cpu_ratio_ci95'][1]:.3f})"
+            for which in ("thread", "process") if r.get(f"single_{which}_cpu_ratio_ci95")) or "-"
         print(
             f"| {r['backend']} | {r['device']} | {r['case']} | {r['ms_per_step_without']:.3f} | "
             f"{r['ms_per_step_with']:.3f} | {r['ratio']:.3f}{_interquartile(r)} | {r['fit_ratio']:.3f} | "
-            f"{single} | "
+            f"{single} | {cpu} | "
             f"{r['recorded_mean_step_ms']:.3f} | "
             f"{r['outside_clock_step_ms']:.3f} | {r['accounting_gap'] * 100:.1f}% | "
             + (f"{r['uncovered_share'] * 100:.1f}% | " if r.get("uncovered_share") is not None else "- | ")
