@@ -29,6 +29,29 @@ _BATCH_METHODS = {
     "train": ("on_train_batch_begin", "on_train_batch_end", "_on_train_batch_end"),
     "test": ("on_test_batch_begin", "on_test_batch_end", "_on_test_batch_end"),
 }
+# A callback's batch hooks per role and end, with the legacy aliases
+# Keras's own `Callback.on_train_batch_*` call.
+_HOOKS = {
+    ("train", "begin"): ("on_train_batch_begin", "on_batch_begin"),
+    ("train", "end"): ("on_train_batch_end", "on_batch_end"),
+    ("test", "begin"): ("on_test_batch_begin",),
+    ("test", "end"): ("on_test_batch_end",),
+}
+
+
+def hooked(callbacks, names, skip):
+    """The callbacks of `callbacks` whose hook `names[0]` does something:
+    all but `skip` and those where every hook of `names` is Keras's own
+    no-op (marked `_is_default`, as `CallbackList` itself tells them
+    apart). Calling a no-op does nothing, so leaving it out changes no
+    fit; `History`'s batch hooks are such no-ops, two frames a step each
+    on the training thread and on Keras's worker."""
+    return tuple(
+        callback for callback in callbacks
+        if callback is not skip
+        and not all(getattr(getattr(callback, name, None), "_is_default", False) is True
+                    for name in names)
+    )
 
 
 def callback_list():
@@ -112,7 +135,8 @@ class LoopClock:
     after a failure kept from the worker (`loop_failed(error,
     on_worker=True)`) it passes it on to `loop_failed(error)` on the
     training thread, where it stops the recording between steps. Every
-    other callback's hooks run as Keras runs them.
+    other callback's hooks run as Keras runs them, but for Keras's own
+    no-ops (`hooked`).
 
     Args:
         callbacks: The `CallbackList` of the fit or evaluation.
@@ -180,9 +204,15 @@ class LoopClock:
         clock, listener, callbacks = self._clock, self._listener, self.callbacks
         skip = listener
         train = role == "train"
+        names = _HOOKS[role, "begin"]
 
         def make(original):
+            # The callbacks whose hook does something, read again whenever
+            # the list's length changes.
+            calling, listed = (), -1
+
             def on_batch_begin(batch, logs=None):
+                nonlocal calling, listed
                 if self._worker_error is not None:
                     error, self._worker_error = self._worker_error, None
                     listener.loop_failed(error)
@@ -190,18 +220,22 @@ class LoopClock:
                 if read_clock:
                     # The batch was fetched just before.
                     listener._fetched_at = clock()  # pylint: disable=protected-access
-                # What Keras's own method does, by name, without ours. Its
-                # loop passes no logs to the batch-begin hooks: the empty
-                # dict `pythonify_logs` would make, without its calls.
+                # What Keras's own method does, by name, without ours and
+                # without no-ops (`hooked`). Its loop passes no logs to the
+                # batch-begin hooks: the empty dict `pythonify_logs` would
+                # make, without its calls.
+                if len(callbacks.callbacks) != listed:
+                    listed = len(callbacks.callbacks)
+                    calling = hooked(callbacks.callbacks, names, skip)
+                if not calling:
+                    return
                 logs = python_utils.pythonify_logs(logs) if logs else {}
                 if train:
-                    for callback in callbacks.callbacks:
-                        if callback is not skip:
-                            callback.on_train_batch_begin(batch, logs=logs)
+                    for callback in calling:
+                        callback.on_train_batch_begin(batch, logs=logs)
                 else:
-                    for callback in callbacks.callbacks:
-                        if callback is not skip:
-                            callback.on_test_batch_begin(batch, logs=logs)
+                    for callback in calling:
+                        callback.on_test_batch_begin(batch, logs=logs)
 
             return on_batch_begin
 
@@ -251,9 +285,14 @@ class LoopClock:
         get_ident = threading.get_ident
         training_thread = get_ident()
         finished = self.finished
+        names = _HOOKS[role, "end"]
 
         def make(original):
+            # As in `_begin_standing_in`; set on whichever thread runs it.
+            calling, listed = (), -1
+
             def results(batch, logs=None):
+                nonlocal calling, listed
                 # What Keras's `_on_{train,test}_batch_end` does, with the
                 # clock read between converting the logs (which waits for
                 # the step) and the first callback: converting them twice
@@ -266,16 +305,18 @@ class LoopClock:
                     if on_worker:
                         self._worker_error = error
                     listener.loop_failed(error, on_worker=on_worker)
-                # The hooks by name, as Keras's own loop calls them: through
-                # `getattr` each callback would cost a call more a step.
+                # The hooks by name, as Keras's own loop calls them (through
+                # `getattr` each callback would cost a call more a step),
+                # without no-ops (`hooked`).
+                if len(callbacks.callbacks) != listed:
+                    listed = len(callbacks.callbacks)
+                    calling = hooked(callbacks.callbacks, names, skip)
                 if train:
-                    for callback in callbacks.callbacks:
-                        if callback is not skip:
-                            callback.on_train_batch_end(batch, logs=logs)
+                    for callback in calling:
+                        callback.on_train_batch_end(batch, logs=logs)
                 else:
-                    for callback in callbacks.callbacks:
-                        if callback is not skip:
-                            callback.on_test_batch_end(batch, logs=logs)
+                    for callback in calling:
+                        callback.on_test_batch_end(batch, logs=logs)
                 if counted:
                     thread = get_ident()
                     if thread != training_thread:
