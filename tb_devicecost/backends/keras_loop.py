@@ -207,12 +207,13 @@ class LoopClock:
         names = _HOOKS[role, "begin"]
 
         def make(original):
-            # The callbacks whose hook does something, read again whenever
-            # the list's length changes.
-            calling, listed = (), -1
+            # The callbacks whose hook does something, listed at the first
+            # batch, once every `on_*_begin` hook has run: Keras hands no
+            # callback its `CallbackList`, so none changes it in a fit.
+            calling = None
 
             def on_batch_begin(batch, logs=None):
-                nonlocal calling, listed
+                nonlocal calling
                 if self._worker_error is not None:
                     error, self._worker_error = self._worker_error, None
                     listener.loop_failed(error)
@@ -224,8 +225,7 @@ class LoopClock:
                 # without no-ops (`hooked`). Its loop passes no logs to the
                 # batch-begin hooks: the empty dict `pythonify_logs` would
                 # make, without its calls.
-                if len(callbacks.callbacks) != listed:
-                    listed = len(callbacks.callbacks)
+                if calling is None:
                     calling = hooked(callbacks.callbacks, names, skip)
                 if not calling:
                     return
@@ -289,10 +289,10 @@ class LoopClock:
 
         def make(original):
             # As in `_begin_standing_in`; set on whichever thread runs it.
-            calling, listed = (), -1
+            calling = None
 
             def results(batch, logs=None):
-                nonlocal calling, listed
+                nonlocal calling
                 # What Keras's `_on_{train,test}_batch_end` does, with the
                 # clock read between converting the logs (which waits for
                 # the step) and the first callback: converting them twice
@@ -308,8 +308,7 @@ class LoopClock:
                 # The hooks by name, as Keras's own loop calls them (through
                 # `getattr` each callback would cost a call more a step),
                 # without no-ops (`hooked`).
-                if len(callbacks.callbacks) != listed:
-                    listed = len(callbacks.callbacks)
+                if calling is None:
                     calling = hooked(callbacks.callbacks, names, skip)
                 if train:
                     for callback in calling:
