@@ -61,6 +61,11 @@ def test_only_callbacks_with_a_hook_of_their_own_are_called():
     # `ProgbarLogger` draws at each batch's end: called.
     progress = keras.callbacks.ProgbarLogger()
     assert keras_loop.hooked([progress], train_end, ours) == (progress,)
+    # A `LambdaCallback` sets the hooks it is given on the instance.
+    given = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda batch, logs: None)
+    bare = keras.callbacks.LambdaCallback()
+    assert keras_loop.hooked([given, bare], train_begin, ours) == (given,)
+    assert keras_loop.hooked([given, bare], train_end, ours) == ()
 
 
 def test_legacy_and_test_only_hooks_still_run_beside_ours(tmp_path):
