@@ -118,11 +118,13 @@ class JaxBackend(base.Backend):
         input_asked = True
 
         # The usual step takes the lean lane: no input threads to meter, one
-        # step an execution, no trace window open, no poll due. It fetches
-        # the batch itself, times the fetch and the call, and adds one row
+        # step an execution, no trace window open, the fetch before not
+        # slow. It fetches the batch itself, times the fetch and the call,
+        # polls where it is its turn, and adds one row
         # (`AsyncSteps.dispatched_step`); everything else waits for the
         # drain. What it leaves out, the general lane does (`timed_step`).
         lean = between is None and single
+        poll_every = steps.poll_every
         slow_fetch_s = timed_iterator.SLOW_FETCH_S
 
         def timed_jax(state, iterator):
@@ -132,18 +134,28 @@ class JaxBackend(base.Backend):
             # Our own time: this function's outside Keras's call, and the
             # iterator's polls inside it (`aggregate.SelfTime`).
             entered = clock()
-            if not (lean and proxy.until_poll > 1 and not proxy.slow
-                    and (traces.window is None or not train)):
+            if not (lean and not proxy.slow and (traces.window is None or not train)):
                 return timed_step(state, iterator, entered)
             # The proxy counts the calls to the next that polls (`TimedIterator`).
-            proxy.until_poll -= 1
+            until = proxy.until_poll - 1
+            polled_s = 0.0
             if compiles is not None:
                 compiles.step = steps.upcoming_step
             try:
                 # Our own time before the call ends where the fetch starts.
                 called = start = clock()
-                first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
-                fetched = clock()
+                if until > 0:
+                    proxy.until_poll = until
+                    first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
+                    fetched = clock()
+                else:
+                    # This call's turn to poll, at the fetch's two clock
+                    # reads, as the proxy polls: here, without its frames.
+                    proxy.until_poll = poll_every
+                    polled_s = proxy.poll_at(start)
+                    first = next(iterator)
+                    fetched = clock()
+                    polled_s += proxy.poll_at(fetched)
                 proxy.slow = fetched - start > slow_fetch_s
                 result = original(state, iter((first,)))
                 # The execution is enqueued at the call's end, after any
@@ -153,6 +165,9 @@ class JaxBackend(base.Backend):
                 if compiles is not None:
                     compiles.step = None
             try:
+                if until <= 0 and proxy.error is not None:
+                    error, proxy.error = proxy.error, None
+                    raise error  # A poll's: the recording stops; Keras keeps `result`.
                 # `batch_size_and_probe`, inline: a frame a step costs a
                 # host-bound GPU loop a microsecond.
                 try:
@@ -171,7 +186,7 @@ class JaxBackend(base.Backend):
                                 returned)
                 # Before the probes of the first step: their time is kept
                 # out of the steps apart (`_after_first_async_step`).
-                own.training_thread_s += called - entered + clock() - returned
+                own.training_thread_s += called - entered + clock() - returned + polled_s
                 if input_asked:
                     # The input state was donated to the step: the new one.
                     input_asked = callback._input_state_asked(role, first, result[1])

@@ -25,8 +25,9 @@ class TimedIterator:
     Polls happen during the fetches of one call in `steps.poll_every`, and
     of every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
     `until_poll` counts the calls down to the next that polls in turn, so
-    that the JAX step can make a call that polls neither way without this
-    proxy, fetching itself, and count it here (`backends/jax.py`). In a
+    that the JAX step can make the usual call without this proxy, fetching
+    itself, and count it here, polling through `poll_at` where it is that
+    call's turn (`backends/jax.py`). In a
     running fit a poll costs the training thread several microseconds
     (docs/PERFORMANCE.md); steps not polled keep the worker's report and
     are placed as the polled ones nearest them (`AsyncSteps._place`). A
@@ -83,6 +84,19 @@ class TimedIterator:
         self.fetched = None
         self.count = 0
         self.first = None
+
+    def poll_at(self, now):
+        """Polls at `now`, the JAX step's own clock read around a fetch it
+        makes itself (a call that polls in turn); returns the poll's
+        seconds. A failure of ours stops polling and waits in `error`."""
+        poll = self._poll
+        if poll is None:
+            return 0.0
+        try:
+            poll(now)
+        except Exception as error:  # pylint: disable=broad-except
+            self._failed(error)
+        return self._clock() - now
 
     def __iter__(self):
         return self

@@ -30,23 +30,29 @@ def _broken(*args, **kwargs):
 
 
 # Where our code runs: inside Keras's call (the timed iterator's poll, on
-# JAX), after it (the step's row: the general `dispatched`, where JAX polls,
+# JAX, where an execution runs two steps: the general lane), before it (the
+# usual JAX step's own poll, around the fetch it makes itself), after it
+# (the step's row: the general `dispatched`, again two steps an execution,
 # and each backend's usual one), and on Keras's worker thread where the
-# step's logs are converted (the completion's clock read, written there
-# by the callback's `loop_results` itself, on JAX and PyTorch).
+# step's logs are converted (the completion's clock read, written there by
+# the callback's `loop_results` itself, on JAX and PyTorch). Each case:
+# the function made to raise and the fit's steps per execution (PyTorch's
+# loop runs one).
+SEVERAL = 2 if BACKEND == "jax" else 1
 FAULTS = {
-    "poll": (asynchronous.AsyncSteps, "poll"),
-    "dispatched": (asynchronous.AsyncSteps, "dispatched"),
+    "poll": (asynchronous.AsyncSteps, "poll", SEVERAL),
+    "usual_poll": (asynchronous.AsyncSteps, "poll", 1),
+    "dispatched": (asynchronous.AsyncSteps, "dispatched", SEVERAL),
     "usual_row": (asynchronous.AsyncSteps,
-                  "dispatched_step" if BACKEND == "jax" else "dispatched_call"),
-    "completion": (step_wrappers.StepRecording, "loop_results"),
+                  "dispatched_step" if BACKEND == "jax" else "dispatched_call", 1),
+    "completion": (step_wrappers.StepRecording, "loop_results", 1),
 }
 
 
-def fit(callbacks):
+def fit(callbacks, steps_per_execution=1):
     set_random_seed(0)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
-    model.compile("adam", "mse")
+    model.compile("adam", "mse", steps_per_execution=steps_per_execution)
     rng = np.random.default_rng(0)
     x, y = rng.random((256, 8), dtype=np.float32), rng.random((256, 1), dtype=np.float32)
     history = model.fit(x, y, batch_size=32, epochs=2, verbose=0, shuffle=False, callbacks=callbacks)
@@ -55,7 +61,8 @@ def fit(callbacks):
 
 def main():
     facts = {"backend": keras.backend.backend(), "cases": {}}
-    weights, history = fit([])
+    # The fit without the callback, by steps per execution.
+    without = {count: fit([], count) for count in sorted({case[2] for case in FAULTS.values()})}
     # Which threads switched the callback off: the training thread only,
     # never while it may be recording a step.
     stopped_on = []
@@ -66,14 +73,16 @@ def main():
         return disable(self, error)
 
     tb_devicecost.DeviceCostCallback._disable = recorded_disable
-    for name, (owner, attribute) in FAULTS.items():
+    for name, (owner, attribute, steps_per_execution) in FAULTS.items():
+        weights, history = without[steps_per_execution]
         original = getattr(owner, attribute)
         setattr(owner, attribute, _broken)
         stopped_on.clear()
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                got, got_history = fit([tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, name))])
+                got, got_history = fit([tb_devicecost.DeviceCostCallback(os.path.join(LOGDIR, name))],
+                                       steps_per_execution)
         finally:
             setattr(owner, attribute, original)
         facts["cases"][name] = {
