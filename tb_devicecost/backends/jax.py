@@ -1,9 +1,10 @@
 """The JAX backend: when a dispatched step is complete, without waiting.
 
-A JAX step returns once its work is queued. The step is timed around
-Keras's `(state, iterator)` call (its fetch made here, or, in a call that
-polls, through a `TimedIterator`) and is complete when its outputs are
-ready (`completion_probe`, asked without blocking);
+A JAX step returns once its work is queued. The usual step fetches its
+batch here and calls Keras's step on it (`keras_step_of`); the others go
+through Keras's `(state, iterator)` call, the fetches timed by a
+`TimedIterator`. A step is complete when its outputs are ready
+(`completion_probe`, asked without blocking);
 `backends/asynchronous.py` turns that into the step's parts.
 Recompilations are counted from `jax.monitoring`.
 """
@@ -105,8 +106,9 @@ class JaxBackend(base.Backend):
     guards_step = True
 
     def wrap_step(self, callback, original, role):
-        """Times each step around Keras's `(state, iterator)` call: the
-        fetch here (a call that polls: through a `TimedIterator`), the
+        """Times each step: the fetch here and Keras's step on the batch
+        (the lean lane), or Keras's `(state, iterator)` call with the
+        fetches timed by a `TimedIterator` (the general lane); the
         completion by its outputs' `is_ready`. A failure of ours switches
         the recording off (`callback._disable`); the model's own errors
         pass unchanged."""
