@@ -25,7 +25,11 @@ per step (the fixed cost of a fit cancels). The median of the timed fits'
 recorded mean steps must be within 5% of it. That
 difference of two medians moves by several percent with the host's noise
 (single fits vary by +-15%): the gap is printed with a bootstrap 95%
-interval of its own, the rounds resampled whole, and each kept fit is also set against its own
+interval of its own, the rounds resampled whole, and paired: the median of
+each round's recorded mean step over its own full less half fit (fits back
+to back, so the host's drift cancels: on the H200 host intervals 2.8 to
+5.2 points wide against 6.5 to 11.0 for the same fits). Each kept fit is
+also set against its own
 span, read by a callback outside ours from its first epoch's start to its
 end: the share of that span no recorded step covers ("fit span not in a
 step"; issue 36's target: within 2%).
@@ -269,6 +273,13 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
             "accounting_gap_ci95": (
                 across_fits_gap_interval(recorded, with_callback, with_half, steps - half)
                 if segments <= 1 else None),
+            # The same clock round by round: each round's recorded mean step
+            # against its own full and half fits' difference, the median of
+            # those ratios (signed), with its bootstrap 95% interval. Fits
+            # of one round run back to back, so the host's drift over
+            # minutes cancels: a narrower interval on the same fits.
+            "paired_gap": paired_gap(recorded, with_callback, with_half, steps - half)
+            if segments <= 1 else None,
             # Every fit's seconds, in round order (the half fits' too).
             "fit_seconds": {"without": without, "with": with_callback, "half": with_half},
             "recorded_mean_steps_ms": recorded,
@@ -318,6 +329,19 @@ def across_fits_gap_interval(recorded_ms, full_s, half_s, extra_steps, resamples
     return float(low), float(high)
 
 
+def paired_gap(recorded_ms, full_s, half_s, extra_steps):
+    """`(median, [low, high])` of the rounds' signed gaps
+    `recorded / outside - 1`, each round's `outside` its own full less half
+    fit over their `extra_steps` (ms), with the median's bootstrap 95%
+    interval; `None` without two rounds whose full fit outlasted the half."""
+    gaps = [
+        recorded / ((full - half) / extra_steps * 1e3) - 1.0
+        for recorded, full, half in zip(recorded_ms, full_s, half_s) if full > half
+    ]
+    interval = bootstrap_median_interval(gaps)
+    return None if interval is None else (statistics.median(gaps), interval)
+
+
 def bootstrap_median_interval(values, resamples=10000, seed=0):
     """A bootstrap 95% interval of the median of `values` (percentile
     method, seeded: the same values give the same interval)."""
@@ -333,7 +357,12 @@ def bootstrap_median_interval(values, resamples=10000, seed=0):
 
 def _gap_interval(result):
     interval = result.get("accounting_gap_ci95")
-    return f" ({interval[0] * 100:+.1f} to {interval[1] * 100:+.1f})" if interval else ""
+    text = f" ({interval[0] * 100:+.1f} to {interval[1] * 100:+.1f})" if interval else ""
+    paired = result.get("paired_gap")
+    if paired:
+        gap, (low, high) = paired
+        text += f"; paired {gap * 100:+.1f}% ({low * 100:+.1f} to {high * 100:+.1f})"
+    return text
 
 
 def _interquartile(result):
@@ -398,7 +427,7 @@ def main():
         for folder in ("runs", "sweep"):
             if os.path.isdir(os.path.join(args.out, folder)):
                 archive.add(os.path.join(args.out, folder), arcname=folder)
-    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | whole fits | single fits (median, 95% interval, pairs) | their CPU, training thread; process | recorded mean step | outside clock | gap (95% interval, signed) | fit span not in a step | measuring, µs a step | device-busy window, once |")
+    print("| backend | device | case | fit ms/step without | with | ratio (median, interquartile) | whole fits | single fits (median, 95% interval, pairs) | their CPU, training thread; process | recorded mean step | outside clock | gap (95% interval, signed; paired by round) | fit span not in a step | measuring, µs a step | device-busy window, once |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         interval = r.get("single_ratio_ci95")
