@@ -1,7 +1,7 @@
 """The JAX backend: when a dispatched step is complete, without waiting.
 
 A JAX step returns once its work is queued. The usual step fetches its
-batch here and calls Keras's step on it (`keras_step_of`); the others go
+batch here and calls Keras's step on it (`keras_loop.keras_step_of`); the others go
 through Keras's `(state, iterator)` call, the fetches timed by a
 `TimedIterator`. A step is complete when its outputs are ready
 (`completion_probe`, asked without blocking);
@@ -16,6 +16,7 @@ import weakref
 from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
+from tb_devicecost.backends import keras_loop
 from tb_devicecost.backends import placement
 from tb_devicecost.backends import timed_iterator
 from tb_devicecost.traces import trace as trace_module
@@ -70,29 +71,6 @@ class CompletionProbe:
 POLL_EVERY = 8
 
 
-def keras_step_of(original):
-    """Keras's step function inside its one-step `train_function` (or
-    `test_function`), or `None`.
-
-    For one step an execution, Keras's JAX function is
-    `iterator_step(state, iterator)`, returning
-    `step_function(state, next(iterator))` (`JAXTrainer._make_function`).
-    The lean lane fetches the batch itself, so it calls that step on it:
-    the same jitted call, without the frame, the one-batch iterator and the
-    `next()` around it. Any other function (several steps an execution,
-    another Keras, a wrapper) gives `None`, and is called with an iterator.
-    """
-    code = getattr(original, "__code__", None)
-    closure = getattr(original, "__closure__", None)
-    if code is None or not closure or code.co_freevars != ("step_function",):
-        return None
-    try:
-        step = closure[0].cell_contents
-    except ValueError:  # An empty cell.
-        return None
-    return step if callable(step) else None
-
-
 class JaxBackend(base.Backend):
     """JAX: steps dispatched asynchronously, complete when their outputs
     are ready (`completion_probe`); recompilations counted from
@@ -145,13 +123,13 @@ class JaxBackend(base.Backend):
         # The usual step takes the lean lane: no input threads to meter, one
         # step an execution, no trace window open, the fetch before not
         # slow. It fetches the batch itself, times the fetch and the call
-        # of Keras's step on it (`keras_step_of`), polls where it is its
+        # of Keras's step on it (`keras_loop.keras_step_of`), polls where it is its
         # turn, and adds one row
         # (`AsyncSteps.dispatched_step`); everything else waits for the
         # drain. What it leaves out, the general lane does (`timed_step`).
         lean = between is None and single
         poll_every = steps.poll_every
-        keras_step = keras_step_of(original) if lean else None
+        keras_step = keras_loop.keras_step_of(original) if lean else None
         slow_fetch_s = timed_iterator.SLOW_FETCH_S
 
         def timed_jax(state, iterator):

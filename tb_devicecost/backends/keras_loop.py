@@ -14,6 +14,10 @@ where Keras's loop calls its `CallbackList`, around all the callbacks:
 Keras hands a callback neither that list nor the epoch iterator: both are
 found in the calling frames (`keras/src/trainers/*` and
 `keras/src/backend/*/trainer.py` hold them as locals).
+
+The step functions Keras builds hold its one-step function in their
+closures: TensorFlow's `one_step_on_data` (`one_step_on_data`), JAX's
+jitted step (`keras_step_of`), which the backends call themselves.
 """
 
 import collections
@@ -340,3 +344,42 @@ class LoopClock:
             return after
 
         return make
+
+
+def one_step_on_data(original):
+    """Keras's one-step function in the closure of its TensorFlow
+    `train_function` (or `test_function`): `_autoconvert_optionals` around
+    the `tf.function` (or the plain function, when the model runs
+    eagerly), or `None`."""
+    for cell in getattr(original, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # An empty cell.
+            continue
+        wrapped = getattr(value, "__wrapped__", None)
+        if getattr(wrapped, "__name__", "") == "one_step_on_data":
+            return value
+    return None
+
+
+def keras_step_of(original):
+    """Keras's step function inside its one-step JAX `train_function` (or
+    `test_function`), or `None`.
+
+    For one step an execution, Keras's JAX function is
+    `iterator_step(state, iterator)`, returning
+    `step_function(state, next(iterator))` (`JAXTrainer._make_function`).
+    The JAX step fetches the batch itself, so it calls that step on it: the
+    same jitted call, without the frame, the one-batch iterator and the
+    `next()` around it. Any other function (several steps an execution,
+    another Keras, a wrapper) gives `None`, and is called with an iterator.
+    """
+    code = getattr(original, "__code__", None)
+    closure = getattr(original, "__closure__", None)
+    if code is None or not closure or code.co_freevars != ("step_function",):
+        return None
+    try:
+        step = closure[0].cell_contents
+    except ValueError:  # An empty cell.
+        return None
+    return step if callable(step) else None

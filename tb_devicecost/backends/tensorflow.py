@@ -17,6 +17,7 @@ import time
 
 from tb_devicecost.backends import base
 from tb_devicecost.backends import devices as devices_module
+from tb_devicecost.backends import keras_loop
 from tb_devicecost.backends import placement
 from tb_devicecost.traces import trace as trace_module
 
@@ -26,21 +27,6 @@ from tb_devicecost.traces import trace as trace_module
 # this long. Shorter steps save its four calls a step; on longer ones the
 # read is under 0.1% of the step.
 TRACE_MIN_S = 5e-3
-
-
-def _one_step_on_data(original):
-    """Keras's one-step function in the closure of its `train_function` (or
-    `test_function`): `_autoconvert_optionals` around the `tf.function`
-    (or the plain function, when the model runs eagerly), or `None`."""
-    for cell in getattr(original, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # An empty cell.
-            continue
-        wrapped = getattr(value, "__wrapped__", None)
-        if getattr(wrapped, "__name__", "") == "one_step_on_data":
-            return value
-    return None
 
 
 class FetchTimedStep:
@@ -231,7 +217,7 @@ def fetch_timed_step(original, model):
     and the trace lives as long as Keras's function."""
     step = getattr(original, "_tb_devicecost_step", None)
     if step is None:
-        one_step = _one_step_on_data(original)
+        one_step = keras_loop.one_step_on_data(original)
         if one_step is None:
             return None
         step = FetchTimedStep(one_step, bool(getattr(model, "run_eagerly", False)))

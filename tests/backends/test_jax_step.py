@@ -3,8 +3,9 @@
 Keras's JAX `train_function` for one step an execution is
 `iterator_step(state, iterator)`, returning `step_function(state,
 next(iterator))` (`JAXTrainer._make_function`). The callback's lean lane
-fetches the batch itself and calls that step on it (`keras_step_of`),
-without the frame, the one-batch iterator and the `next()` around it. These
+fetches the batch itself and calls that step on it
+(`keras_loop.keras_step_of`), without the frame, the one-batch iterator
+and the `next()` around it. These
 tests build the functions with Keras's own `_make_function`; the same
 weights and `history` with and without the callback in real fits are in
 `test_backends.py` and the same-seed tests.
@@ -14,7 +15,7 @@ import types
 
 from keras.src.backend.jax.trainer import JAXTrainer
 
-from tb_devicecost.backends.jax import keras_step_of
+from tb_devicecost.backends.keras_loop import keras_step_of
 
 
 def _keras_function(steps_per_execution, step):
