@@ -50,12 +50,13 @@ def main():
         os.path.abspath(__file__)))))
     sys.path[:0] = [root, os.path.join(root, "benchmarks")]
     import models  # pylint: disable=import-outside-toplevel
+    from tb_devicecost.backends import keras_loop
     from tb_devicecost.backends import tensorflow as tf_backend
 
     x, y = models.data("mlp", 32 * 64)
     model = models.build("mlp")
     model.fit(x[:64], y[:64], batch_size=32, verbose=0)
-    one_step = tf_backend._one_step_on_data(model.train_function)  # pylint: disable=protected-access
+    one_step = keras_loop.one_step_on_data(model.train_function)
     iterator = iter(tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat().prefetch(8))
 
     @tf.autograph.experimental.do_not_convert
