@@ -212,8 +212,13 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
         # record against these minima would say little.
         recorded, counted, own_us, uncovered = [], [], [], []
         for directory in kept:
+            # Every step's point (the series is sampled to
+            # `DEFAULT_SERIES_POINTS` otherwise): the last half is counted.
             [timed_record] = [
-                r for r in reader.read_runs(reader.local_provider(directory)) if r.run == "train"
+                r for r in reader.read_runs(
+                    reader.local_provider(directory),
+                    series_points=max(steps, reader.DEFAULT_SERIES_POINTS))
+                if r.run == "train"
             ]
             recorded.append(timed_record.aggregate["components"]["step"]["mean_ms"])
             # Against the half fits' difference, the steps it counts: the
@@ -323,7 +328,7 @@ def worker(backend, device, out, rounds, sweep=True, cases=None, repeats=1, step
 
 def _last_steps_mean_ms(record, count):
     """The mean of a run's last `count` recorded steps (ms), or its whole
-    mean where it recorded fewer."""
+    mean where it recorded fewer; `record` read with a point per step."""
     import numpy as np
 
     series = record.series
