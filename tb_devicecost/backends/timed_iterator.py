@@ -86,9 +86,10 @@ class TimedIterator:
         self.first = None
 
     def poll_at(self, now):
-        """Polls at `now`, the JAX step's own clock read around a fetch it
-        makes itself (a call that polls in turn); returns the poll's
-        seconds. A failure of ours stops polling and waits in `error`."""
+        """Polls at `now`, a clock read around a fetch (this proxy's, or the
+        JAX step's own where it fetches itself); returns the poll's
+        seconds, 0 once polling stopped. A failure of ours stops polling
+        and waits in `error`."""
         poll = self._poll
         if poll is None:
             return 0.0
@@ -109,27 +110,17 @@ class TimedIterator:
             self._polling = self.slow or self.until_poll <= 0
             if self.until_poll <= 0:
                 self.until_poll = self._poll_every
-        poll = self._poll
-        if poll is not None and self._polling:
-            try:
-                poll(started)
-            except Exception as error:  # pylint: disable=broad-except
-                self._failed(error)
+        if self._polling:
             # A poll's time is ours, and is in the fetch's span: two clock
             # reads, only at a fetch that polls.
-            self.polled_s += self._clock() - started
+            self.polled_s += self.poll_at(started)
         batch = next(self.iterator)
         self.fetched = fetched = self._clock()
         self.slow = fetched - started > SLOW_FETCH_S
         if self.meter is not None:
             self.metered = self.meter.start(fetched)
-        poll = self._poll
-        if poll is not None and self._polling:
-            try:
-                poll(fetched)
-            except Exception as error:  # pylint: disable=broad-except
-                self._failed(error)
-            self.polled_s += self._clock() - fetched
+        if self._polling:
+            self.polled_s += self.poll_at(fetched)
         if self.count == 0:
             # The call's first fetch (one that raised is no step's).
             self.start, self.first = started, batch
