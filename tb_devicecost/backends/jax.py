@@ -1,9 +1,9 @@
 """The JAX backend: when a dispatched step is complete, without waiting.
 
 A JAX step returns once its work is queued. The usual step fetches its
-batch here and calls Keras's step on it (`keras_loop.keras_step_of`); the others go
-through Keras's `(state, iterator)` call, the fetches timed by a
-`TimedIterator`. A step is complete when its outputs are ready
+batch here and calls Keras's step on it (`keras_loop.keras_step_of`); the
+others go through Keras's `(state, iterator)` call, the fetches timed by
+a `TimedIterator`. A step is complete when its outputs are ready
 (`completion_probe`, asked without blocking);
 `backends/asynchronous.py` turns that into the step's parts.
 Recompilations are counted from `jax.monitoring`.
@@ -123,10 +123,10 @@ class JaxBackend(base.Backend):
         # The usual step takes the lean lane: no input threads to meter, one
         # step an execution, no trace window open, the fetch before not
         # slow. It fetches the batch itself, times the fetch and the call
-        # of Keras's step on it (`keras_loop.keras_step_of`), polls where it is its
-        # turn, and adds one row
-        # (`AsyncSteps.dispatched_step`); everything else waits for the
-        # drain. What it leaves out, the general lane does (`timed_step`).
+        # of Keras's step on it (`keras_loop.keras_step_of`), polls where it
+        # is its turn, and adds one row (`AsyncSteps.dispatched_step`);
+        # everything else waits for the drain. What it leaves out, the
+        # general lane does (`timed_step`).
         lean = between is None and single
         poll_every = steps.poll_every
         keras_step = keras_loop.keras_step_of(original) if lean else None
