@@ -43,10 +43,12 @@ class FetchTimedStep:
     fits with the callback at x0.83 of the user's own fit on this machine
     (issue 36): the figures described another fit.
 
-    The fetch's seconds and the batch's size go into a queue of the
-    graph's own, read once per write (`fill`), not returned: a second
+    The fetch's two timestamps and the batch's size go into a queue of
+    the graph's own, read once per write (`fill`), not returned: a second
     output cost a call about 20 µs on this project's CPU, a constant's as
-    much, the enqueue about 3 (issue 36, docs/PERFORMANCE.md).
+    much, the enqueue about 3 (issue 36, docs/PERFORMANCE.md). The wait is
+    taken at the read: the ops a queue of three components does without
+    (a subtraction, a cast, a stack) cost 2-8 µs of wall a call here.
 
     With `with_batch=True` the call also returns the batch (a trace of
     its own, once per model and element spec), for the probes of the
@@ -58,18 +60,20 @@ class FetchTimedStep:
 
         with tf.init_scope():
             # Unbounded; emptied at every write (`fill`), every few seconds.
-            queue = tf.queue.FIFOQueue(-1, [tf.float64], shapes=[[2]])
+            # A step's fetch began and ended (seconds), its batch's size.
+            queue = tf.queue.FIFOQueue(
+                -1, [tf.float64, tf.float64, tf.int32], shapes=[[], [], []])
         self._queue = queue
 
         def body(with_batch):
             @tf.autograph.experimental.do_not_convert
             def fetch_timed_step_on_iterator(iterator):
-                data, wait = timed_get_next(tf, iterator)
-                figures = tf.stack([wait, _leading_size(tf, data)])
+                data, began, ended = stamped_get_next(tf, iterator)
+                size = _leading_size(tf, data)
                 outputs = tf.experimental.Optional.from_value(one_step_on_data(data))
                 if with_batch:
-                    return outputs, figures, data
-                queue.enqueue(figures)
+                    return outputs, tf.stack([ended - began, tf.cast(size, tf.float64)]), data
+                queue.enqueue((began, ended, size))
                 return outputs
 
             # The iterator is the only argument, as in Keras's function: a
@@ -108,7 +112,7 @@ class FetchTimedStep:
         else:
             self.fill()  # The queue then holds this call's figures alone.
             outputs, batch = self._functions[False](iterator), None
-            [(wait_s, size)] = self._taken()[:1] or [(0.0, -1.0)]
+            [(wait_s, size)] = self._taken()[:1] or [(0.0, -1)]
         if not outputs.has_value():
             raise StopIteration
         return outputs.get_value(), wait_s, (int(size) if size >= 0 else None), (
@@ -134,10 +138,13 @@ class FetchTimedStep:
         del pending[:]
 
     def _taken(self):
-        """Every figure in the queue, as `[(seconds, size), ...]`."""
+        """Every step's figures in the queue, as `[(seconds, size), ...]`."""
         queue = self._queue
         count = int(queue.size())
-        return queue.dequeue_many(count).numpy().tolist() if count else []
+        if not count:
+            return []
+        began, ended, sizes = queue.dequeue_many(count)
+        return list(zip((ended.numpy() - began.numpy()).tolist(), sizes.numpy().tolist()))
 
 
 def _no_traces():
@@ -171,14 +178,20 @@ def _on_replicas(batch, iterator):
         return batch
 
 
-def timed_get_next(tf, iterator):
-    """`(batch, seconds)` inside a graph: `iterator.get_next()` between two
-    `tf.timestamp` ops that wait for it (a float64 scalar of seconds)."""
+def stamped_get_next(tf, iterator):
+    """`(batch, began, ended)` inside a graph: `iterator.get_next()` between
+    two `tf.timestamp` ops that wait for it (float64 scalars of seconds)."""
     began = tf.timestamp()
     with tf.control_dependencies([began]):
         data = iterator.get_next()
     with tf.control_dependencies(tf.nest.flatten(data, expand_composites=True)):
-        return data, tf.timestamp() - began
+        return data, began, tf.timestamp()
+
+
+def timed_get_next(tf, iterator):
+    """`(batch, seconds)` inside a graph: `stamped_get_next`'s, subtracted."""
+    data, began, ended = stamped_get_next(tf, iterator)
+    return data, ended - began
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,17 +210,18 @@ def timed_fetch():
 
 
 def _leading_size(tf, data):
-    """The batch's samples (per-replica parts summed) as a float64 scalar
-    of the graph, or -1 where its first leaf has no leading dimension."""
+    """The batch's samples (per-replica parts summed) as an int32 scalar of
+    the graph, or -1 where its first leaf has no leading dimension."""
     first = tf.nest.flatten(data)[0]
     parts = getattr(first, "values", None)
     parts = parts if isinstance(parts, tuple) else (first,)
     sizes = []
     for part in parts:
         if not isinstance(part, tf.Tensor) or part.shape.rank in (None, 0):
-            return tf.constant(-1.0, tf.float64)
-        sizes.append(tf.cast(tf.shape(part)[0], tf.float64))
-    return tf.add_n(sizes)
+            return tf.constant(-1, tf.int32)
+        sizes.append(tf.shape(part)[0])
+    # One part, the usual case: no op more.
+    return sizes[0] if len(sizes) == 1 else tf.add_n(sizes)
 
 
 def fetch_timed_step(original, model):

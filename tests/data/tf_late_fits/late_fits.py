@@ -50,7 +50,7 @@ BUFFER = b"x" * (1 << 20)
 # `burn`'s Python a step: about what the callback adds to a TensorFlow step.
 BURN_S = 30e-6
 KEPT = []
-_timed_get_next = tensorflow_backend.timed_get_next
+_stamped_get_next = tensorflow_backend.stamped_get_next
 _call = tensorflow_backend.FetchTimedStep.__call__
 
 
@@ -99,18 +99,19 @@ class NoBatch(tb_devicecost.DeviceCostCallback):
         self._needs_batch["train"] = False
 
 
-def _untimed_get_next(tf, iterator):
-    return iterator.get_next(), tf.constant(0.0, tf.float64)
+def _unstamped_get_next(tf, iterator):
+    zero = tf.constant(0.0, tf.float64)
+    return iterator.get_next(), zero, zero
 
 
 class NoStamp(tb_devicecost.DeviceCostCallback):
     def on_train_begin(self, logs=None):
-        tensorflow_backend.timed_get_next = _untimed_get_next
+        tensorflow_backend.stamped_get_next = _unstamped_get_next
         super().on_train_begin(logs)
 
     def on_train_end(self, logs=None):
         super().on_train_end(logs)
-        tensorflow_backend.timed_get_next = _timed_get_next
+        tensorflow_backend.stamped_get_next = _stamped_get_next
 
 
 def _unread_call(self, iterator, with_batch=False):

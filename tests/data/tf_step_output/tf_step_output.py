@@ -66,7 +66,8 @@ def main():
     @tf.autograph.experimental.do_not_convert
     def output_body(it):
         data, wait = tf_backend.timed_get_next(tf, it)
-        figures = tf.stack([wait, tf_backend._leading_size(tf, data)])  # pylint: disable=protected-access
+        size = tf_backend._leading_size(tf, data)  # pylint: disable=protected-access
+        figures = tf.stack([wait, tf.cast(size, tf.float64)])
         return tf.experimental.Optional.from_value(one_step(data)), figures
 
     step = tf_backend.FetchTimedStep(one_step, run_eagerly=False)
