@@ -51,8 +51,17 @@ the steady cost per step, with the callback's epoch end in it; the whole
 fits' ratio is reported beside it (`fit_ratio`), and the outside clock is
 that period over its steps.
 
+One run's interval does not hold the next run's median on those hosts
+(the host drifts over minutes; a run takes its pairs as independent), so
+runs of the same step code are the measure together: `--pool FILE ...`
+reads kept `--json` files and prints, per case, each run's median, the
+median of every pair pooled, and a two-level bootstrap 95% interval of it
+(runs resampled, then each chosen run's pairs), which widens with the
+runs' spread.
+
 Usage: python benchmarks/gpu_backends.py --out DIR [--rounds 3] [--repeats 2]
     [--steps-factor 1.0] [--segments 1] [--json FILE]
+       python benchmarks/gpu_backends.py --pool FILE [FILE ...]
 Each case's figures go to `results_<backend>_<device>.json` under `--out`
 (and to FILE with `--json`); the summary table is printed last.
 """
@@ -384,6 +393,65 @@ def bootstrap_median_interval(values, resamples=10000, seed=0):
     return [float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))]
 
 
+def pooled_median_interval(runs, resamples=4000, seed=0):
+    """`(median, [low, high])`: the median of every run's values pooled,
+    and a two-level bootstrap 95% interval of it: each resample draws as
+    many runs as there are, with replacement, then each drawn run's
+    values, with replacement (seeded: the same runs give the same
+    interval). `None` for fewer than two values."""
+    import numpy as np
+
+    runs = [np.asarray(run, dtype=float) for run in runs if len(run)]
+    if sum(len(run) for run in runs) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    medians = np.empty(resamples)
+    for index in range(resamples):
+        drawn = rng.integers(len(runs), size=len(runs))
+        medians[index] = np.median(np.concatenate(
+            [rng.choice(runs[run], size=len(runs[run])) for run in drawn]))
+    median = float(np.median(np.concatenate(runs)))
+    return median, [float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))]
+
+
+def pool(paths):
+    """Rows of `pooled_median_interval` over kept `--json` files, one per
+    `(backend, device, case)`: `(key, [(file, median, pairs)], median,
+    interval)`. Raises `ValueError` on a file that is not such a list."""
+    runs = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as file:
+                results = json.load(file)
+            for result in results:
+                key = (result["backend"], result["device"], result["case"])
+                ratios = result["single_ratios"]
+                runs.setdefault(key, []).append((os.path.basename(path), ratios))
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            raise ValueError(f"{path}: not a kept `--json` file of this benchmark ({error})")
+    rows = []
+    for key, kept in runs.items():
+        pooled = pooled_median_interval([ratios for _, ratios in kept])
+        if pooled is None:
+            continue
+        each = [(name, statistics.median(ratios), len(ratios)) for name, ratios in kept if ratios]
+        rows.append((key, each, pooled[0], pooled[1]))
+    return rows
+
+
+def _print_pooled(paths):
+    try:
+        rows = pool(paths)
+    except ValueError as error:
+        sys.exit(f"gpu_backends.py: {error}")
+    print("| backend | device | case | runs (median, pairs) | pooled median (two-level 95% interval, pairs) |")
+    print("|---|---|---|---|---|")
+    for (backend, device, case), each, median, (low, high) in rows:
+        runs = "; ".join(f"{name} {value:.3f} ({pairs})" for name, value, pairs in each)
+        pairs = sum(pairs for _, _, pairs in each)
+        print(f"| {backend} | {device} | {case} | {runs} | {median:.3f} ({low:.3f}-{high:.3f}, {pairs}) |")
+
+
 def _gap_interval(result):
     interval = result.get("accounting_gap_ci95")
     text = f" ({interval[0] * 100:+.1f} to {interval[1] * 100:+.1f})" if interval else ""
@@ -401,7 +469,10 @@ def _interquartile(result):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
+    parser.add_argument("--pool", nargs="+", metavar="FILE",
+                        help="kept --json files of runs of the same code: each case's runs "
+                             "and their pairs pooled, with a two-level bootstrap interval")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", default="mlp32,mlp8192,cnn128",
                         help="comma-separated subset of mlp32, mlp8192, cnn128")
@@ -420,6 +491,11 @@ def main():
                              "epoch period (the steady cost per step; the fixed cost of a "
                              "fit is reported apart, `fit_ratio`)")
     args = parser.parse_args()
+    if args.pool:
+        _print_pooled(args.pool)
+        return
+    if not args.out:
+        parser.error("--out is required (or --pool FILE ...)")
     if args.worker:
         worker(*args.worker, args.out, args.rounds, sweep=not args.no_sweep,
                cases=args.cases.split(","), repeats=args.repeats, steps_factor=args.steps_factor,
