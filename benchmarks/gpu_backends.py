@@ -425,7 +425,7 @@ def pool(paths):
                 results = json.load(file)
             for result in results:
                 key = (result["backend"], result["device"], result["case"])
-                ratios = result["single_ratios"]
+                ratios = [float(ratio) for ratio in result["single_ratios"]]
                 runs.setdefault(key, []).append((os.path.basename(path), ratios))
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise ValueError(f"{path}: not a kept `--json` file of this benchmark ({error})")

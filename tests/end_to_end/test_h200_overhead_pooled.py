@@ -77,9 +77,15 @@ def test_the_kept_jax_mlp_runs_pool_to_a_median_between_theirs(benchmark):
     assert ("jax", "gpu", "cnn b128") in [row[0] for row in rows]
 
 
-def test_a_file_that_is_not_a_kept_run_is_one_line_and_exit_1(tmp_path):
+@pytest.mark.parametrize("text", [
+    '{"a": 1}',
+    'not json',
+    '[{"backend": "jax", "device": "gpu", "case": "mlp b32", "single_ratios": ["x"]}]',
+    '[{"backend": "jax", "device": "gpu", "case": "mlp b32", "single_ratios": null}]',
+])
+def test_a_file_that_is_not_a_kept_run_is_one_line_and_exit_1(tmp_path, text):
     bad = tmp_path / "notes.json"
-    bad.write_text('{"a": 1}', encoding="utf-8")
+    bad.write_text(text, encoding="utf-8")
     completed = subprocess.run([sys.executable, BENCHMARK, "--pool", str(bad)],
                                capture_output=True, text=True, timeout=120)
     assert completed.returncode == 1
