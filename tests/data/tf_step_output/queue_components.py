@@ -22,12 +22,9 @@ import os
 import random
 import statistics
 import sys
-import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-CLOCKS = {"thread": time.thread_time, "process": time.process_time, "wall": time.perf_counter}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tf_step_output import CLOCKS, alternate, seeds_mlp_step  # noqa: E402
 
 
 def main():
@@ -35,21 +32,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=150)
     parser.add_argument("--calls", type=int, default=200, help="calls a body a round")
     args = parser.parse_args()
-
-    import tensorflow as tf
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
-    sys.path[:0] = [root, os.path.join(root, "benchmarks")]
-    import models  # pylint: disable=import-outside-toplevel
-    from tb_devicecost.backends import keras_loop
-    from tb_devicecost.backends import tensorflow as tf_backend
-
-    x, y = models.data("mlp", 32 * 64)
-    model = models.build("mlp")
-    model.fit(x[:64], y[:64], batch_size=32, verbose=0)
-    one_step = keras_loop.one_step_on_data(model.train_function)
-    iterator = iter(tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat().prefetch(8))
+    tf, tf_backend, one_step, iterator = seeds_mlp_step()
     step = tf_backend.FetchTimedStep(one_step, run_eagerly=False)
     with tf.init_scope():
         pairs = tf.queue.FIFOQueue(-1, [tf.float64], shapes=[[2]])
@@ -83,12 +66,7 @@ def main():
         return added
 
     names = list(functions)
-    for name in names:
-        calls(name, 50)  # Traced and warm.
-    rounds = {name: [] for name in names}
-    for index in range(args.rounds):
-        for name in (names if index % 2 == 0 else names[::-1]):
-            rounds[name].append(calls(name, args.calls))
+    rounds = alternate(names, calls, args.rounds, args.calls)
 
     print(f"three components less one pair, µs a call, {args.rounds} rounds of {args.calls} "
           "calls, median (interquartile range; bootstrap 95% interval of the median):")

@@ -38,12 +38,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 CLOCKS = {"thread": time.thread_time, "process": time.process_time, "wall": time.perf_counter}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--calls", type=int, default=300, help="calls a variant a round")
-    args = parser.parse_args()
-
+def seeds_mlp_step():
+    """`(tf, the backend module, Keras's one-step function, iterator)`: the
+    seeds' MLP compiled and traced, and a prefetched `tf.data` iterator of
+    its batches of 32 (also `queue_components.py`'s)."""
     import tensorflow as tf
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -58,6 +56,27 @@ def main():
     model.fit(x[:64], y[:64], batch_size=32, verbose=0)
     one_step = keras_loop.one_step_on_data(model.train_function)
     iterator = iter(tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat().prefetch(8))
+    return tf, tf_backend, one_step, iterator
+
+
+def alternate(names, calls, rounds, count):
+    """`{name: [figures of a round, ...]}`: `calls(name, count)` for each
+    name, warmed up first, then alternating in rounds (A B C, C B A, ...)."""
+    for name in names:
+        calls(name, 50)  # Traced and warm.
+    figures = {name: [] for name in names}
+    for index in range(rounds):
+        for name in (names if index % 2 == 0 else names[::-1]):
+            figures[name].append(calls(name, count))
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=300, help="calls a variant a round")
+    args = parser.parse_args()
+    tf, tf_backend, one_step, iterator = seeds_mlp_step()
 
     @tf.autograph.experimental.do_not_convert
     def keras_body(it):
@@ -94,12 +113,7 @@ def main():
                 for clock_name, clock in CLOCKS.items()}
 
     names = list(functions)
-    for name in names:
-        calls(name, 50)  # Traced and warm.
-    rounds = {name: [] for name in names}
-    for index in range(args.rounds):
-        for name in (names if index % 2 == 0 else names[::-1]):
-            rounds[name].append(calls(name, args.calls))
+    rounds = alternate(names, calls, args.rounds, args.calls)
 
     print(f"µs a call added to Keras's own, {args.rounds} rounds of {args.calls} calls, "
           "median (interquartile range):")
