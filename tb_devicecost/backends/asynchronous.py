@@ -39,6 +39,7 @@ is the fit's steady wall time.
 
 import array
 import collections
+import itertools
 import math
 import struct
 import time
@@ -336,14 +337,26 @@ class AsyncSteps:
         is its upper bound, the last that found it pending its lower one.
         A step Keras's worker had read complete before the poll was not
         asked about (`_complete`), so gets no bound from it."""
-        first = self._first
-        for now, since, through, pending in self._polls:
-            if through > since:
-                index = slice(since - first, through - first)
-                asked = ~(reported[index] < now)
-                table[index, _UPPER] = np.where(asked, now, table[index, _UPPER])
-            if pending >= 0:
-                table[pending - first, _LOWER] = now
+        # NumPy over every poll at once (about 75 a 600-step epoch): each
+        # found the steps `[since, through)` complete, ranges that do not
+        # overlap (a poll asks from where the one before stopped), and one
+        # step pending, found so again by later polls at later times.
+        polls = np.array(self._polls, dtype=np.float64).reshape(-1, 4)
+        now = polls[:, 0]
+        since, through, pending = (polls[:, 1:] - self._first).astype(np.int64).T
+        lengths = np.maximum(through - since, 0)
+        total = int(lengths.sum())
+        if total:
+            ends = np.cumsum(lengths)
+            index = np.repeat(since - ends + lengths, lengths) + np.arange(total)
+            found = np.repeat(now, lengths)
+            asked = ~(reported[index] < found)
+            table[index[asked], _UPPER] = found[asked]
+        held = polls[:, 3] >= 0
+        if held.any():
+            # The last poll that found a step pending, the latest (`fmax`: a
+            # step dispatched with no lower bound has NaN there).
+            np.fmax.at(table[:, _LOWER], pending[held], now[held])
 
     def completed(self, key, now, exact=False):
         """The step's logs are Python numbers (Keras's worker thread, or the
@@ -386,7 +399,7 @@ class AsyncSteps:
         table = np.frombuffer(self._rows, dtype=np.float64).reshape(pending, _WIDTH).copy()
         done, exact_done = self.done, self.exact_done
         keys = table[:, _KEY].astype(np.int64).tolist()
-        reported = np.array([done.get(key, _NAN) for key in keys], dtype=np.float64)
+        reported = np.fromiter(map(done.get, keys, itertools.repeat(_NAN)), np.float64, len(keys))
         if self._polls:
             self._settle_polls(table, reported)
         # The device's timestamps, once there, are the completions: they
@@ -404,7 +417,8 @@ class AsyncSteps:
         if exact_done:
             exact = np.where(
                 np.isnan(exact),
-                np.array([exact_done.get(key, _NAN) for key in keys], dtype=np.float64),
+                np.fromiter(map(exact_done.get, keys, itertools.repeat(_NAN)), np.float64,
+                            len(keys)),
                 exact,
             )
         if final:

@@ -15,6 +15,14 @@ import time
 _WARM_BATCHES = 3
 # Samples taken when the probe starts; later ones come one at a time.
 _FIRST_SAMPLES = 15
+# A Python handover (JAX, PyTorch) is one call on a batch already there:
+# one call warms it, and it is sampled once a fit, back to back, in the
+# first step. On a GPU each JAX sample is a copy to the device (about
+# 0.1 ms of the training thread on an H200 host, where 18 of them were a
+# quarter of the callback's once-a-fit time, tests/data/h200/overhead/
+# fixed_cost_hooks_jax_6334255.txt): 8, and a later fit adds its samples.
+_PYTHON_WARM_BATCHES = 1
+_PYTHON_SAMPLES = 7
 # The newest samples kept; the floor is their median.
 _KEPT_SAMPLES = 101
 # The later samples take at most this share of the time since the first
@@ -80,14 +88,14 @@ class FetchFloor:
         self._later_s += self._clock() - started
         return True
 
-    def _first_samples(self, spread=False):
+    def _first_samples(self, spread=False, samples=_FIRST_SAMPLES):
         # Back to back, the samples of a TensorFlow pipeline drain its
         # prefetch buffer and then time the batch's assembly, not its
         # handover: 1.77 against 0.18 ms with 20 ms between samples, for
         # 256 images of 64x64x3 on this project's CPU. A step apart, the
         # buffer refills in between, as a prefetched pipeline's does.
-        self.sample(1 if spread else _FIRST_SAMPLES)
-        self._first_left = _FIRST_SAMPLES - 1 if spread else 0
+        self.sample(1 if spread else samples)
+        self._first_left = samples - 1 if spread else 0
         self._since, self._later_s = self._clock(), 0.0
 
     def start(self, batch, strategy=None):
@@ -149,12 +157,12 @@ class FetchFloor:
             self._samples.clear()
         self._signature = signature
         self._timed = None
-        return self._begin(ready())
+        return self._begin(ready(), warm=_PYTHON_WARM_BATCHES, samples=_PYTHON_SAMPLES)
 
-    def _begin(self, iterator, spread=False):
+    def _begin(self, iterator, spread=False, warm=_WARM_BATCHES, samples=_FIRST_SAMPLES):
         """Warms `iterator` up and takes the first samples from it."""
         try:
-            for _ in range(_WARM_BATCHES):
+            for _ in range(warm):
                 if self._timed is not None:
                     self._timed(iterator)  # The first traces the timed fetch.
                 else:
@@ -163,7 +171,7 @@ class FetchFloor:
             self._timed = None
             return False
         self._iterator = iterator
-        self._first_samples(spread)
+        self._first_samples(spread, samples)
         return True
 
     def sample(self, count=1):

@@ -415,6 +415,28 @@ def test_a_pending_newest_step_has_the_oldest_pending_found_by_halving(tmp_path)
     assert ends[3] == pytest.approx(12.0, rel=1e-5)
 
 
+def test_the_polls_bound_the_steps_they_asked_about(tmp_path):
+    """What three polls found, set into the bounds of six pending steps
+    (numbered from 10): the first poll found steps 10 and 11 complete at
+    1 s and step 12 pending; the second found 12 pending again at 2 s; the
+    third found 12 to 14 complete and 15 pending at 3 s. Step 11 was read
+    complete by Keras's worker at 0.5 s, before the first poll, so was not
+    asked (no bound from it); step 13's report came after the third poll.
+    Each found-complete step's upper bound is its poll's time; each pending
+    step's lower bound is the last poll that found it so, also where it had
+    none (step 15's NaN)."""
+    timing = AsyncSteps(accounting.StepAccounting(tmp_path / "run"))
+    timing._first = 10
+    timing._polls = [(1.0, 10, 12, 12), (2.0, 12, 12, 12), (3.0, 12, 15, 15)]
+    nan = float("nan")
+    table = np.full((6, 13), nan)
+    table[:, 8] = [0.1, 0.2, 0.3, 0.4, 0.5, nan]  # `_LOWER`: each step's return
+    reported = np.array([nan, 0.5, nan, 3.5, nan, nan])
+    timing._settle_polls(table, reported)
+    np.testing.assert_array_equal(table[:, 9], [1.0, nan, 3.0, 3.0, 3.0, nan])
+    np.testing.assert_array_equal(table[:, 8], [0.1, 0.2, 2.0, 0.4, 0.5, 3.0])
+
+
 class _Steps:
     """What `TimedIterator` polls: the times it polled, always a step pending."""
 

@@ -23,12 +23,12 @@ def test_the_floor_is_the_median_handover_in_milliseconds():
     assert floor.milliseconds() is None
     handed = []
     assert floor.start_python((np.zeros((4, 2)),), lambda batch: handed.append(1) or batch)
-    # Three warm batches, then the first samples, each read between two
-    # clock reads 0.5 ms apart.
-    assert floor.running and len(handed) == 3 + fetch_floor._FIRST_SAMPLES
+    # One warm batch, then 7 samples, each read between two clock reads
+    # 0.5 ms apart.
+    assert floor.running and len(handed) == 1 + 7
     assert floor.milliseconds() == pytest.approx(0.5)
     floor.sample(4)
-    assert len(handed) == 3 + fetch_floor._FIRST_SAMPLES + 4
+    assert len(handed) == 1 + 7 + 4
 
 
 def test_samples_are_bounded_and_kept_after_stopping():
@@ -193,11 +193,11 @@ def test_a_python_floor_keeps_the_samples_of_the_same_batches_only():
     floor = fetch_floor.FetchFloor()
     assert floor.start_python(np.zeros((8, 5)), lambda batch: batch)
     floor.stop()
-    assert len(floor._samples) == fetch_floor._FIRST_SAMPLES
+    assert len(floor._samples) == 7
     assert floor.start_python(np.ones((8, 5)), lambda batch: batch)
-    assert len(floor._samples) == 2 * fetch_floor._FIRST_SAMPLES
+    assert len(floor._samples) == 14
     assert floor.start_python(np.zeros((4, 5)), lambda batch: batch)
-    assert len(floor._samples) == fetch_floor._FIRST_SAMPLES
+    assert len(floor._samples) == 7
 
 
 def test_the_ready_pipeline_is_not_autotuned():

@@ -1,0 +1,111 @@
+"""Single whole JAX fits without DeviceCostCallback and with it in
+variants, in a random order each round, as `gpu_backends.py` times them
+(wall time of `fit()`, no other callback): where the callback's cost on a
+GPU goes (a probe for issue 36; see README.md here). No test reads it.
+
+Variants: none (no callback); full; nopoll (the training thread never
+polls for completions: `jax.POLL_EVERY` 10**9); nofloor (no fetch-floor
+samples after the first step); off (switched off in `on_train_begin`: the
+once-a-fit hooks and the wrappers' frames only).
+
+Prints, per variant, the median of the per-round ratios to `none` and to
+`full`, with bootstrap 95% intervals; writes every fit's seconds to FILE
+every 10 rounds, so a run cut short keeps what it measured.
+
+Usage (from the checkout's root): KERAS_BACKEND=jax python3
+    tests/data/h200/overhead/variant_fits.py STEPS ROUNDS VARIANTS FILE
+    [KIND BATCH]   (KIND `mlp` or `cnn`, `benchmarks/models.py`)
+"""
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+import gpu_backends  # noqa: E402
+import keras  # noqa: E402
+import models  # noqa: E402
+import tb_devicecost  # noqa: E402
+from tb_devicecost.backends import jax as jax_backend  # noqa: E402
+from tb_devicecost.recording import fetch_floor  # noqa: E402
+
+START_PYTHON = fetch_floor.FetchFloor.start_python
+NO_FLOOR = [False]
+
+
+def _start_python(self, batch, handover):
+    if NO_FLOOR[0]:
+        return False
+    return START_PYTHON(self, batch, handover)
+
+
+fetch_floor.FetchFloor.start_python = _start_python
+
+
+class Off(keras.callbacks.Callback):
+    """Switches `callback` off once its `on_train_begin` ran."""
+
+    def __init__(self, callback):
+        super().__init__()
+        self.callback = callback
+
+    def on_train_begin(self, logs=None):
+        self.callback._enabled = False
+
+
+def summary(seconds, variants):
+    lines = []
+    for base in ("none", "full"):
+        if base not in seconds:
+            continue
+        for variant in variants:
+            if variant == base:
+                continue
+            ratios = [b / a for a, b in zip(seconds[base], seconds[variant])]
+            interval = gpu_backends.bootstrap_median_interval(ratios) or [float("nan")] * 2
+            lines.append(f"{variant}/{base}: {statistics.median(ratios):.4f} "
+                         f"({interval[0]:.4f}-{interval[1]:.4f}), {len(ratios)} rounds")
+    return lines
+
+
+def main(steps, rounds, variants, path, kind="mlp", batch=32):
+    x, y = models.data(kind, steps * batch)
+    model = models.build(kind)
+    model.fit(x, y, batch_size=batch, verbose=0, shuffle=False)  # compiles
+    seconds = {variant: [] for variant in variants}
+    scratch = tempfile.mkdtemp()
+    for index in range(rounds):
+        order = list(variants)
+        random.shuffle(order)
+        for variant in order:
+            callbacks = []
+            jax_backend.POLL_EVERY = 10**9 if variant == "nopoll" else 8
+            NO_FLOOR[0] = variant == "nofloor"
+            if variant != "none":
+                callback = tb_devicecost.DeviceCostCallback(
+                    os.path.join(scratch, f"{variant}_{index}"), device_busy=False)
+                callbacks.append(callback)
+                if variant == "off":
+                    callbacks.append(Off(callback))
+            started = time.perf_counter()
+            model.fit(x, y, batch_size=batch, verbose=0, shuffle=False, callbacks=callbacks)
+            seconds[variant].append(time.perf_counter() - started)
+        if (index + 1) % 10 == 0 or index + 1 == rounds:
+            with open(path, "w", encoding="utf-8") as file:
+                json.dump({"backend": keras.backend.backend(), "kind": kind, "batch": batch,
+                           "steps": steps, "rounds": index + 1, "seconds": seconds,
+                           "summary": summary(seconds, variants)}, file)
+    print(f"{kind} at {batch}, {steps} steps; median fit without "
+          f"{statistics.median(seconds[variants[0]]) * 1e3:.1f} ms")
+    for line in summary(seconds, variants):
+        print(line)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4],
+         *(sys.argv[5:6] + [int(a) for a in sys.argv[6:7]]))
