@@ -8,7 +8,12 @@ MLP at batch 32 from arrays (one model per variant, warmed up first):
 - `full`: `DeviceCostCallback(device_busy=False)`, as it is;
 - `kerasstep`: the same callback with Keras's own step function
   (`fetch_timed_step` answering `None`, as for another Keras: the fetch
-  untimed, inside compute), everything else of the recording kept.
+  untimed, inside compute), everything else of the recording kept;
+- `off`: the same callback, its training run's recording switched off
+  once its `on_train_begin` ran (the accounting's `enabled`): what stays
+  is what that hook installed, the loop clock standing in for Keras's
+  batch hooks, the SIGTERM watch and the step wrapper's frame, which
+  calls Keras's function straight away.
 
 Per fit, the wall time and the training thread's CPU time a step from the
 start of step 50 to the epoch's end (a callback outside ours); printed,
@@ -18,7 +23,8 @@ each variant's median a step and the median of its per-round ratios to
 A one-off probe for issue 36, kept with its output (README.md here).
 
 Usage: python tests/data/tf_step_output/whole_fits.py [--rounds 24]
-    [--steps 2000]   (from the checkout's root)
+    [--steps 2000] [--variants none,full,kerasstep]   (from the
+    checkout's root; `none` first: the ratios are to it)
 """
 
 import argparse
@@ -31,14 +37,19 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-VARIANTS = ("none", "full", "kerasstep")
+VARIANTS = ("none", "full", "kerasstep", "off")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=24)
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--variants", default="none,full,kerasstep",
+                        help=f"comma-separated, `none` first, of {', '.join(VARIANTS)}")
     args = parser.parse_args()
+    variants = tuple(args.variants.split(","))
+    if variants[0] != "none" or not set(variants) <= set(VARIANTS):
+        parser.error(f"--variants: `none` first, then any of {', '.join(VARIANTS[1:])}")
 
     import keras
 
@@ -61,14 +72,25 @@ def main():
         def on_epoch_end(self, epoch, logs=None):
             self.ended = (time.perf_counter(), time.thread_time())
 
-    built = {variant: models.build("mlp") for variant in VARIANTS}
+    class Off(keras.callbacks.Callback):
+        """Switches the training run's recording off after the callback's
+        `on_train_begin` (this one comes after it in the list)."""
+
+        def __init__(self, callback):
+            super().__init__()
+            self.callback = callback
+
+        def on_train_begin(self, logs=None):
+            self.callback._train.enabled = False  # pylint: disable=protected-access
+
+    built = {variant: models.build("mlp") for variant in variants}
 
     def fit(variant):
         steady = Steady()
         callbacks = [steady]
         if variant != "none":
-            callbacks.insert(0, tb_devicecost.DeviceCostCallback(
-                tempfile.mkdtemp(), device_busy=False))
+            callback = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False)
+            callbacks[:0] = [callback, Off(callback)] if variant == "off" else [callback]
         tf_backend.fetch_timed_step = (
             (lambda original, model: None) if variant == "kerasstep" else timed_step)
         try:
@@ -79,16 +101,16 @@ def main():
         return {clock: (steady.ended[index] - steady.began[index]) / (steps - 50) * 1e6
                 for index, clock in enumerate(("wall", "thread"))}
 
-    for variant in VARIANTS:
+    for variant in variants:
         fit(variant)  # Traced and warm.
-    rounds = {variant: [] for variant in VARIANTS}
+    rounds = {variant: [] for variant in variants}
     for index in range(args.rounds):
-        for variant in (VARIANTS if index % 2 == 0 else VARIANTS[::-1]):
+        for variant in (variants if index % 2 == 0 else variants[::-1]):
             rounds[variant].append(fit(variant))
 
     print(f"{args.rounds} rounds of {steps}-step fits, from step 50 to the epoch's end, "
           "µs a step (median) and the per-round ratio to none (median, range):")
-    for variant in VARIANTS:
+    for variant in variants:
         cells = []
         for clock in ("wall", "thread"):
             ratios = [a[clock] / b[clock] for a, b in zip(rounds[variant], rounds["none"])]
