@@ -27,12 +27,14 @@ import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_backends  # noqa: E402
 import keras  # noqa: E402
 import models  # noqa: E402
 import tb_devicecost  # noqa: E402
 from tb_devicecost.backends import jax as jax_backend  # noqa: E402
 from tb_devicecost.recording import fetch_floor  # noqa: E402
+from variants import Off  # noqa: E402  (switched off in `on_train_begin`)
 
 START_PYTHON = fetch_floor.FetchFloor.start_python
 NO_FLOOR = [False]
@@ -45,17 +47,6 @@ def _start_python(self, batch, handover):
 
 
 fetch_floor.FetchFloor.start_python = _start_python
-
-
-class Off(keras.callbacks.Callback):
-    """Switches `callback` off once its `on_train_begin` ran."""
-
-    def __init__(self, callback):
-        super().__init__()
-        self.callback = callback
-
-    def on_train_begin(self, logs=None):
-        self.callback._enabled = False
 
 
 def summary(seconds, variants):

@@ -35,6 +35,18 @@ POLL_EVERY = {"nopoll": 10**9, "poll1": 1}
 NO_EVENT = [False]
 
 
+class Off(keras.callbacks.Callback):
+    """Switches `callback` off once its `on_train_begin` ran (after it in
+    the list): its hooks and wrappers' frames only."""
+
+    def __init__(self, callback):
+        super().__init__()
+        self.callback = callback
+
+    def on_train_begin(self, logs=None):
+        self.callback._enabled = False
+
+
 def main(steps, rounds, variants, path=None, kind="mlp", batch=32):
     x, y = models.data(kind, steps * batch)
     tid = threading.get_native_id()
@@ -52,14 +64,6 @@ def main(steps, rounds, variants, path=None, kind="mlp", batch=32):
 
         def on_epoch_end(self, epoch, logs=None):
             self.c = (thread_us(), time.perf_counter())
-
-    class Off(keras.callbacks.Callback):
-        def __init__(self, callback):
-            super().__init__()
-            self.callback = callback
-
-        def on_train_begin(self, logs=None):
-            self.callback._enabled = False
 
     built = {v: models.build(kind) for v in variants}
     for model in built.values():
