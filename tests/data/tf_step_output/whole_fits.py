@@ -18,7 +18,8 @@ MLP at batch 32 from arrays (one model per variant, warmed up first):
 Per fit, the wall time and the training thread's CPU time a step from the
 start of step 50 to the epoch's end (a callback outside ours); printed,
 each variant's median a step and the median of its per-round ratios to
-`none`, with their range.
+`none`, with a bootstrap 95% interval and their range, and each other
+variant's to `full`.
 
 A one-off probe for issue 36, kept with its output (README.md here).
 
@@ -108,15 +109,27 @@ def main():
         for variant in (variants if index % 2 == 0 else variants[::-1]):
             rounds[variant].append(fit(variant))
 
+    from gpu_backends import bootstrap_median_interval  # pylint: disable=import-outside-toplevel
+
+    def ratio_cell(clock, of, to):
+        ratios = [a[clock] / b[clock] for a, b in zip(rounds[of], rounds[to])]
+        low, high = bootstrap_median_interval(ratios) or (float("nan"),) * 2
+        return (f"x{statistics.median(ratios):.3f} ({low:.3f}-{high:.3f}; "
+                f"range {min(ratios):.3f}-{max(ratios):.3f})")
+
     print(f"{args.rounds} rounds of {steps}-step fits, from step 50 to the epoch's end, "
-          "µs a step (median) and the per-round ratio to none (median, range):")
+          "µs a step (median) and the per-round ratio to none (median, its bootstrap 95% "
+          "interval; range):")
     for variant in variants:
-        cells = []
-        for clock in ("wall", "thread"):
-            ratios = [a[clock] / b[clock] for a, b in zip(rounds[variant], rounds["none"])]
-            cells.append(f"{clock} {statistics.median(r[clock] for r in rounds[variant]):.1f} "
-                         f"x{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+        cells = [f"{clock} {statistics.median(r[clock] for r in rounds[variant]):.1f} "
+                 f"{ratio_cell(clock, variant, 'none')}" for clock in ("wall", "thread")]
         print(f"  {variant:9s} " + ", ".join(cells))
+    if "full" in variants:
+        # Each variant against the whole callback, round by round.
+        for variant in variants[1:]:
+            if variant != "full":
+                print(f"  {variant} / full: wall {ratio_cell('wall', variant, 'full')}, "
+                      f"thread {ratio_cell('thread', variant, 'full')}")
     return 0
 
 
