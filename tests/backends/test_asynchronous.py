@@ -8,6 +8,7 @@ main thread and Keras's worker thread see them; the rows read back.
 import numpy as np
 import pytest
 
+from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends.asynchronous import AsyncSteps
 from tb_devicecost.backends.timed_iterator import TimedIterator
 from tb_devicecost.reading import reader
@@ -429,12 +430,13 @@ def test_the_polls_bound_the_steps_they_asked_about(tmp_path):
     timing._first = 10
     timing._polls = [(1.0, 10, 12, 12), (2.0, 12, 12, 12), (3.0, 12, 15, 15)]
     nan = float("nan")
-    table = np.full((6, 13), nan)
-    table[:, 8] = [0.1, 0.2, 0.3, 0.4, 0.5, nan]  # `_LOWER`: each step's return
+    table = np.full((6, asynchronous._WIDTH), nan)
+    lower, upper = asynchronous._LOWER, asynchronous._UPPER
+    table[:, lower] = [0.1, 0.2, 0.3, 0.4, 0.5, nan]  # Each step's return.
     reported = np.array([nan, 0.5, nan, 3.5, nan, nan])
     timing._settle_polls(table, reported)
-    np.testing.assert_array_equal(table[:, 9], [1.0, nan, 3.0, 3.0, 3.0, nan])
-    np.testing.assert_array_equal(table[:, 8], [0.1, 0.2, 2.0, 0.4, 0.5, 3.0])
+    np.testing.assert_array_equal(table[:, upper], [1.0, nan, 3.0, 3.0, 3.0, nan])
+    np.testing.assert_array_equal(table[:, lower], [0.1, 0.2, 2.0, 0.4, 0.5, 3.0])
 
 
 class _Steps:
