@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from tb_devicecost import analysis
+from tb_devicecost.reading import reader
 from demo import scenarios
 
 from tests.support.demo_runs import (
@@ -88,7 +89,7 @@ def test_quick_demo_tells_the_story(demo_report):
     assert verdicts(runs) == scenarios.EXPECTED_VERDICTS
 
 
-def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report):
+def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(quick_demo, demo_report):
     _, runs = demo_report
     naive = runs["input_pipeline/naive-cpu0/train"]
     assert naive["verdict"] == "input_bound"
@@ -100,12 +101,24 @@ def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(demo_report)
         # noise alone; 2x is a relation load cannot break.
         assert run["samples_per_s"] > 2 * naive["samples_per_s"]
     # Parallel calls do not help Python work (the GIL); the cache does: of
-    # its two epochs (`scenarios.CACHED_EPOCHS`) the second reads the cache,
-    # so it waits about half as long a step as the naive pipeline (20.3-20.6
-    # against 34.6-39.9 ms, quiet). Its share is no test of that: the
-    # cached epoch's compute, which load slows, sets it too.
-    usual_fix = runs["input_pipeline/parallel_cache_prefetch-cpu0/train"]
-    assert usual_fix["data_wait_ms"]["mean"] < 0.8 * naive["data_wait_ms"]["mean"]
+    # its two epochs (`scenarios.CACHED_EPOCHS`) the first fills the cache,
+    # waiting on Python, the second reads it (28.9 against 0.28 ms a steady
+    # step, quiet). Compared within the run, both epochs under the same
+    # load: against the naive run's mean wait (20.3-20.6 against 34.6-39.9
+    # ms quiet) the margin fell to 0.80 on a loaded machine. Its share is no
+    # test either: the cached epoch's compute, which load slows, sets it too.
+    run = "input_pipeline/parallel_cache_prefetch-cpu0/train"
+    scan = reader.scan_logdir(str(quick_demo["logdir"]))
+    records, _ = reader.read_logdir(reader.local_provider(str(quick_demo["logdir"]), scan=scan), scan)
+    [record] = [record for record in records if record.run == run]
+    steps, wait_ms = record.series["step"], record.series["data_wait_ms"]
+    steps = steps - steps.min()  # From the fit's first step.
+    steady = record.series["warmup"] == 0
+    per_epoch = len(steps) // scenarios.CACHED_EPOCHS
+    filling = wait_ms[steady & (steps < per_epoch)]
+    cached = wait_ms[steady & (steps >= per_epoch)]
+    assert len(filling) and len(cached), (steps, per_epoch)
+    assert cached.mean() < 0.5 * filling.mean(), (cached.mean(), filling.mean())
 
 
 def test_short_fit_is_warmup_dominated_and_long_fit_is_not(demo_report):
