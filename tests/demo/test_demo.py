@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from tb_devicecost import analysis
-from tb_devicecost.reading import reader
 from demo import scenarios
 
 from tests.support.demo_runs import (
@@ -107,10 +106,7 @@ def test_python_input_pipeline_is_input_bound_and_its_fixes_are_not(quick_demo, 
     # load: against the naive run's mean wait (20.3-20.6 against 34.6-39.9
     # ms quiet) the margin fell to 0.80 on a loaded machine. Its share is no
     # test either: the cached epoch's compute, which load slows, sets it too.
-    run = "input_pipeline/parallel_cache_prefetch-cpu0/train"
-    scan = reader.scan_logdir(str(quick_demo["logdir"]))
-    records, _ = reader.read_logdir(reader.local_provider(str(quick_demo["logdir"]), scan=scan), scan)
-    [record] = [record for record in records if record.run == run]
+    record = quick_demo["records"]["input_pipeline/parallel_cache_prefetch-cpu0/train"]
     steps, wait_ms = record.series["step"], record.series["data_wait_ms"]
     steps = steps - steps.min()  # From the fit's first step.
     steady = record.series["warmup"] == 0

@@ -43,7 +43,8 @@ def served_demo(tmp_path_factory, options, stop_with, sigint="SIG_DFL"):
     Each demo run costs a minute or two of fits, so one run serves every
     test of this module that reads it: its runs and output, and how it
     served and stopped. Returns a dict: `stdout` and `stderr`; `runs`, the
-    report's rows by run; `url` and `port`; `served`, the run names the tab
+    report's rows by run; `records`, the runs as read (their series), by
+    run; `url` and `port`; `served`, the run names the tab
     listed; `stale_gone`, whether `STALE_RUN` (written into the log
     directory before the demo started) was gone when the URL was printed;
     `tensorboards`, the demo's child processes then that run TensorBoard;
@@ -74,8 +75,10 @@ def served_demo(tmp_path_factory, options, stop_with, sigint="SIG_DFL"):
         facts["outlived"] = [pid for pid in children if is_alive(pid)]
         facts["stdout"] = "".join(lines) + demo.process.stdout.read()
         facts["stderr"] = demo.stderr_path.read_text()
-    report = words.build_report(reader.read_runs(reader.local_provider(str(logdir))))
+    records = reader.read_runs(reader.local_provider(str(logdir)))
+    report = words.build_report(records)
     facts["runs"] = {run["run"]: run for run in report["runs"]}
+    facts["records"] = {record.run: record for record in records}
     facts["logdir"] = logdir
     return facts
 

@@ -24,7 +24,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tf_step_output import CLOCKS, alternate, seeds_mlp_step  # noqa: E402
+from tf_step_output import CLOCKS, alternate, paired_figures, seeds_mlp_step  # noqa: E402
 
 
 def main():
@@ -40,9 +40,7 @@ def main():
     @tf.autograph.experimental.do_not_convert
     def pair_body(it):
         # The body before: one float64 pair a step.
-        data, wait = tf_backend.timed_get_next(tf, it)
-        size = tf_backend._leading_size(tf, data)  # pylint: disable=protected-access
-        figures = tf.stack([wait, tf.cast(size, tf.float64)])
+        data, figures = paired_figures(tf, tf_backend, it)
         outputs = tf.experimental.Optional.from_value(one_step(data))
         pairs.enqueue(figures)
         return outputs

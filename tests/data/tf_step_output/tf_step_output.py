@@ -59,6 +59,15 @@ def seeds_mlp_step():
     return tf, tf_backend, one_step, iterator
 
 
+def paired_figures(tf, tf_backend, iterator):
+    """`(batch, figures)` inside a graph: the fetch timed and the batch's
+    size stacked as one float64 pair, the figures of the callback's step
+    before 479a9c5 (`output_body` here, `queue_components.py`'s pair)."""
+    data, wait = tf_backend.timed_get_next(tf, iterator)
+    size = tf_backend._leading_size(tf, data)  # pylint: disable=protected-access
+    return data, tf.stack([wait, tf.cast(size, tf.float64)])
+
+
 def alternate(names, calls, rounds, count):
     """`{name: [figures of a round, ...]}`: `calls(name, count)` for each
     name, warmed up first, then alternating in rounds (A B C, C B A, ...)."""
@@ -84,9 +93,7 @@ def main():
 
     @tf.autograph.experimental.do_not_convert
     def output_body(it):
-        data, wait = tf_backend.timed_get_next(tf, it)
-        size = tf_backend._leading_size(tf, data)  # pylint: disable=protected-access
-        figures = tf.stack([wait, tf.cast(size, tf.float64)])
+        data, figures = paired_figures(tf, tf_backend, it)
         return tf.experimental.Optional.from_value(one_step(data)), figures
 
     step = tf_backend.FetchTimedStep(one_step, run_eagerly=False)
