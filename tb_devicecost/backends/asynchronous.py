@@ -56,6 +56,11 @@ _EXACT, _LOWER, _UPPER, _HELD, _HELD_BETWEEN, _TIMED = range(7, 13)
 _WIDTH = 13
 _ROW = struct.Struct(f"{_WIDTH}d")
 _NAN = math.nan
+# The usual JAX step's row in `AsyncSteps.lean`, a flat list: only what
+# varies from step to step (one step an execution, dispatched as its fetch
+# ended, its call's return its first lower bound, nothing held).
+LEAN_FIELDS = ("key", "start", "fetched", "batch", "excluded", "returned")
+_LEAN_WIDTH = len(LEAN_FIELDS)
 
 
 class _Columns(collections.namedtuple(
@@ -71,23 +76,14 @@ class _Columns(collections.namedtuple(
 
 
 
-def _complete(probe, done, rows, index, now):
-    """Whether the pending step at `index` of `rows` is complete at `now`:
-    Keras's worker read it so earlier, Keras let go of its output (it
-    converted it), or its output is ready."""
-    if done.get(int(rows[index * _WIDTH + _KEY]), now) < now:
+def _complete(probe, done, key, now):
+    """Whether the pending step `key` is complete at `now`: Keras's worker
+    read it so earlier, Keras let go of its output (it converted it), or
+    its output is ready."""
+    if done.get(key, now) < now:
         return True
     output = probe()
     return output is None or output.is_ready()
-
-
-def close_marker(callback, window, marker):
-    """Closes a step's trace marker after the step's dispatch (JAX and
-    PyTorch); a failure of ours stops the recording, never the step."""
-    try:
-        window.close_marker(marker)
-    except Exception as error:  # pylint: disable=broad-except
-        callback._disable(error)
 
 
 class AsyncSteps:
@@ -117,10 +113,16 @@ class AsyncSteps:
         self.clock = clock
         # The dispatched steps not written yet, a row of `_WIDTH` floats
         # each, oldest first; `_first` is the number of the first (steps
-        # are numbered from 0 as dispatched, boundaries included).
+        # are numbered from 0 as dispatched, boundaries included), `_count`
+        # that of the next row. The usual JAX step adds its row to `lean`
+        # instead (`lean_lane`), a flat list of `LEAN_FIELDS` each: appends
+        # of the numbers it read, with no packing and no frame of ours a
+        # step; they follow the rows, and become rows (`_settle_lean`) before
+        # any other row is added and at the drain.
         self._rows = array.array("d")
         self._first = 0
         self._count = 0
+        self.lean = []
         # A weak reference to one output of each step not written yet, in
         # the rows' order (`None` where the step had none; the list ends at
         # the last step that had one), and the number of the oldest step
@@ -146,9 +148,9 @@ class AsyncSteps:
         # Where each completion lies within its bounds, from the durations
         # measured closely so far (carried from group to group).
         self._placer = completion_bounds.Placer()
-        # The global step the next dispatched step will have, counted as
-        # steps are dispatched (rows are written only once they complete).
-        self.upcoming_step = accounting.upcoming_step()
+        # The global step of the next dispatched step but for the lean
+        # rows (`upcoming_step`; rows are written only once they complete).
+        self._upcoming = accounting.upcoming_step()
         # Where a step's wait for the GIL goes: the input pipeline's own
         # Python threads held it (`True`: data wait), or the user's other
         # threads did (host overhead). Set from what fed the fit.
@@ -204,7 +206,9 @@ class AsyncSteps:
                 step before and this one's dispatch, its fetch left out
                 (metered where the input's own threads hold it).
         """
-        self.upcoming_step += steps
+        if self.lean:
+            self._settle_lean()
+        self._upcoming += steps
         if self._drained_s:
             excluded, self._drained_s = excluded + self._drained_s, 0.0
         number = self._count
@@ -228,30 +232,53 @@ class AsyncSteps:
         if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
             self._drain_due(start)
 
-    def dispatched_step(self, key, start, fetched, batch_size, excluded, probe, returned):
-        """`dispatched` for the usual JAX step, the hot path: one step,
-        dispatched as its fetch ended, polled for by `probe` (where
-        `probed`: every step's probe is kept, `None` included). The same
-        row for a fraction of the binding and branching (issue 36)."""
-        self.upcoming_step += 1
-        if self._drained_s:
-            excluded, self._drained_s = excluded + self._drained_s, 0.0
-        number = self._count
-        self._count = number + 1
-        self._rows.frombytes(_ROW.pack(
-            key, start, fetched, fetched, 1.0, batch_size, excluded,
-            _NAN, returned, _NAN, 0.0, 0.0, 0.0,
-        ))
-        self._probes.append(probe)
-        if start >= self.accounting.write_due_s or number - self._first >= self._GROUP:
-            self._drain_due(start)
+    @property
+    def upcoming_step(self):
+        """The global step the next dispatched step will have."""
+        return self._upcoming + len(self.lean) // _LEAN_WIDTH
+
+    def lean_lane(self):
+        """What the usual JAX step adds a row with, its hot path: `add` a
+        row's `LEAN_FIELDS` to `lean` (`list.extend`), then the step's probe
+        (`list.append`, where `probed`). Those two calls are its recording
+        of a step; every few steps it asks `lean_due`."""
+        return self.lean.extend, self._probes.append
+
+    def lean_due(self, start):
+        """Training thread, after some of the lean lane's steps: drains
+        where a write is due (every few seconds) or a group is full.
+        Returns the seconds it took, to be kept out of the next step (the
+        lane adds them to its excluded time)."""
+        dispatched = self._count + len(self.lean) // _LEAN_WIDTH
+        if start < self.accounting.write_due_s and dispatched - self._first < self._GROUP:
+            return 0.0
+        self._drain_due(start)
+        drained, self._drained_s = self._drained_s, 0.0
+        return drained
+
+    def _settle_lean(self):
+        """The lean rows as rows (`_ROW`'s columns), after the others."""
+        narrow = np.array(self.lean, dtype=np.float64).reshape(-1, _LEAN_WIDTH)
+        count = len(narrow)
+        wide = np.zeros((count, _WIDTH))
+        wide[:, [_EXACT, _UPPER]] = _NAN
+        wide[:, _STEPS] = 1.0
+        key, start, fetched, batch, excluded, returned = narrow.T
+        wide[:, _KEY], wide[:, _START], wide[:, _BATCH], wide[:, _EXCLUDED] = (
+            key, start, batch, excluded)
+        wide[:, _FETCHED] = wide[:, _DISPATCH] = fetched
+        wide[:, _LOWER] = returned
+        self._rows.frombytes(wide.tobytes())
+        self.lean.clear()
+        self._count += count
+        self._upcoming += count
 
     def dispatched_call(self, key, start, fetched, dispatch, batch_size, excluded, timer, done,
                         held, held_between):
         """`dispatched` for the usual PyTorch step, the hot path: one step,
         completed at `done` (on the CPU) or timed by the device (`timer`),
         with no probe. The same row for less binding and branching."""
-        self.upcoming_step += 1
+        self._upcoming += 1
         if self._drained_s:
             excluded, self._drained_s = excluded + self._drained_s, 0.0
         number = self._count
@@ -305,11 +332,11 @@ class AsyncSteps:
         index = since - first
         if index >= count:
             return
-        done, rows = self.done, self._rows
+        done, key = self.done, self._key
         last = count - 1
         newest = probes[last]
         if newest is not None:
-            if _complete(newest, done, rows, last, now):
+            if _complete(newest, done, key(last), now):
                 self._asked = first + count
                 self._polls.append((now, since, first + count, -1))
                 return
@@ -322,7 +349,7 @@ class AsyncSteps:
         while low < high:
             middle = (low + high) // 2
             probe = probes[middle]
-            if probe is not None and _complete(probe, done, rows, middle, now):
+            if probe is not None and _complete(probe, done, key(middle), now):
                 low = middle + 1
             else:
                 high = middle
@@ -330,6 +357,13 @@ class AsyncSteps:
         self._asked = first + high
         # Where a step was found complete, so is every one before it.
         self._polls.append((now, since if high > index else first + high, first + high, pending))
+
+    def _key(self, index):
+        """The key of pending step `index` (0: the oldest not written)."""
+        wide = self._count - self._first
+        if index < wide:
+            return int(self._rows[index * _WIDTH + _KEY])
+        return int(self.lean[(index - wide) * _LEAN_WIDTH])
 
     def _settle_polls(self, table, reported):
         """Sets what the polls found into the bounds of the pending steps'
@@ -373,7 +407,7 @@ class AsyncSteps:
         the fit ends, validation starts)."""
         self._drain(final=True)
         self.boundaries += 1
-        self._first = self._count
+        self._first = self._count  # The drain settled the lean rows.
         del self._rows[:]
         self._probes.clear()
         self._asked = self._first
@@ -387,12 +421,14 @@ class AsyncSteps:
     def _drain(self, final):
         """Rows for the completed steps at the head of the buffer (`final`:
         every step; one that never completed, because it raised, has no
-        row).
+        row). The lean rows become rows first.
 
         A step is complete where a poll found it so, the device timed it,
         or a report came; the device's timers are asked in order, the
         reports read once per step, and the rest is NumPy over the buffer.
         """
+        if self.lean:
+            self._settle_lean()
         pending = self._count - self._first
         if not pending:
             return
@@ -560,28 +596,3 @@ class AsyncSteps:
             return False
         usual = batch[:-1] if len(batch) > 1 else batch
         return bool(len(usual) and batch[-1] == completion_bounds.median(usual))
-
-
-class WaitBetweenSteps:
-    """The loop's wait for the GIL between two steps (`gil_wait.GilWait`),
-    from one step's return to the next one's dispatch; nothing across a
-    boundary of `steps` (an epoch's end), which is no step's.
-
-    Args:
-        meter: The training thread's `GilWait`.
-        steps: The `AsyncSteps` whose boundaries end a reading.
-    """
-
-    def __init__(self, meter, steps):
-        self._meter, self._steps = meter, steps
-        self._started, self._since = None, 0
-
-    def returned(self, now):
-        """A step returned at `now`: the next wait starts."""
-        self._started, self._since = self._meter.start(now), self._steps.boundaries
-
-    def until(self, now):
-        """Seconds waited for the GIL from the last step's return to `now`."""
-        if self._started is None or self._since != self._steps.boundaries:
-            return 0.0
-        return self._meter.stop(self._started, now)

@@ -144,3 +144,12 @@ class Backend:
     def device_scope(self, device):
         """The `keras.device` name a sweep fits on, for `cpu:0` / `gpu:1`."""
         return device
+
+
+def close_marker(callback, window, marker):
+    """Closes a step's trace marker after the step's dispatch (JAX and
+    PyTorch); a failure of ours stops the recording, never the step."""
+    try:
+        window.close_marker(marker)
+    except Exception as error:  # pylint: disable=broad-except
+        callback._disable(error)

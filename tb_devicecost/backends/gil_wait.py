@@ -242,3 +242,28 @@ def _close_quietly(fd):
         os.close(fd)
     except OSError:
         pass
+
+
+class WaitBetweenSteps:
+    """The loop's wait for the GIL between two steps (`GilWait`),
+    from one step's return to the next one's dispatch; nothing across a
+    boundary of `steps` (an epoch's end), which is no step's.
+
+    Args:
+        meter: The training thread's `GilWait`.
+        steps: The `AsyncSteps` whose boundaries end a reading.
+    """
+
+    def __init__(self, meter, steps):
+        self._meter, self._steps = meter, steps
+        self._started, self._since = None, 0
+
+    def returned(self, now):
+        """A step returned at `now`: the next wait starts."""
+        self._started, self._since = self._meter.start(now), self._steps.boundaries
+
+    def until(self, now):
+        """Seconds waited for the GIL from the last step's return to `now`."""
+        if self._started is None or self._since != self._steps.boundaries:
+            return 0.0
+        return self._meter.stop(self._started, now)

@@ -13,7 +13,6 @@ import threading
 import time
 import weakref
 
-from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import base
 from tb_devicecost.backends import gil_wait
 from tb_devicecost.backends import keras_loop
@@ -71,6 +70,15 @@ class CompletionProbe:
 POLL_EVERY = 8
 
 
+def _sized_class(batch):
+    """The class of `batch`'s first part where `len` of it is the batch's
+    size (an array in an `(x, y)` sequence), else `None`."""
+    if batch.__class__ not in placement.BATCH_SEQUENCES:
+        return None
+    shape = getattr(batch[0], "shape", None)
+    return batch[0].__class__ if isinstance(shape, tuple) and shape else None
+
+
 class JaxBackend(base.Backend):
     """JAX: steps dispatched asynchronously, complete when their outputs
     are ready (`completion_probe`); recompilations counted from
@@ -104,11 +112,16 @@ class JaxBackend(base.Backend):
         if meter is not None and not meter.available:
             meter = None
         proxy.meter = meter
-        between = None if meter is None else asynchronous.WaitBetweenSteps(meter, steps)
+        between = None if meter is None else gil_wait.WaitBetweenSteps(meter, steps)
         # The hot path, once a step: names bound once, attributes read once.
         clock, batch_size = time.perf_counter, placement.batch_size
-        dispatched, dispatched_step = steps.dispatched, steps.dispatched_step
+        dispatched = steps.dispatched
+        add_row, add_probe = steps.lean_lane()
         sequences = placement.BATCH_SEQUENCES
+        # The class of the batch's first part where `len` is its leading
+        # dimension (an array), once a step had one: `len` for it, a call
+        # fewer than `.shape[0]`.
+        sized = None
         traces, train = callback._traces, role == "train"
         probe_of, ref = CompletionProbe(), weakref.ref
         own = steps.accounting.self_time
@@ -119,49 +132,54 @@ class JaxBackend(base.Backend):
         # The input state is read after the first step (`_needs_batch`):
         # once it was not asked for, it is not asked again this fit.
         input_asked = True
+        # Calls of the lean lane to the next that polls and asks whether a
+        # drain is due (`AsyncSteps.lean_due`); `due`, when a write is due,
+        # as that call last read it: a step that starts later asks too.
+        until, due = steps.poll_every, float("-inf")
 
         # The usual step takes the lean lane: no input threads to meter, one
         # step an execution, no trace window open, the fetch before not
         # slow. It fetches the batch itself, times the fetch and the call
-        # of Keras's step on it (`keras_loop.keras_step_of`), polls where it
-        # is its turn, and adds one row (`AsyncSteps.dispatched_step`);
-        # everything else waits for the drain. What it leaves out, the
-        # general lane does (`timed_step`).
+        # of Keras's step on it (`keras_loop.keras_step_of`), and adds its
+        # row and probe to two lists (`AsyncSteps.lean_lane`); one call in
+        # `poll_every` polls and asks whether a drain is due. Everything
+        # else waits for the drain. What it leaves out, the general lane
+        # does (`timed_step`).
         lean = between is None and single
         poll_every = steps.poll_every
         keras_step = keras_loop.keras_step_of(original) if lean else None
         slow_fetch_s = timed_iterator.SLOW_FETCH_S
 
         def timed_jax(state, iterator):
-            nonlocal input_asked
+            nonlocal input_asked, until, due, sized
             if not callback._enabled:
                 return original(state, iterator)
             # Our own time: this function's outside Keras's call, and the
-            # iterator's polls inside it (`aggregate.SelfTime`).
+            # polls around its fetch (`aggregate.SelfTime`).
             entered = clock()
             if not (lean and not proxy.slow and (traces.window is None or not train)):
                 return timed_step(state, iterator, entered)
-            # The proxy counts the calls to the next that polls (`TimedIterator`).
-            until = proxy.until_poll - 1
+            until -= 1
+            turn = until <= 0
             polled_s = 0.0
             if compiles is not None:
-                compiles.step = steps.upcoming_step
+                compiles.dispatching = steps
             try:
                 # Our own time before the call ends where the fetch starts.
                 called = start = clock()
-                if until > 0:
-                    proxy.until_poll = until
+                if not turn:
                     first = next(iterator)  # As in Keras's call: StopIteration ends the epoch.
                     fetched = clock()
                 else:
                     # This call's turn to poll, at the fetch's two clock
                     # reads, as the proxy polls: here, without its frames.
-                    proxy.until_poll = poll_every
+                    until = poll_every
                     polled_s = proxy.poll_at(start)
                     first = next(iterator)
                     fetched = clock()
                     polled_s += proxy.poll_at(fetched)
-                proxy.slow = fetched - start > slow_fetch_s
+                if fetched - start > slow_fetch_s:
+                    proxy.slow = True  # The next call polls (the general lane).
                 if keras_step is not None:
                     result = keras_step(state, first)
                 else:
@@ -171,16 +189,16 @@ class JaxBackend(base.Backend):
                 returned = clock()
             finally:
                 if compiles is not None:
-                    compiles.step = None
+                    compiles.dispatching = None
             try:
-                if until <= 0 and proxy.error is not None:
-                    error, proxy.error = proxy.error, None
-                    raise error  # A poll's: the recording stops; Keras keeps `result`.
-                # `batch_size_and_probe`, inline: a frame a step costs a
-                # host-bound GPU loop a microsecond.
+                # The batch's size (`batch_size_and_probe`, inline: a frame a
+                # step costs a host-bound GPU loop a microsecond).
                 try:
-                    size = (first[0].shape[0] if first.__class__ in sequences
-                            else batch_size(first))
+                    if first.__class__ in sequences and first[0].__class__ is sized:
+                        size = len(first[0])
+                    else:
+                        size = batch_size(first)
+                        sized = _sized_class(first)
                 except (TypeError, LookupError, AttributeError):
                     size = batch_size(first)
                 try:
@@ -190,8 +208,15 @@ class JaxBackend(base.Backend):
                 excluded = callback._pending_excluded
                 if excluded:
                     callback._pending_excluded = 0.0
-                dispatched_step(callback._batch_begin, start, fetched, size, excluded, probe,
-                                returned)
+                add_row((callback._batch_begin, start, fetched, size, excluded, returned))
+                add_probe(probe)
+                if turn or start >= due:
+                    if proxy.error is not None:
+                        error, proxy.error = proxy.error, None
+                        raise error  # A poll's: the recording stops; Keras keeps `result`.
+                    # A drain's time is kept out of the next step.
+                    callback._pending_excluded += steps.lean_due(start)
+                    due = steps.accounting.write_due_s
                 # Before the probes of the first step: their time is kept
                 # out of the steps apart (`_after_first_async_step`).
                 own.training_thread_s += called - entered + clock() - returned + polled_s
@@ -239,7 +264,7 @@ class JaxBackend(base.Backend):
                     if marker is not None:
                         iterator = window.marked_fetches(iterator)
                 if compiles is not None:
-                    compiles.step = steps.upcoming_step
+                    compiles.dispatching = steps
             except Exception as error:  # pylint: disable=broad-except
                 callback._disable(error)
                 return original(state, iterator)
@@ -250,9 +275,9 @@ class JaxBackend(base.Backend):
                 returned = clock()
             finally:
                 if compiles is not None:
-                    compiles.step = None
+                    compiles.dispatching = None
                 if marker is not None:
-                    asynchronous.close_marker(callback, window, marker)
+                    base.close_marker(callback, window, marker)
             try:
                 if proxy.error is not None:
                     error, proxy.error = proxy.error, None
@@ -404,8 +429,10 @@ class CompileEvents:
     """Counts JAX's backend compilations, through `jax.monitoring`.
 
     One listener per process dispatches to every live instance; each counts
-    only while it is armed (after a fit's warm-up), so a retrace names the
-    step and the seconds compiled.
+    only while it is armed (after a fit's warm-up) and a train step is being
+    dispatched (`dispatching`: its `AsyncSteps`, whose `upcoming_step` it
+    is; `None` between steps), so a retrace names the step and the seconds
+    compiled. The step's number is read only where a compilation happened.
     """
 
     _EVENT = "/jax/core/compile/backend_compile_duration"
@@ -415,7 +442,7 @@ class CompileEvents:
 
     def __init__(self):
         self.armed = False
-        self.step = None
+        self.dispatching = None
         self.count = 0
         self.seconds = 0.0
         self.steps = []
@@ -435,8 +462,9 @@ class CompileEvents:
             return
         for instance in list(cls._instances):
             # Only compilations inside a step after its warm-up count.
-            if instance.armed and instance.step is not None:
+            dispatching = instance.dispatching
+            if instance.armed and dispatching is not None:
                 instance.count += 1
                 instance.seconds += duration
-                instance.steps.append(instance.step)
+                instance.steps.append(dispatching.upcoming_step)
                 del instance.steps[:-100]

@@ -24,10 +24,10 @@ class TimedIterator:
 
     Polls happen during the fetches of one call in `steps.poll_every`, and
     of every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
-    `until_poll` counts the calls down to the next that polls in turn, so
-    that the JAX step can make the usual call without this proxy, fetching
-    itself, and count it here, polling through `poll_at` where it is that
-    call's turn (`backends/jax.py`). In a
+    `until_poll` counts the calls down to the next that polls in turn. The
+    JAX step's usual call goes without this proxy, fetching itself: it
+    counts its own calls, polls through `poll_at` where it is its turn, and
+    sets `slow` after a slow fetch (`backends/jax.py`). In a
     running fit a poll costs the training thread several microseconds
     (docs/PERFORMANCE.md); steps not polled keep the worker's report and
     are placed as the polled ones nearest them (`AsyncSteps._place`). A

@@ -15,7 +15,6 @@ an idle GPU at the fit's first step (its warm-up).
 import os
 import time
 
-from tb_devicecost.backends import asynchronous
 from tb_devicecost.backends import placement
 from tb_devicecost.traces import torch_trace
 from tb_devicecost.backends import base
@@ -136,7 +135,7 @@ class TorchBackend(base.Backend):
         # Where the pipeline's own threads hold the GIL, the loop waits for
         # it between steps too (Keras's hooks, the batch-begin ones): metered
         # from a step's return to the next one's dispatch.
-        between = asynchronous.WaitBetweenSteps(meter, steps) if steps.held_is_input else None
+        between = gil_wait.WaitBetweenSteps(meter, steps) if steps.held_is_input else None
 
         own, batch_size = steps.accounting.self_time, placement.batch_size
         sequences = placement.BATCH_SEQUENCES
@@ -186,7 +185,7 @@ class TorchBackend(base.Backend):
                 result = original(data)
             finally:
                 if marker is not None:
-                    asynchronous.close_marker(callback, window, marker)
+                    base.close_marker(callback, window, marker)
             try:
                 returned = clock()
                 if completions.cuda is False:

@@ -439,6 +439,57 @@ def test_the_polls_bound_the_steps_they_asked_about(tmp_path):
     np.testing.assert_array_equal(table[:, lower], [0.1, 0.2, 2.0, 0.4, 0.5, 3.0])
 
 
+def _mixed_fit(tmp_path, name, lean):
+    """Eight steps, 2 ms apart, each complete 1.5 ms after its dispatch,
+    which Keras's worker reports before the next step starts; polls after
+    steps 2 and 5 ask only about the steps not reported yet. With
+    `lean`, steps 1-3 and 5-7 are added as the usual JAX step adds them
+    (`lean_lane`), the others whole (`dispatched`): the two kinds of row
+    interleave, and a poll asks about both."""
+    run = accounting.StepAccounting(tmp_path / name)
+    run.begin_session()
+    timing = AsyncSteps(run)
+    timing.probed = True
+    add_row, add_probe = timing.lean_lane()
+    asked = []
+    for key in range(8):
+        start = key * 2e-3
+        fetched, returned = start + 0.2e-3, start + 0.4e-3
+        probe = output(lambda key=key: asked.append(key) or key < 2)
+        if lean and key % 4:
+            add_row((key, start, fetched, 32, 0.0, returned))
+            add_probe(probe)
+        else:
+            timing.dispatched(key, start, fetched, batch_size=32, probe=probe, returned=returned)
+        if key in (2, 5):
+            timing.poll(start + 0.5e-3)
+        timing.completed(key, now=start + 1.7e-3)
+    assert timing.upcoming_step == 8
+    timing.boundary()
+    run.end_session()
+    return asked
+
+
+def test_lean_rows_read_back_as_the_same_steps_given_whole(tmp_path):
+    """The usual JAX step's rows, two list appends a step, become the same
+    rows as the same steps given whole, in order, with the polls asking
+    the same steps across both kinds (the newest, then by halving)."""
+    asked_whole = _mixed_fit(tmp_path, "whole", lean=False)
+    asked_lean = _mixed_fit(tmp_path, "lean", lean=True)
+    # Each poll asked the newest step only: the halving found the steps
+    # before it reported by the worker, by their keys.
+    assert asked_whole == [2, 5]
+    assert asked_lean == asked_whole
+    runs = {run.run: run.series for run in reader.read_runs(reader.local_provider(str(tmp_path)))}
+    whole, lean = runs["whole"], runs["lean"]
+    for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"):
+        np.testing.assert_array_equal(lean[part], whole[part])
+    total = sum(whole[part] for part in ("data_wait_ms", "compute_ms", "host_overhead_ms"))
+    assert len(total) == 8
+    # Each step ends 2 ms after the one before (the worker's reports).
+    np.testing.assert_allclose(total[1:], 2.0, rtol=1e-4)
+
+
 class _Steps:
     """What `TimedIterator` polls: the times it polled, always a step pending."""
 

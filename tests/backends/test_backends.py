@@ -161,7 +161,7 @@ def test_a_generator_that_runs_out_ends_the_fit_with_every_step_recorded(fitted)
     pinned to a step (the fetch raised inside our step function)."""
     _, facts, records = fitted
     assert records["ran_out/train"].aggregate["steps"] == 12
-    assert facts["ran_out_compile_step"] is None
+    assert facts["ran_out_compile_pinned"] is False
 
 
 def test_a_device_busy_window_the_fit_ends_before_is_traced_in_the_next(fitted):

@@ -33,18 +33,19 @@ def _broken(*args, **kwargs):
 # JAX, where an execution runs two steps: the general lane), before it (the
 # usual JAX step's own poll, around the fetch it makes itself), after it
 # (the step's row: the general `dispatched`, again two steps an execution,
-# and each backend's usual one), and on Keras's worker thread where the
-# step's logs are converted (the completion's clock read, written there by
-# the callback's `loop_results` itself, on JAX and PyTorch). Each case:
-# the function made to raise and the fit's steps per execution (PyTorch's
-# loop runs one).
+# and each backend's usual one; on JAX that row is two list appends, and
+# what may fail after them is the drain it asks for every few steps), and
+# on Keras's worker thread where the step's logs are converted (the
+# completion's clock read, written there by the callback's `loop_results`
+# itself, on JAX and PyTorch). Each case: the function made to raise and
+# the fit's steps per execution (PyTorch's loop runs one).
 SEVERAL = 2 if BACKEND == "jax" else 1
 FAULTS = {
     "poll": (asynchronous.AsyncSteps, "poll", SEVERAL),
     "usual_poll": (asynchronous.AsyncSteps, "poll", 1),
     "dispatched": (asynchronous.AsyncSteps, "dispatched", SEVERAL),
     "usual_row": (asynchronous.AsyncSteps,
-                  "dispatched_step" if BACKEND == "jax" else "dispatched_call", 1),
+                  "lean_due" if BACKEND == "jax" else "dispatched_call", 1),
     "completion": (step_wrappers.StepRecording, "loop_results", 1),
 }
 
