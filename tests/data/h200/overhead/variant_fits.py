@@ -6,7 +6,10 @@ GPU goes (a probe for issue 36; see README.md here). No test reads it.
 Variants: none (no callback); full; nopoll (the training thread never
 polls for completions: `jax.POLL_EVERY` 10**9); nofloor (no fetch-floor
 samples after the first step); off (switched off in `on_train_begin`: the
-once-a-fit hooks and the wrappers' frames only).
+once-a-fit hooks and the wrappers' frames only); wide (the usual step's
+row packed into the rows' buffer as it is added, a frame of ours a step,
+as before 17a080e, not appended to `AsyncSteps.lean` and made rows at the
+drain).
 
 Prints, per variant, the median of the per-round ratios to `none` and to
 `full`, with bootstrap 95% intervals; writes every fit's seconds to FILE
@@ -32,6 +35,7 @@ import gpu_backends  # noqa: E402
 import keras  # noqa: E402
 import models  # noqa: E402
 import tb_devicecost  # noqa: E402
+from tb_devicecost.backends import asynchronous  # noqa: E402
 from tb_devicecost.backends import jax as jax_backend  # noqa: E402
 from tb_devicecost.recording import fetch_floor  # noqa: E402
 from variants import Off  # noqa: E402  (switched off in `on_train_begin`)
@@ -47,6 +51,28 @@ def _start_python(self, batch, handover):
 
 
 fetch_floor.FetchFloor.start_python = _start_python
+
+LEAN_LANE = asynchronous.AsyncSteps.lean_lane
+WIDE = [False]
+
+
+def _lean_lane(self):
+    if not WIDE[0]:
+        return LEAN_LANE(self)
+    pack, add, nan = asynchronous._ROW.pack, self._rows.frombytes, float("nan")
+
+    def add_row(row):
+        # As `dispatched_step` did before 17a080e: the row packed, in a frame.
+        key, start, fetched, size, excluded, returned = row
+        self._count += 1
+        self._upcoming += 1
+        add(pack(key, start, fetched, fetched, 1.0, size, excluded, nan, returned, nan,
+                 0.0, 0.0, 0.0))
+
+    return add_row, self._probes.append
+
+
+asynchronous.AsyncSteps.lean_lane = _lean_lane
 
 
 def summary(seconds, variants):
@@ -77,6 +103,7 @@ def main(steps, rounds, variants, path, kind="mlp", batch=32):
             callbacks = []
             jax_backend.POLL_EVERY = 10**9 if variant == "nopoll" else 8
             NO_FLOOR[0] = variant == "nofloor"
+            WIDE[0] = variant == "wide"
             if variant != "none":
                 callback = tb_devicecost.DeviceCostCallback(
                     os.path.join(scratch, f"{variant}_{index}"), device_busy=False)
