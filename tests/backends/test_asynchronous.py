@@ -490,6 +490,35 @@ def test_lean_rows_read_back_as_the_same_steps_given_whole(tmp_path):
     np.testing.assert_allclose(total[1:], 2.0, rtol=1e-4)
 
 
+def test_the_lean_lane_drains_when_a_write_is_due_and_keeps_its_time_out(tmp_path):
+    """`lean_due`, asked by the usual JAX step at its poll turns or once its
+    start passed the write's due time: not due, it drains nothing and
+    returns 0; due, the steps complete so far become rows and are written
+    (a fit killed then keeps them), and it returns the drain's seconds,
+    which the lane keeps out of the next step, leaving nothing for a
+    later row to take."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    run.begin_session()
+    timing = AsyncSteps(run)
+    timing.probed = True
+    add_row, add_probe = timing.lean_lane()
+    for key in range(4):
+        add_row((key, key * 1e-3, key * 1e-3 + 0.2e-3, 32, 0.0, key * 1e-3 + 0.4e-3))
+        add_probe(None)
+    for key in range(3):  # The fourth step is still running.
+        timing.completed(key, now=key * 1e-3 + 0.9e-3)
+    run.write_due_s = 10.0
+    assert timing.lean_due(start=3e-3) == 0.0
+    assert timing.upcoming_step == 4 and len(timing.lean) == 4 * len(asynchronous.LEAN_FIELDS)
+    run.write_due_s = 2e-3  # A write is due.
+    drained = timing.lean_due(start=3e-3)
+    assert drained > 0.0
+    assert not timing.lean and timing.upcoming_step == 4
+    assert timing._drained_s == 0.0  # Handed to the lane, not left for a row.
+    [written] = reader.read_runs(reader.local_provider(str(tmp_path)))
+    assert len(written.series["compute_ms"]) == 3
+
+
 class _Steps:
     """What `TimedIterator` polls: the times it polled, always a step pending."""
 
