@@ -361,6 +361,7 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             if role == "evaluation":
                 self._uninstall_loop_clock()
                 accounting.end_session(status="complete")
+                self._floors["evaluation"].release()
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 
@@ -519,6 +520,10 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             except Exception as error:  # pylint: disable=broad-except
                 self._disable(error)
         self._test_role = None
+        # The ready iterators go to the process's pool, for the next fit.
+        for role in ("train", "validation"):
+            if role in self._floors:
+                self._floors[role].release()
         self._unwrap("train_function")
         self._unwrap("test_function")
         self._uninstall_loop_clock()

@@ -30,6 +30,16 @@ _KEPT_SAMPLES = 101
 # on this project's CPU, and one every 50 steps of a 1.4 ms step cost the
 # fit 0.6-1.2% (issue 36).
 BUDGET = 0.002
+# TensorFlow's ready iterators and their samples, handed from the floor of
+# a fit that ended to the next fit's floor of batches of the same structure
+# in this process, this callback's or a new one's (`release`, `start`): a
+# new floor costs a fit about 20 ms on this project's CPU (the pipeline,
+# its warm-up, 15 first samples a step apart), 1.4% of a 2,000-step fit of
+# the seeds' MLP. At most `_POOL_ENTRIES`, each holding a batch of at most
+# `_POOL_BYTES` (the ready pipeline's rows); the oldest go first.
+_POOL = collections.OrderedDict()
+_POOL_ENTRIES = 4
+_POOL_BYTES = 16 * 2**20
 
 
 class FetchFloor:
@@ -53,6 +63,10 @@ class FetchFloor:
         self._later_s = 0.0
         # First samples still to take, one a step (`start`).
         self._first_left = 0
+        # TensorFlow's: the strategy the iterator was distributed by, and
+        # the batch's bytes (`None`: unknown), for the pool (`release`).
+        self._strategy = None
+        self._bytes = None
 
     @property
     def running(self):
@@ -103,21 +117,60 @@ class FetchFloor:
         sample; the other first samples follow one a step
         (`sample_if_due`, called between steps), not back to back.
 
-        An iterator already open for batches of the same structure (a later
-        fit with the same callback) is reused with its samples: a repeated
-        fit pays neither to build one nor for 15 more first samples (about
-        10 ms on this project's CPU, most of a reused callback's fixed
-        cost); the later samples go on, on their budget from now.
+        An iterator already open for batches of the same structure, or one
+        a fit that ended left in the process's pool (`release`: a later fit
+        with this callback or another), is reused with its samples: a
+        repeated fit pays neither to build one nor for 15 more first
+        samples (about 20 ms on this project's CPU, most of a callback's
+        fixed cost); the later samples go on, on their budget from now.
         """
         signature = _signature(batch)
+        if self._iterator is None:
+            self._adopt(signature, strategy)
         if self._iterator is not None and signature == self._signature:
             if not self._first_left:
                 self._since, self._later_s = self._clock(), 0.0
             return True
         # Another structure (a batch size, a shape) has a floor of its own.
         self._signature = signature
-        self._samples.clear()
+        self._samples = collections.deque(maxlen=_KEPT_SAMPLES)
+        self._strategy, self._bytes = strategy, None
         return self._start_tensorflow(batch, strategy)
+
+    def _adopt(self, signature, strategy):
+        """Takes a ready iterator of the same structure and strategy from
+        the pool, where one is there."""
+        entries = _POOL.get((signature, id(strategy)))
+        while entries:
+            entry = entries.pop()
+            if entry[0] is strategy:  # The key's id is this strategy's.
+                (self._strategy, self._iterator, self._timed, self._samples,
+                 self._first_left, self._bytes) = entry
+                self._signature = signature
+                break
+        if entries is not None and not entries:
+            del _POOL[(signature, id(strategy))]
+
+    def release(self):
+        """The fit ended: a TensorFlow floor's ready iterator and its samples
+        go to the process's pool (`start`), where its batch is small
+        enough; a Python floor's generator, and the batch it holds, go."""
+        iterator, self._iterator = self._iterator, None
+        if iterator is None or self._timed is None:
+            return
+        if self._bytes is None or self._bytes > _POOL_BYTES:
+            return
+        key = (self._signature, id(self._strategy))
+        _POOL.setdefault(key, []).append((self._strategy, iterator, self._timed,
+                                           self._samples, self._first_left, self._bytes))
+        _POOL.move_to_end(key)
+        # Its samples travel with it; this floor keeps a copy to report.
+        self._samples = collections.deque(self._samples, maxlen=_KEPT_SAMPLES)
+        while sum(len(entries) for entries in _POOL.values()) > _POOL_ENTRIES:
+            oldest = next(iter(_POOL.values()))
+            oldest.pop(0)
+            if not oldest:
+                _POOL.popitem(last=False)
 
     def _start_tensorflow(self, batch, strategy):
         """Opens a ready iterator shaped like `batch` and samples it.
@@ -130,6 +183,8 @@ class FetchFloor:
         """
         from tb_devicecost.backends import tensorflow as tensorflow_backend
 
+        from tb_devicecost.backends import placement
+
         try:
             dataset = ready_pipeline(batch)
             if strategy is not None:
@@ -138,6 +193,10 @@ class FetchFloor:
             self._timed = tensorflow_backend.timed_fetch()
         except Exception:  # pylint: disable=broad-except
             return False
+        try:
+            self._bytes = placement.input_bytes(batch)
+        except Exception:  # pylint: disable=broad-except
+            self._bytes = None  # Not pooled.
         return self._begin(iterator, spread=True)
 
     def start_python(self, batch, handover):
@@ -154,7 +213,7 @@ class FetchFloor:
         except Exception:  # pylint: disable=broad-except
             signature = None  # Leaves without a shape: a structure unknown.
         if signature is None or signature != self._signature:
-            self._samples.clear()
+            self._samples = collections.deque(maxlen=_KEPT_SAMPLES)
         self._signature = signature
         self._timed = None
         return self._begin(ready(), warm=_PYTHON_WARM_BATCHES, samples=_PYTHON_SAMPLES)

@@ -211,3 +211,65 @@ def test_the_ready_pipeline_is_not_autotuned():
     assert dataset.options().autotune.enabled is False
     batches = list(dataset.take(3).as_numpy_iterator())
     assert len(batches) == 3 and all(x.shape == (8, 5) and y.shape == (8,) for x, y in batches)
+
+
+@pytest.fixture
+def empty_pool(monkeypatch):
+    """The process's pool of ready iterators, empty for the test."""
+    monkeypatch.setattr(fetch_floor, "_POOL", type(fetch_floor._POOL)())
+    return fetch_floor._POOL
+
+
+def test_a_fit_s_ready_iterator_goes_to_the_next_fit_s_floor(empty_pool):
+    """A floor released at a fit's end (`release`) hands its ready iterator
+    and samples to the next floor that starts on batches of the same
+    structure and strategy, a new callback's: no pipeline built, no first
+    sample taken again; the one released keeps its figure. Batches of
+    another structure, or another strategy, build their own."""
+    import tensorflow as tf  # make test installs TensorFlow
+    batch = (tf.zeros((8, 5)), tf.zeros(8, tf.int64))
+    first = fetch_floor.FetchFloor()
+    assert first.start(batch) is True
+    while first.spreading:
+        first.sample_if_due()
+    iterator, figure = first._iterator, first.milliseconds()
+    first.release()
+    assert not first.running and first.milliseconds() == figure
+    later = fetch_floor.FetchFloor()
+    assert later.start((tf.ones((8, 5)), tf.ones(8, tf.int64))) is True
+    assert later._iterator is iterator and not later.spreading
+    assert len(later._samples) == fetch_floor._FIRST_SAMPLES
+    assert not empty_pool  # Taken: one fit at a time has it.
+    later.release()
+    other_structure = fetch_floor.FetchFloor()
+    assert other_structure.start((tf.zeros((4, 5)), tf.zeros(4, tf.int64))) is True
+    assert other_structure._iterator is not iterator and other_structure.spreading
+    other_strategy = fetch_floor.FetchFloor()
+    assert other_strategy.start(batch, tf.distribute.get_strategy()) is True
+    assert other_strategy._iterator is not iterator and other_strategy.spreading
+    assert sum(len(entries) for entries in empty_pool.values()) == 1
+
+
+def test_the_pool_keeps_few_small_iterators_and_no_python_ones(empty_pool, monkeypatch):
+    """At most `_POOL_ENTRIES` ready iterators are kept, the newest; a batch
+    over `_POOL_BYTES` is not kept (its pipeline holds it); a Python
+    handover's generator, which holds the fit's first batch, is let go."""
+    import tensorflow as tf  # make test installs TensorFlow
+    floors = []
+    for rows in range(1, fetch_floor._POOL_ENTRIES + 3):
+        floor = fetch_floor.FetchFloor()
+        assert floor.start((tf.zeros((rows, 5)), tf.zeros(rows, tf.int64))) is True
+        floor.release()
+        floors.append(floor)
+    kept = [key for key, entries in empty_pool.items() for _ in entries]
+    assert len(kept) == fetch_floor._POOL_ENTRIES
+    assert [key[0][0][1][0] for key in kept] == list(range(3, fetch_floor._POOL_ENTRIES + 3))
+    monkeypatch.setattr(fetch_floor, "_POOL_BYTES", 100)
+    empty_pool.clear()
+    big = fetch_floor.FetchFloor()
+    assert big.start((tf.zeros((8, 5)), tf.zeros(8, tf.int64))) is True  # 8 * 5 * 4 + 64 bytes
+    big.release()
+    python = fetch_floor.FetchFloor()
+    assert python.start_python((np.zeros((4, 2)),), lambda batch: batch)
+    python.release()
+    assert not empty_pool and not big.running and not python.running
