@@ -119,8 +119,8 @@ class JaxBackend(base.Backend):
         add_row, add_probe = steps.lean_lane()
         sequences = placement.BATCH_SEQUENCES
         # The class of the batch's first part where `len` is its leading
-        # dimension (an array), once a step had one: `len` for it, a call
-        # fewer than `.shape[0]`.
+        # dimension (an array), found at the first step: `len` for it, a
+        # call fewer than `.shape[0]`.
         sized = None
         traces, train = callback._traces, role == "train"
         probe_of, ref = CompletionProbe(), weakref.ref
@@ -198,7 +198,8 @@ class JaxBackend(base.Backend):
                         size = len(first[0])
                     else:
                         size = batch_size(first)
-                        sized = _sized_class(first)
+                        if sized is None:  # Asked once a fit (False: not an array).
+                            sized = _sized_class(first) or False
                 except (TypeError, LookupError, AttributeError):
                     size = batch_size(first)
                 try:

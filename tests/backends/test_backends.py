@@ -99,11 +99,17 @@ def test_callbacks_beside_ours_get_every_batch_hook_with_python_numbers(fitted):
 def test_a_batch_of_inputs_alone_is_recorded_at_its_size(fitted):
     """The step reads the usual `(x, y)`'s size inline; an array alone (a
     DataLoader of bare tensors on PyTorch) is measured whole, not by its
-    first sample (100 features)."""
+    first sample (100 features), and inputs in a list or a dict by the
+    batch, not by the number of inputs."""
     _, facts, records = fitted
     sizes = records["bare/train"].series["batch_size"]
     assert len(sizes) == 20
     assert set(sizes.tolist()) == {facts["bare_batch"]}
+    # Two inputs, in a list or by name: the batch's size, 16, not the
+    # number of inputs.
+    for name in ("two_inputs", "named_inputs"):
+        sizes = records[f"{name}/train"].series["batch_size"]
+        assert len(sizes) == 20 and set(sizes.tolist()) == {16}, name
 
 
 def test_a_failing_writer_does_not_fail_the_fit(fitted):

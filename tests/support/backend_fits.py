@@ -120,6 +120,17 @@ def main():
     unsupervised.fit(bare, epochs=1, verbose=0, callbacks=[callback("bare")])
     facts["bare_batch"] = 16
 
+    # Two inputs in a list, and as a dict: the batch's first part is no
+    # array, so its size is not `len` of it (2 inputs) but the batch's.
+    left, right = keras.Input((60,), name="left"), keras.Input((40,), name="right")
+    joined = keras.layers.Concatenate()([keras.layers.Dense(8)(left), keras.layers.Dense(8)(right)])
+    two = keras.Model([left, right], keras.layers.Dense(10, activation="softmax")(joined))
+    two.compile("sgd", "sparse_categorical_crossentropy")
+    two.fit([x[:320, :60], x[:320, 60:]], y[:320], batch_size=16, epochs=1, verbose=0,
+            callbacks=[callback("two_inputs")])
+    two.fit({"left": x[:320, :60], "right": x[:320, 60:]}, y[:320], batch_size=16, epochs=1,
+            verbose=0, callbacks=[callback("named_inputs")])
+
     # A failure inside the writer: recording stops, training does not.
     broken = callback("broken")
     def fail(*args, **kwargs):
