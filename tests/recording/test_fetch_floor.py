@@ -18,6 +18,14 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(autouse=True)
+def empty_pool(monkeypatch):
+    """The process's pool of ready iterators, empty for each test here (a
+    fit in this process may have left one of batches of the same shape)."""
+    monkeypatch.setattr(fetch_floor, "_POOL", type(fetch_floor._POOL)())
+    return fetch_floor._POOL
+
+
 def test_the_floor_is_the_median_handover_in_milliseconds():
     floor = fetch_floor.FetchFloor(clock=Clock(0.0005))
     assert floor.milliseconds() is None
@@ -211,13 +219,6 @@ def test_the_ready_pipeline_is_not_autotuned():
     assert dataset.options().autotune.enabled is False
     batches = list(dataset.take(3).as_numpy_iterator())
     assert len(batches) == 3 and all(x.shape == (8, 5) and y.shape == (8,) for x, y in batches)
-
-
-@pytest.fixture
-def empty_pool(monkeypatch):
-    """The process's pool of ready iterators, empty for the test."""
-    monkeypatch.setattr(fetch_floor, "_POOL", type(fetch_floor._POOL)())
-    return fetch_floor._POOL
 
 
 def test_a_fit_s_ready_iterator_goes_to_the_next_fit_s_floor(empty_pool):
