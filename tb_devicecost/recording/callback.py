@@ -361,7 +361,9 @@ class DeviceCostCallback(step_wrappers.StepRecording, keras.callbacks.Callback):
             if role == "evaluation":
                 self._uninstall_loop_clock()
                 accounting.end_session(status="complete")
-                self._floors["evaluation"].release()
+                floor = self._floors.get("evaluation")
+                if floor is not None:
+                    floor.release()
         except Exception as error:  # pylint: disable=broad-except
             self._disable(error)
 

@@ -9,6 +9,7 @@ data wait above it is starvation, data wait up to it is the handover.
 """
 
 import collections
+import threading
 import time
 
 # Batches fetched before timing, so the pipeline is warm.
@@ -40,6 +41,8 @@ BUDGET = 0.002
 _POOL = collections.OrderedDict()
 _POOL_ENTRIES = 4
 _POOL_BYTES = 16 * 2**20
+# Fits in several threads may end and start at once.
+_POOL_LOCK = threading.Lock()
 
 
 class FetchFloor:
@@ -140,16 +143,18 @@ class FetchFloor:
     def _adopt(self, signature, strategy):
         """Takes a ready iterator of the same structure and strategy from
         the pool, where one is there."""
-        entries = _POOL.get((signature, id(strategy)))
-        while entries:
-            entry = entries.pop()
-            if entry[0] is strategy:  # The key's id is this strategy's.
-                (self._strategy, self._iterator, self._timed, self._samples,
-                 self._first_left, self._bytes) = entry
-                self._signature = signature
-                break
-        if entries is not None and not entries:
-            del _POOL[(signature, id(strategy))]
+        key = (signature, id(strategy))
+        with _POOL_LOCK:
+            entries = _POOL.get(key)
+            while entries:
+                entry = entries.pop()
+                if entry[0] is strategy:  # The key's id is this strategy's.
+                    (self._strategy, self._iterator, self._timed, self._samples,
+                     self._first_left, self._bytes) = entry
+                    self._signature = signature
+                    break
+            if entries is not None and not entries:
+                del _POOL[key]
 
     def release(self):
         """The fit ended: a TensorFlow floor's ready iterator and its samples
@@ -161,16 +166,17 @@ class FetchFloor:
         if self._bytes is None or self._bytes > _POOL_BYTES:
             return
         key = (self._signature, id(self._strategy))
-        _POOL.setdefault(key, []).append((self._strategy, iterator, self._timed,
-                                           self._samples, self._first_left, self._bytes))
-        _POOL.move_to_end(key)
+        with _POOL_LOCK:
+            _POOL.setdefault(key, []).append((self._strategy, iterator, self._timed,
+                                               self._samples, self._first_left, self._bytes))
+            _POOL.move_to_end(key)
+            while sum(len(entries) for entries in _POOL.values()) > _POOL_ENTRIES:
+                oldest = next(iter(_POOL.values()))
+                oldest.pop(0)
+                if not oldest:
+                    _POOL.popitem(last=False)
         # Its samples travel with it; this floor keeps a copy to report.
         self._samples = collections.deque(self._samples, maxlen=_KEPT_SAMPLES)
-        while sum(len(entries) for entries in _POOL.values()) > _POOL_ENTRIES:
-            oldest = next(iter(_POOL.values()))
-            oldest.pop(0)
-            if not oldest:
-                _POOL.popitem(last=False)
 
     def _start_tensorflow(self, batch, strategy):
         """Opens a ready iterator shaped like `batch` and samples it.
@@ -181,9 +187,8 @@ class FetchFloor:
         that TensorFlow cannot rebatch (per-replica values, ragged or
         string-keyed structures it rejects) have no floor.
         """
-        from tb_devicecost.backends import tensorflow as tensorflow_backend
-
         from tb_devicecost.backends import placement
+        from tb_devicecost.backends import tensorflow as tensorflow_backend
 
         try:
             dataset = ready_pipeline(batch)
