@@ -15,6 +15,11 @@ Prints, per variant, the median of the per-round ratios to `none` and to
 `full`, with bootstrap 95% intervals; writes every fit's seconds to FILE
 every 10 rounds, so a run cut short keeps what it measured.
 
+With `PREAMBLE=1` in the environment, one fit with the callback as users
+get it (its device-busy trace window: the profiler started and stopped)
+runs before the rounds, as `gpu_backends.py` runs its kept fit before its
+pairs: whether a profiler session earlier in the process moves the ratio.
+
 Usage (from the checkout's root): KERAS_BACKEND=jax python3
     tests/data/h200/overhead/variant_fits.py STEPS ROUNDS VARIANTS FILE
     [KIND BATCH]   (KIND `mlp` or `cnn`, `benchmarks/models.py`)
@@ -96,6 +101,10 @@ def main(steps, rounds, variants, path, kind="mlp", batch=32):
     model.fit(x, y, batch_size=batch, verbose=0, shuffle=False)  # compiles
     seconds = {variant: [] for variant in variants}
     scratch = tempfile.mkdtemp()
+    preamble = os.environ.get("PREAMBLE") == "1"
+    if preamble:
+        model.fit(x, y, batch_size=batch, verbose=0, shuffle=False, callbacks=[
+            tb_devicecost.DeviceCostCallback(os.path.join(scratch, "default"))])
     for index in range(rounds):
         order = list(variants)
         random.shuffle(order)
@@ -116,7 +125,8 @@ def main(steps, rounds, variants, path, kind="mlp", batch=32):
         if (index + 1) % 10 == 0 or index + 1 == rounds:
             with open(path, "w", encoding="utf-8") as file:
                 json.dump({"backend": keras.backend.backend(), "kind": kind, "batch": batch,
-                           "steps": steps, "rounds": index + 1, "seconds": seconds,
+                           "steps": steps, "preamble": preamble, "rounds": index + 1,
+                           "seconds": seconds,
                            "summary": summary(seconds, variants)}, file)
     print(f"{kind} at {batch}, {steps} steps; median fit without "
           f"{statistics.median(seconds[variants[0]]) * 1e3:.1f} ms")
