@@ -160,7 +160,10 @@ class AsyncSteps:
         # The training thread polls in one step's fetch in this many
         # (`timed_iterator.TimedIterator`); a step no poll asked about
         # counts as found pending where the nearest one asked about was.
+        # The fit's first `first_polls` turns come one in `first_poll_every`
+        # (`next_poll_in`).
         self.poll_every = 1
+        self.first_poll_every, self.first_polls = 1, 0
         # Seconds a drain between steps took (our own measurement): kept out
         # of the next step's host overhead, as the callback's probes are.
         self._drained_s = 0.0
@@ -243,6 +246,16 @@ class AsyncSteps:
         (`list.append`, where `probed`). Those two calls are its recording
         of a step; every few steps it asks `lean_due`."""
         return self.lean.extend, self._probes.append
+
+    def next_poll_in(self):
+        """Calls from a poll's turn to the next one's (both lanes ask at
+        each turn): one in `first_poll_every` for the fit's first
+        `first_polls` turns, so that a short fit still has steps measured
+        closely (`completion_bounds.Placer`), then one in `poll_every`."""
+        if self.first_polls > 0:
+            self.first_polls -= 1
+            return min(self.first_poll_every, self.poll_every)
+        return self.poll_every
 
     def lean_due(self, start):
         """Training thread, after some of the lean lane's steps: drains

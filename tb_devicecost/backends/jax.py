@@ -63,11 +63,15 @@ class CompletionProbe:
 # Polls for completed steps happen in one step's fetch in this many
 # (`timed_iterator.TimedIterator`), on every device: in a running fit a poll
 # costs the training thread 6 to 10 µs on this project's CPU where a
-# microbenchmark reads 0.3 (`is_ready()` and its bookkeeping, cold in the
-# caches; docs/PERFORMANCE.md). Steps no poll asked about are placed as
-# the nearest asked ones are. A fit whose
-# input runs Python on threads of its own polls every step (`wrap_step`).
-POLL_EVERY = 8
+# microbenchmark reads 0.3 (`is_ready()` lets Keras's waiting worker run),
+# about 35 µs on an H200 host: one in 8 was 4.4 µs of the 13 µs the
+# callback took a step there, one in 32 1.0 (docs/PERFORMANCE.md). Steps
+# no poll asked about are placed as the nearest asked ones are. A fit's
+# first `FIRST_POLLS` turns come one in `FIRST_POLL_EVERY`, so a short fit
+# has steps measured closely as before. A fit whose input runs Python on
+# threads of its own polls every step (`wrap_step`).
+POLL_EVERY = 32
+FIRST_POLL_EVERY, FIRST_POLLS = 8, 8
 
 
 def _sized_class(batch):
@@ -102,6 +106,7 @@ class JaxBackend(base.Backend):
         # Where the input's own Python threads hold the GIL, Keras's worker
         # reports late at any step: every step polls (and is metered).
         steps.poll_every = 1 if steps.held_is_input else POLL_EVERY
+        steps.first_poll_every, steps.first_polls = FIRST_POLL_EVERY, FIRST_POLLS
         steps.probed = True  # Each step's probe kept: `dispatched_step`.
         proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
@@ -135,18 +140,18 @@ class JaxBackend(base.Backend):
         # Calls of the lean lane to the next that polls and asks whether a
         # drain is due (`AsyncSteps.lean_due`); `due`, when a write is due,
         # as that call last read it: a step that starts later asks too.
-        until, due = steps.poll_every, float("-inf")
+        next_poll_in = steps.next_poll_in
+        until, due = next_poll_in(), float("-inf")
 
         # The usual step takes the lean lane: no input threads to meter, one
         # step an execution, no trace window open, the fetch before not
         # slow. It fetches the batch itself, times the fetch and the call
         # of Keras's step on it (`keras_loop.keras_step_of`), and adds its
         # row and probe to two lists (`AsyncSteps.lean_lane`); one call in
-        # `poll_every` polls and asks whether a drain is due. Everything
+        # `next_poll_in()` polls and asks whether a drain is due. Everything
         # else waits for the drain. What it leaves out, the general lane
         # does (`timed_step`).
         lean = between is None and single
-        poll_every = steps.poll_every
         keras_step = keras_loop.keras_step_of(original) if lean else None
         slow_fetch_s = timed_iterator.SLOW_FETCH_S
 
@@ -173,7 +178,7 @@ class JaxBackend(base.Backend):
                 else:
                     # This call's turn to poll, at the fetch's two clock
                     # reads, as the proxy polls: here, without its frames.
-                    until = poll_every
+                    until = next_poll_in()
                     polled_s = proxy.poll_at(start)
                     first = next(iterator)
                     fetched = clock()

@@ -22,8 +22,9 @@ class TimedIterator:
     nothing here: `reset` starts each call on its iterator, and clears the
     call's readings after it.
 
-    Polls happen during the fetches of one call in `steps.poll_every`, and
-    of every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
+    Polls happen during the fetches of one call in `steps.poll_every` (in
+    one in fewer at the fit's start: `AsyncSteps.next_poll_in`), and of
+    every call after a fetch longer than `SLOW_FETCH_S` (`slow`).
     `until_poll` counts the calls down to the next that polls in turn. The
     JAX step's usual call goes without this proxy, fetching itself: it
     counts its own calls, polls through `poll_at` where it is its turn, and
@@ -41,7 +42,7 @@ class TimedIterator:
     """
 
     # Read and set several times a step: slots are faster than a dict.
-    __slots__ = ("_clock", "_poll", "_poll_every", "_polling", "until_poll", "slow",
+    __slots__ = ("_clock", "_poll", "_next_poll_in", "_polling", "until_poll", "slow",
                  "iterator", "error", "meter", "metered", "start", "fetched", "count", "first",
                  "polled_s")
 
@@ -49,11 +50,11 @@ class TimedIterator:
         self._clock = clock
         # `steps.poll` (`None` once a poll failed).
         self._poll = steps.poll
-        self._poll_every = steps.poll_every
+        self._next_poll_in = steps.next_poll_in
         self._polling = True
         # Calls to the next that polls in turn (that one counts it down to
         # 0), and whether the last fetch was slow (the next call polls too).
-        self.until_poll = steps.poll_every
+        self.until_poll = steps.next_poll_in()
         self.slow = False
         # An error of ours met inside Keras's call, raised after it.
         self.error = None
@@ -109,7 +110,7 @@ class TimedIterator:
             self.until_poll -= 1
             self._polling = self.slow or self.until_poll <= 0
             if self.until_poll <= 0:
-                self.until_poll = self._poll_every
+                self.until_poll = self._next_poll_in()
         if self._polling:
             # A poll's time is ours, and is in the fetch's span: two clock
             # reads, only at a fetch that polls.

@@ -530,6 +530,9 @@ class _Steps:
     def poll(self, now):
         self.polled.append(now)
 
+    def next_poll_in(self):
+        return self.poll_every
+
 
 @pytest.mark.parametrize("poll_every, polled_calls", [(1, [1, 2, 3, 4, 5, 6]), (3, [3, 6])])
 def test_the_fetch_polls_only_in_one_call_in_poll_every(poll_every, polled_calls):
@@ -559,6 +562,18 @@ def fetches_polled(poll_every, fetch_s):
             assert len(steps.polled) - before == 2
             polled_in.append(call)
     return polled_in
+
+
+def test_a_fit_s_first_turns_to_poll_come_sooner(tmp_path):
+    """The first `first_polls` turns come one call in `first_poll_every`
+    (a short fit still has steps measured closely), then one in
+    `poll_every`; an input polled every call stays at every call."""
+    run = accounting.StepAccounting(tmp_path / "run")
+    timing = AsyncSteps(run)
+    timing.poll_every, timing.first_poll_every, timing.first_polls = 32, 8, 3
+    assert [timing.next_poll_in() for _ in range(6)] == [8, 8, 8, 32, 32, 32]
+    timing.poll_every, timing.first_polls = 1, 2
+    assert [timing.next_poll_in() for _ in range(3)] == [1, 1, 1]
 
 
 def test_a_call_after_a_slow_fetch_polls():

@@ -105,6 +105,25 @@ def main():
               validation_data=(x[:64], y[:64]), callbacks=[counts, counted])
     facts["counts_in_hooks"], facts["counts_at_end"] = counts.in_hooks, counts.at_end
 
+    if BACKEND == "jax":
+        # When the training thread's turns to poll come in a 200-step fit:
+        # the step it was at each time a lane asked for its next turn.
+        from tb_devicecost.backends import asynchronous
+
+        turns, next_poll_in = [], asynchronous.AsyncSteps.next_poll_in
+
+        def recorded_next_poll_in(steps):
+            turns.append(steps.upcoming_step)
+            return next_poll_in(steps)
+
+        asynchronous.AsyncSteps.next_poll_in = recorded_next_poll_in
+        try:
+            mlp().fit(x[:1600], y[:1600], batch_size=8, epochs=1, verbose=0,
+                      callbacks=[callback("polled")])
+        finally:
+            asynchronous.AsyncSteps.next_poll_in = next_poll_in
+        facts["poll_turns"] = turns
+
     # Batches of inputs alone, no `(x, y)`: a DataLoader of bare tensors
     # on PyTorch, a PyDataset of bare arrays on JAX. The size recorded is
     # the batch's, not its first sample's.

@@ -46,6 +46,8 @@ from tb_devicecost.recording import fetch_floor  # noqa: E402
 from variants import Off  # noqa: E402  (switched off in `on_train_begin`)
 
 START_PYTHON = fetch_floor.FetchFloor.start_python
+# The step code's own interval, for every variant that polls as users get it.
+DEFAULT_POLL_EVERY = jax_backend.POLL_EVERY
 NO_FLOOR = [False]
 
 
@@ -110,7 +112,7 @@ def main(steps, rounds, variants, path, kind="mlp", batch=32):
         random.shuffle(order)
         for variant in order:
             callbacks = []
-            jax_backend.POLL_EVERY = 10**9 if variant == "nopoll" else 8
+            jax_backend.POLL_EVERY = 10**9 if variant == "nopoll" else DEFAULT_POLL_EVERY
             NO_FLOOR[0] = variant == "nofloor"
             WIDE[0] = variant == "wide"
             if variant != "none":

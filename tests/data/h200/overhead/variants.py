@@ -32,6 +32,7 @@ import models  # noqa: E402
 
 WARM = 50
 POLL_EVERY = {"nopoll": 10**9, "poll1": 1}
+DEFAULT_POLL_EVERY = jax_backend.POLL_EVERY
 NO_EVENT = [False]
 
 
@@ -85,7 +86,7 @@ def main(steps, rounds, variants, path=None, kind="mlp", batch=32):
         random.shuffle(order)
         for variant in order:
             clock, callbacks = Clock(), []
-            jax_backend.POLL_EVERY = POLL_EVERY.get(variant, 8)
+            jax_backend.POLL_EVERY = POLL_EVERY.get(variant, DEFAULT_POLL_EVERY)
             NO_EVENT[0] = variant == "noevent"
             if variant != "none":
                 callback = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False)
