@@ -540,8 +540,8 @@ class AsyncSteps:
         `prompt`: the last of them is the step before a boundary, whose
         completion Keras's worker reported while the training thread waited
         for it (`completion_bounds.Placer`)."""
-        (start, fetched, dispatch, batch, excluded_s, held_s, held_between_s,
-         lower, upper, polled) = columns
+        start, fetched, dispatch, batch = columns[:4]
+        lower, upper, polled = columns.lower, columns.upper, columns.polled
         first = start[0] if self._previous is None else self._previous
         # The device completes steps in order: a step's completion is no
         # earlier than the one before, and no later than any after it.
@@ -555,32 +555,8 @@ class AsyncSteps:
             polled=polled,
         )
         done = completion_bounds.share_reads(done, lower, first)
-        previous = np.concatenate(([first], done[:-1]))
-        begun = np.maximum(dispatch, previous)
-        compute_s = done - begun
-        data_wait_s = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
-        host_overhead_s = np.maximum(0.0, done - previous - compute_s - data_wait_s)
-        # The step waited that long for the GIL that other threads held,
-        # from its dispatch on. Where the device was still busy with the
-        # step before (`previous` after the dispatch), up to that much of
-        # the wait overlapped it: only the rest left the device idle.
-        held_s = np.minimum(np.maximum(0.0, held_s - np.maximum(0.0, previous - dispatch)), compute_s)
-        compute_s = compute_s - held_s
-        if self.held_is_input:
-            data_wait_s = data_wait_s + held_s
-            # The loop's own wait for the GIL those threads held.
-            moved_s = np.minimum(held_between_s, host_overhead_s)
-            host_overhead_s = host_overhead_s - moved_s
-            data_wait_s = data_wait_s + moved_s
-        else:
-            host_overhead_s = host_overhead_s + held_s
-        # Our own measurements are left out of the host overhead they ran in,
-        # as far as they overlapped it (the device may have been busy).
-        excluded_s = np.minimum(excluded_s, host_overhead_s)
-        # A step that was nothing but our measurement (the device finished
-        # it meanwhile) keeps that time as host overhead: no step lasts 0 ms.
-        excluded_s[compute_s + data_wait_s + host_overhead_s - excluded_s <= 0] = 0.0
-        host_overhead_s -= excluded_s
+        previous, data_wait_s, compute_s, host_overhead_s, excluded_s = completion_bounds.parts(
+            columns, done, first, self.held_is_input)
         device_paced = previous >= dispatch
         self._previous = float(done[-1])
         fetch_ms = (fetched - start) * 1e3

@@ -1,9 +1,11 @@
-"""Completions within their bounds: NumPy over a group of steps.
+"""Completions within their bounds, and the parts of the steps between
+them: NumPy over a group of steps.
 
 `asynchronous.AsyncSteps` knows of each step's completion only bounds (the
 last read that found it pending, the first that found it complete); these
 functions settle where in them the completions lie, for a whole group of
-steps at once (`AsyncSteps._write`).
+steps at once, and split each step's time between them (`parts`, the
+arithmetic in `asynchronous`'s docstring; `AsyncSteps._write`).
 """
 
 import numpy as np
@@ -145,3 +147,38 @@ def share_reads(done, lower, first):
     since = np.maximum(np.concatenate(([first], done))[starts], lower[starts])[run]
     spread = since + (rank + 1) / length * (done - since)
     return np.maximum.accumulate(np.minimum(np.maximum(spread, lower), done))
+
+
+def parts(columns, done, first, held_is_input):
+    """`(previous, data_wait_s, compute_s, host_overhead_s, excluded_s)` of
+    completed steps (`columns`: an `asynchronous._Columns`) completing at
+    `done`, the one before the first at `first`; `held_is_input`: a wait
+    for the GIL is the input's (data wait), else host overhead."""
+    start, fetched, dispatch = columns.start, columns.fetched, columns.dispatch
+    previous = np.concatenate(([first], done[:-1]))
+    begun = np.maximum(dispatch, previous)
+    compute_s = done - begun
+    data_wait_s = np.maximum(0.0, np.minimum(fetched, begun) - np.maximum(start, previous))
+    host_overhead_s = np.maximum(0.0, done - previous - compute_s - data_wait_s)
+    # The step waited that long for the GIL that other threads held,
+    # from its dispatch on. Where the device was still busy with the
+    # step before (`previous` after the dispatch), up to that much of
+    # the wait overlapped it: only the rest left the device idle.
+    held_s = np.minimum(
+        np.maximum(0.0, columns.held - np.maximum(0.0, previous - dispatch)), compute_s)
+    compute_s = compute_s - held_s
+    if held_is_input:
+        data_wait_s = data_wait_s + held_s
+        # The loop's own wait for the GIL those threads held.
+        moved_s = np.minimum(columns.held_between, host_overhead_s)
+        host_overhead_s = host_overhead_s - moved_s
+        data_wait_s = data_wait_s + moved_s
+    else:
+        host_overhead_s = host_overhead_s + held_s
+    # Our own measurements are left out of the host overhead they ran in,
+    # as far as they overlapped it (the device may have been busy).
+    excluded_s = np.minimum(columns.excluded, host_overhead_s)
+    # A step that was nothing but our measurement (the device finished
+    # it meanwhile) keeps that time as host overhead: no step lasts 0 ms.
+    excluded_s[compute_s + data_wait_s + host_overhead_s - excluded_s <= 0] = 0.0
+    return previous, data_wait_s, compute_s, host_overhead_s - excluded_s, excluded_s
