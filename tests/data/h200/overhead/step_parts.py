@@ -5,8 +5,9 @@ Prints the cost of the primitives the step uses (a `time.perf_counter`
 read, `is_ready()` of a ready JAX array, a weak reference to one) and
 the callback's own time a step (`self_us_per_step`, as its runs record
 it) over 2,000-step fits of the seeds' MLP at batch 32, with the training
-thread's poll every 8 calls (the default), 16, 32, 64, and never; the
-fits alternate, 4 of each.
+thread's poll every 8 calls (the default before 1cf9e02), 16, 32 (the
+default since), 64, and never, after a fit's first turns (`jax.FIRST_POLLS`);
+the fits alternate, 4 of each.
 
 Usage (from the checkout's root): KERAS_BACKEND=jax python3
     tests/data/h200/overhead/step_parts.py
