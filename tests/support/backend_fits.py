@@ -107,13 +107,15 @@ def main():
 
     if BACKEND == "jax":
         # When the training thread's turns to poll come in a 200-step fit:
-        # the step it was at each time a lane asked for its next turn.
+        # the step it was at each time the lean lane (JAX's usual step,
+        # `timed_jax`) asked for its next turn.
         from tb_devicecost.backends import asynchronous
 
         turns, next_poll_in = [], asynchronous.AsyncSteps.next_poll_in
 
         def recorded_next_poll_in(steps):
-            turns.append(steps.upcoming_step)
+            if sys._getframe(1).f_code.co_name == "timed_jax":
+                turns.append(steps.upcoming_step)
             return next_poll_in(steps)
 
         asynchronous.AsyncSteps.next_poll_in = recorded_next_poll_in
