@@ -63,8 +63,8 @@ class CompletionProbe:
 # Polls for completed steps happen in one step's fetch in this many
 # (`timed_iterator.TimedIterator`), on every device: in a running fit a poll
 # costs the training thread 6 to 10 µs on this project's CPU where a
-# microbenchmark reads 0.3 (`is_ready()` lets Keras's waiting worker run),
-# about 35 µs on an H200 host: one in 8 was 4.4 µs of the 13 µs the
+# microbenchmark reads 0.3 (`is_ready()` alone 4 µs inside a running fit
+# against 0.2-1.0 outside one), about 35 µs on an H200 host: one in 8 was 4.4 µs of the 13 µs the
 # callback took a step there, one in 32 1.0 (docs/PERFORMANCE.md). Steps
 # no poll asked about are placed as the nearest asked ones are. A fit's
 # first `FIRST_POLLS` turns come one in `FIRST_POLL_EVERY`, so a short fit

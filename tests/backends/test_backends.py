@@ -172,13 +172,13 @@ def test_a_generator_that_runs_out_ends_the_fit_with_every_step_recorded(fitted)
 
 @pytest.mark.parametrize("fitted", ["jax"], indirect=True)
 def test_jax_polls_one_step_in_eight_at_a_fit_s_start_then_one_in_thirty_two(fitted):
-    """A poll costs Keras's worker the GIL (about 35 µs of an H200 host's
-    training thread): a 200-step JAX fit's usual step polls in one step in
-    8 for the fit's first turns, so that a short fit still has steps
-    measured closely, then in one in 32. A call after a slow fetch takes
-    the general lane, which counts its own calls and shares the first
-    turns: a gap may be longer, never shorter, and there are at most six
-    short ones (eight first turns less each lane's first ask)."""
+    """A poll's turn costs about 35 µs of an H200 host's training thread:
+    a 200-step JAX fit's usual step polls in one step in 8 for the fit's
+    first turns, so that a short fit still has steps measured closely,
+    then in one in 32. A call after a slow fetch takes the general lane,
+    which counts its own calls and shares the first turns: a gap may be
+    longer, never shorter, and there are at most six short ones (eight
+    first turns less each lane's first ask)."""
     _, facts, records = fitted
     assert records["polled/train"].aggregate["steps"] == 200
     turns = facts["poll_turns"]
