@@ -6,7 +6,7 @@ read, `is_ready()` of a ready JAX array, a weak reference to one) and
 the callback's own time a step (`self_us_per_step`, as its runs record
 it) over 2,000-step fits of the seeds' MLP at batch 32, with the training
 thread's poll every 8 calls (the default before 1cf9e02), 16, 32 (the
-default since), 64, and never, after a fit's first turns (`jax.FIRST_POLLS`);
+default since), 64, each after a fit's first turns (`jax.FIRST_POLLS`), and never;
 the fits alternate, 4 of each.
 
 Usage (from the checkout's root): KERAS_BACKEND=jax python3
@@ -48,10 +48,13 @@ def main(steps=2000, fits=4):
     model = models.build("mlp")
     model.fit(x[:50 * 32], y[:50 * 32], batch_size=32, verbose=0)  # compiles
     own = {8: [], 16: [], 32: [], 64: [], 10**9: []}
+    first_polls = jax_backend.FIRST_POLLS
     scratch = tempfile.mkdtemp()
     for index in range(fits):
         for every in own:
             jax_backend.POLL_EVERY = every
+            # Never means never: no first turns either.
+            jax_backend.FIRST_POLLS = 0 if every == 10**9 else first_polls
             directory = os.path.join(scratch, f"{every}_{index}")
             model.fit(x, y, batch_size=32, verbose=0, shuffle=False, callbacks=[
                 tb_devicecost.DeviceCostCallback(directory, device_busy=False)])

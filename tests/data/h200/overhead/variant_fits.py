@@ -4,7 +4,7 @@ variants, in a random order each round, as `gpu_backends.py` times them
 GPU goes (a probe for issue 36; see README.md here). No test reads it.
 
 Variants: none (no callback); full; nopoll (the training thread never
-polls for completions: `jax.POLL_EVERY` 10**9); nofloor (no fetch-floor
+polls for completions: `jax.POLL_EVERY` 10**9, no first turns); nofloor (no fetch-floor
 samples after the first step); off (switched off in `on_train_begin`: the
 once-a-fit hooks and the wrappers' frames only); wide (the usual step's
 row packed into the rows' buffer as it is added, a frame of ours a step,
@@ -47,7 +47,7 @@ from variants import Off  # noqa: E402  (switched off in `on_train_begin`)
 
 START_PYTHON = fetch_floor.FetchFloor.start_python
 # The step code's own interval, for every variant that polls as users get it.
-DEFAULT_POLL_EVERY = jax_backend.POLL_EVERY
+DEFAULT_POLL_EVERY, DEFAULT_FIRST_POLLS = jax_backend.POLL_EVERY, jax_backend.FIRST_POLLS
 NO_FLOOR = [False]
 
 
@@ -113,6 +113,7 @@ def main(steps, rounds, variants, path, kind="mlp", batch=32):
         for variant in order:
             callbacks = []
             jax_backend.POLL_EVERY = 10**9 if variant == "nopoll" else DEFAULT_POLL_EVERY
+            jax_backend.FIRST_POLLS = 0 if variant == "nopoll" else DEFAULT_FIRST_POLLS
             NO_FLOOR[0] = variant == "nofloor"
             WIDE[0] = variant == "wide"
             if variant != "none":

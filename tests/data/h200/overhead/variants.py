@@ -32,7 +32,7 @@ import models  # noqa: E402
 
 WARM = 50
 POLL_EVERY = {"nopoll": 10**9, "poll1": 1}
-DEFAULT_POLL_EVERY = jax_backend.POLL_EVERY
+DEFAULT_POLL_EVERY, DEFAULT_FIRST_POLLS = jax_backend.POLL_EVERY, jax_backend.FIRST_POLLS
 NO_EVENT = [False]
 
 
@@ -87,6 +87,7 @@ def main(steps, rounds, variants, path=None, kind="mlp", batch=32):
         for variant in order:
             clock, callbacks = Clock(), []
             jax_backend.POLL_EVERY = POLL_EVERY.get(variant, DEFAULT_POLL_EVERY)
+            jax_backend.FIRST_POLLS = 0 if variant == "nopoll" else DEFAULT_FIRST_POLLS
             NO_EVENT[0] = variant == "noevent"
             if variant != "none":
                 callback = tb_devicecost.DeviceCostCallback(tempfile.mkdtemp(), device_busy=False)
