@@ -130,7 +130,7 @@ class AsyncSteps:
         self._probes = []
         self._asked = 0
         # Whether every dispatched step has an entry in `_probes` (JAX's:
-        # `dispatched_step` appends without checking).
+        # the lean lane appends each one without checking, `lean_lane`).
         self.probed = False
         # What the polls found, `(now, since, through, pending)` each, set
         # into the rows at the drain (`_settle_polls`): steps `since` to

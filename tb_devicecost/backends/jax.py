@@ -64,12 +64,13 @@ class CompletionProbe:
 # (`timed_iterator.TimedIterator`), on every device: in a running fit a poll
 # costs the training thread 6 to 10 µs on this project's CPU where a
 # microbenchmark reads 0.3 (`is_ready()` alone 4 µs inside a running fit
-# against 0.2-1.0 outside one), about 35 µs on an H200 host: one in 8 was 4.4 µs of the 13 µs the
-# callback took a step there, one in 32 1.0 (docs/PERFORMANCE.md). Steps
-# no poll asked about are placed as the nearest asked ones are. A fit's
-# first `FIRST_POLLS` turns come one in `FIRST_POLL_EVERY`, so a short fit
-# has steps measured closely as before. A fit whose input runs Python on
-# threads of its own polls every step (`wrap_step`).
+# against 0.2-1.0 outside one), about 35 µs on an H200 host: one in 8 was
+# 4.4 µs of the 13 µs the callback took a step there, one in 32 1.0
+# (docs/PERFORMANCE.md). Steps no poll asked about are placed as the
+# nearest asked ones are. A fit's first `FIRST_POLLS` turns come one in
+# `FIRST_POLL_EVERY`, so a short fit has steps measured closely as before.
+# A fit whose input runs Python on threads of its own polls every step
+# (`wrap_step`).
 POLL_EVERY = 32
 FIRST_POLL_EVERY, FIRST_POLLS = 8, 8
 
@@ -107,7 +108,7 @@ class JaxBackend(base.Backend):
         # reports late at any step: every step polls (and is metered).
         steps.poll_every = 1 if steps.held_is_input else POLL_EVERY
         steps.first_poll_every, steps.first_polls = FIRST_POLL_EVERY, FIRST_POLLS
-        steps.probed = True  # Each step's probe kept: `dispatched_step`.
+        steps.probed = True  # Each step's probe kept: the lean lane appends every one.
         proxy = timed_iterator.TimedIterator(time.perf_counter, steps)
         # Where the pipeline's own threads hold the GIL, the training thread
         # waits for it to dispatch the step and between steps, while the
